@@ -1,0 +1,193 @@
+package event
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"testing"
+)
+
+func TestDecodeEnvelope(t *testing.T) {
+	sample, err := os.ReadFile("testdata/subscription_updated.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		payload string
+		want    Envelope
+		wantErr error
+	}{
+		{
+			name:    "sample subscription event",
+			payload: string(sample),
+			want: Envelope{ID: "evt_1", Type: "customer.subscription.updated", Created: 1700000000,
+				APIVersion: "2025-02-24.acacia", ObjectID: "sub_1Pgc6rB7WZ01zgkWNy0Cn5nw", ObjectType: "subscription"},
+		},
+		{
+			name:    "other API version and connect account",
+			payload: `{"id":"evt_2","object":"event","type":"invoice.paid","created":5,"livemode":true,"api_version":"2020-08-27","account":"acct_9","data":{"object":{"object":"invoice","id":"in_1","lines":{"data":[1,2,{"x":null}]}}}}`,
+			want:    Envelope{ID: "evt_2", Type: "invoice.paid", Created: 5, Livemode: true, APIVersion: "2020-08-27", Account: "acct_9", ObjectID: "in_1", ObjectType: "invoice"},
+		},
+		{
+			name:    "escaped strings and nulls",
+			payload: ` {"id":"evt_\u0033","type":"a\/b","api_version":null,"account":null,"data":{"object":null}} `,
+			want:    Envelope{ID: "evt_3", Type: "a/b"},
+		},
+		{name: "not JSON", payload: `id=evt_1`, wantErr: ErrMalformed},
+		{name: "truncated", payload: string(sample[:len(sample)-3]), wantErr: ErrMalformed},
+		{name: "array", payload: `[{"id":"evt_1"}]`, wantErr: ErrMalformed},
+		{name: "trailing data", payload: `{"id":"evt_1","type":"x"} {}`, wantErr: ErrMalformed},
+		{name: "created as string", payload: `{"id":"evt_1","type":"x","created":"5"}`, wantErr: ErrMalformed},
+		{name: "created as float", payload: `{"id":"evt_1","type":"x","created":5.5}`, wantErr: ErrMalformed},
+		{name: "livemode as string", payload: `{"id":"evt_1","type":"x","livemode":"true"}`, wantErr: ErrMalformed},
+		{name: "not an event", payload: `{"id":"cus_1","object":"customer","type":"x"}`, wantErr: ErrMalformed},
+		{name: "raw control character", payload: "{\"id\":\"evt\n1\",\"type\":\"x\"}", wantErr: ErrMalformed},
+		{name: "missing id", payload: `{"type":"invoice.paid","created":1}`, wantErr: ErrMissingID},
+		{name: "missing type", payload: `{"id":"evt_1"}`, wantErr: ErrMissingID},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeEnvelope([]byte(tc.payload))
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error: got %v, want %v", err, tc.wantErr)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// oracleEnvelope decodes with encoding/json and exact key matching: the
+// semantics DecodeEnvelope must have. ok is false when the document is not
+// valid JSON or an envelope field has the wrong type.
+func oracleEnvelope(payload []byte) (e Envelope, ok bool) {
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	dec.UseNumber()
+	var top any
+	if err := dec.Decode(&top); err != nil {
+		return Envelope{}, false
+	}
+	if dec.More() || dec.InputOffset() != int64(len(bytes.TrimRight(payload, " \t\r\n"))) {
+		return Envelope{}, false
+	}
+	if !json.Valid(payload) {
+		return Envelope{}, false
+	}
+	m, isObj := top.(map[string]any)
+	if !isObj {
+		return Envelope{}, false
+	}
+	str := func(v any, present bool) (string, bool) {
+		if !present || v == nil {
+			return "", true
+		}
+		s, isStr := v.(string)
+		return s, isStr
+	}
+	var object string
+	fields := []struct {
+		key string
+		dst *string
+	}{{"id", &e.ID}, {"object", &object}, {"type", &e.Type}, {"api_version", &e.APIVersion}, {"account", &e.Account}}
+	for _, f := range fields {
+		v, present := m[f.key]
+		s, good := str(v, present)
+		if !good {
+			return Envelope{}, false
+		}
+		*f.dst = s
+	}
+	if v, present := m["created"]; present && v != nil {
+		n, isNum := v.(json.Number)
+		if !isNum {
+			return Envelope{}, false
+		}
+		i, err := strconv.ParseInt(string(n), 10, 64)
+		if err != nil {
+			return Envelope{}, false
+		}
+		e.Created = i
+	}
+	if v, present := m["livemode"]; present && v != nil {
+		b, isBool := v.(bool)
+		if !isBool {
+			return Envelope{}, false
+		}
+		e.Livemode = b
+	}
+	if v, present := m["data"]; present && v != nil {
+		d, isObj := v.(map[string]any)
+		if !isObj {
+			return Envelope{}, false
+		}
+		if ov, present := d["object"]; present && ov != nil {
+			o, isObj := ov.(map[string]any)
+			if !isObj {
+				return Envelope{}, false
+			}
+			for _, f := range []struct {
+				key string
+				dst *string
+			}{{"id", &e.ObjectID}, {"object", &e.ObjectType}} {
+				v, present := o[f.key]
+				s, good := str(v, present)
+				if !good {
+					return Envelope{}, false
+				}
+				*f.dst = s
+			}
+		}
+	}
+	if object != "" && object != "event" {
+		return Envelope{}, false
+	}
+	return e, true
+}
+
+func FuzzDecodeEnvelope(f *testing.F) {
+	sample, err := os.ReadFile("testdata/subscription_updated.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(sample)
+	f.Add([]byte(`{"id":"evt_\u0031","type":"t","created":-0,"livemode":null,"data":{"object":{"id":"x","object":"y"}}}`))
+	f.Add([]byte(`{"id":"evt_1","type":"t","created":1e3}`))
+	f.Add([]byte(`{"id":"evt_1","type":"t","data":[]}`))
+	f.Add([]byte(`{"a":[1,-2.5e+3,"\ud83d\ude00",{"b":{}}],"id":"e","type":"t"}`))
+	f.Add([]byte(`{"id":"e","id":"f","type":"t"}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		got, err := DecodeEnvelope(payload)
+		want, ok := oracleEnvelope(payload)
+		if !ok {
+			if !errors.Is(err, ErrMalformed) {
+				t.Fatalf("oracle rejects %q, DecodeEnvelope: %+v, %v", payload, got, err)
+			}
+			return
+		}
+		if errors.Is(err, ErrMalformed) {
+			t.Fatalf("oracle accepts %q as %+v, DecodeEnvelope: %v", payload, want, err)
+		}
+		if want.ID == "" || want.Type == "" {
+			if !errors.Is(err, ErrMissingID) {
+				t.Fatalf("%q has no id or type, DecodeEnvelope: %+v, %v", payload, got, err)
+			}
+			return
+		}
+		if err != nil || got != want {
+			t.Fatalf("%q: got %+v, %v; want %+v", payload, got, err, want)
+		}
+	})
+}
+
+func TestDecodeEnvelopeInvalidUTF8(t *testing.T) {
+	payload := []byte("{\"id\":\"evt_\xff\",\"type\":\"t\"}")
+	got, err := DecodeEnvelope(payload)
+	want, _ := oracleEnvelope(payload)
+	if err != nil || got != want {
+		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
