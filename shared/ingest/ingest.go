@@ -1,0 +1,129 @@
+// Package ingest is the one path by which an event enters the pipeline:
+// a conditional put of its record, then a pointer on the queue. The receiver
+// uses it for webhook deliveries and the reconciler for events it found
+// missing, so both produce identical records and a late webhook for an event
+// the reconciler already ingested is a plain duplicate.
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+)
+
+// Store creates event records; *store.Events implements it.
+type Store interface {
+	Create(ctx context.Context, r *event.Record) (existing *event.Record, err error)
+}
+
+// Queue sends pointers to the processor; *queue.Queue implements it.
+type Queue interface {
+	Send(ctx context.Context, p event.Pointer) error
+}
+
+// Errors of Ingest. Both mean the event is not safely in the pipeline yet and
+// the sender must retry: a receiver answers them with 5xx, never 2xx.
+var (
+	ErrPersist = errors.New("ingest: event not persisted")
+	ErrEnqueue = errors.New("ingest: event persisted but not enqueued")
+)
+
+// Outcome says what Ingest did.
+type Outcome string
+
+// The outcomes of Ingest.
+const (
+	// Stored: a new record, enqueued.
+	Stored Outcome = "stored"
+	// Ignored: a new record of a type the pipeline does not handle, kept for
+	// the audit trail and not enqueued.
+	Ignored Outcome = "ignored"
+	// Duplicate: the record exists and needs nothing (processed, processing,
+	// ignored, or final).
+	Duplicate Outcome = "duplicate"
+	// Requeued: the record existed as received or failed, so its pointer was
+	// sent again; its earlier message may never have been sent.
+	Requeued Outcome = "requeued"
+)
+
+// Result is what Ingest did with one event.
+type Result struct {
+	Outcome Outcome
+	// Record is the stored record: the new one, or the existing one for
+	// Duplicate and Requeued.
+	Record event.Record
+	// HashConflict is set when a record with the same id, from the same
+	// source, exists with a different payload. The original is kept.
+	HashConflict bool
+}
+
+// Ingester puts events into the pipeline.
+type Ingester struct {
+	Store    Store
+	Queue    Queue
+	Provider string
+	// Handled reports whether the processor handles an event type; others
+	// are recorded as ignored. Nil handles every type.
+	Handled func(eventType string) bool
+	Now     func() time.Time
+}
+
+// Ingest stores the event env, whose raw body is payload, and enqueues it
+// when it needs processing. Duplicates are decided by the stored record's
+// status, never by its mere existence.
+func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []byte, source event.Source) (Result, error) {
+	hash := Hash(payload)
+	status := event.StatusReceived
+	if in.Handled != nil && !in.Handled(env.Type) {
+		status = event.StatusIgnored
+	}
+	rec := event.NewRecord(in.Provider, env, payload, hash, source, status, in.now())
+	if status == event.StatusIgnored {
+		rec.Outcome = event.OutcomeIgnored
+	}
+	existing, err := in.Store.Create(ctx, &rec)
+	if err != nil {
+		return Result{Record: rec}, fmt.Errorf("%w: %w", ErrPersist, err)
+	}
+	if existing == nil {
+		if status == event.StatusIgnored {
+			return Result{Outcome: Ignored, Record: rec}, nil
+		}
+		if err := in.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
+			// The record stays received: the sender's retry, or the
+			// reconciler, finds it and enqueues it again.
+			return Result{Outcome: Stored, Record: rec}, fmt.Errorf("%w: %w", ErrEnqueue, err)
+		}
+		return Result{Outcome: Stored, Record: rec}, nil
+	}
+	// The API's copy of an event (the reconciler's) is not byte-equal to the
+	// webhook's, so only a difference within one source is a conflict.
+	conflict := existing.PayloadHash != hash && existing.Source == source
+	res := Result{Outcome: Duplicate, Record: *existing, HashConflict: conflict}
+	if !existing.Status.NeedsEnqueue() {
+		return res, nil
+	}
+	res.Outcome = Requeued
+	if err := in.Queue.Send(ctx, event.PointerTo(*existing)); err != nil {
+		return res, fmt.Errorf("%w: %w", ErrEnqueue, err)
+	}
+	return res, nil
+}
+
+func (in *Ingester) now() time.Time {
+	if in.Now != nil {
+		return in.Now()
+	}
+	return time.Now()
+}
+
+// Hash returns the payload hash Ingest stores.
+func Hash(payload []byte) string {
+	sum := sha256.Sum256(payload)
+	return hex.EncodeToString(sum[:])
+}

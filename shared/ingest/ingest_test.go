@@ -1,0 +1,119 @@
+package ingest
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+)
+
+type fakeStore struct {
+	existing *event.Record
+	err      error
+	created  []event.Record
+}
+
+func (f *fakeStore) Create(_ context.Context, r *event.Record) (*event.Record, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.existing != nil {
+		return f.existing, nil
+	}
+	f.created = append(f.created, *r)
+	return nil, nil
+}
+
+type fakeQueue struct {
+	err  error
+	sent []event.Pointer
+}
+
+func (f *fakeQueue) Send(_ context.Context, p event.Pointer) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.sent = append(f.sent, p)
+	return nil
+}
+
+func TestIngest(t *testing.T) {
+	payload := []byte(`{"id":"evt_1"}`)
+	env := event.Envelope{ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1"}
+	existing := func(st event.Status, hash string) *event.Record {
+		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1", Status: st, PayloadHash: hash, Source: event.SourceWebhook}
+	}
+	same := Hash(payload)
+	tests := []struct {
+		name         string
+		eventType    string
+		existing     *event.Record
+		storeErr     error
+		queueErr     error
+		wantOutcome  Outcome
+		wantErr      error
+		wantSent     int
+		wantConflict bool
+	}{
+		{name: "new event is stored and enqueued", wantOutcome: Stored, wantSent: 1},
+		{name: "type outside the allowlist is recorded as ignored", eventType: "charge.refunded", wantOutcome: Ignored},
+		{name: "duplicate of processed", existing: existing(event.StatusProcessed, same), wantOutcome: Duplicate},
+		{name: "duplicate of ignored", existing: existing(event.StatusIgnored, same), wantOutcome: Duplicate},
+		{name: "duplicate while processing", existing: existing(event.StatusProcessing, same), wantOutcome: Duplicate},
+		{name: "duplicate of dead-lettered", existing: existing(event.StatusDeadLettered, same), wantOutcome: Duplicate},
+		{name: "received: the earlier enqueue may have failed, so enqueue again", existing: existing(event.StatusReceived, same), wantOutcome: Requeued, wantSent: 1},
+		{name: "failed: enqueue again", existing: existing(event.StatusFailed, same), wantOutcome: Requeued, wantSent: 1},
+		{name: "same id, other payload: original kept, conflict flagged", existing: existing(event.StatusProcessed, "other"), wantOutcome: Duplicate, wantConflict: true},
+		{name: "reconciler's copy differs from the webhook's: not a conflict", existing: func() *event.Record {
+			r := existing(event.StatusProcessed, "api-copy")
+			r.Source = event.SourceReconciler
+			return r
+		}(), wantOutcome: Duplicate},
+		{name: "store down", storeErr: errors.New("dynamodb unavailable"), wantErr: ErrPersist},
+		{name: "queue down after the put", queueErr: errors.New("sqs unavailable"), wantOutcome: Stored, wantErr: ErrEnqueue},
+		{name: "queue down when requeueing", existing: existing(event.StatusReceived, same), queueErr: errors.New("sqs unavailable"), wantOutcome: Requeued, wantErr: ErrEnqueue},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &fakeStore{existing: tc.existing, err: tc.storeErr}
+			q := &fakeQueue{err: tc.queueErr}
+			in := &Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return t == "invoice.paid" }}
+			e := env
+			if tc.eventType != "" {
+				e.Type = tc.eventType
+			}
+			res, err := in.Ingest(context.Background(), e, payload, event.SourceWebhook)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error: got %v, want %v", err, tc.wantErr)
+			}
+			if tc.wantErr == ErrPersist {
+				return
+			}
+			if res.Outcome != tc.wantOutcome {
+				t.Errorf("outcome: got %s, want %s", res.Outcome, tc.wantOutcome)
+			}
+			if len(q.sent) != tc.wantSent {
+				t.Errorf("sent: got %d, want %d", len(q.sent), tc.wantSent)
+			}
+			if res.HashConflict != tc.wantConflict {
+				t.Errorf("conflict: got %v, want %v", res.HashConflict, tc.wantConflict)
+			}
+			if tc.wantSent == 1 && len(q.sent) == 1 {
+				if p := q.sent[0]; p.ID != "evt_1" || p.ObjectID != "in_1" || p.Type != "invoice.paid" || p.Provider != "stripe" {
+					t.Errorf("pointer: got %+v", p)
+				}
+			}
+			if tc.existing == nil && len(st.created) == 1 {
+				got := st.created[0]
+				wantStatus := event.StatusReceived
+				if tc.wantOutcome == Ignored {
+					wantStatus = event.StatusIgnored
+				}
+				if got.Status != wantStatus || got.Source != event.SourceWebhook || got.PayloadHash != same {
+					t.Errorf("created record: got status %s source %s hash %s", got.Status, got.Source, got.PayloadHash)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,239 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/smithy-go"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+)
+
+const secret = "whsec_test_secret"
+
+var now = time.Unix(1_800_000_000, 0)
+
+type fakeStore struct {
+	existing *event.Record
+	err      error
+	created  []event.Record
+}
+
+func (f *fakeStore) Create(_ context.Context, r *event.Record) (*event.Record, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	if f.existing != nil {
+		return f.existing, nil
+	}
+	f.created = append(f.created, *r)
+	return nil, nil
+}
+
+type fakeQueue struct {
+	err  error
+	sent []event.Pointer
+}
+
+func (f *fakeQueue) Send(ctx context.Context, p event.Pointer) error {
+	if f.err != nil {
+		return f.err
+	}
+	f.sent = append(f.sent, p)
+	return nil
+}
+
+type blockingQueue struct{}
+
+func (blockingQueue) Send(ctx context.Context, p event.Pointer) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func payload(id, typ string, livemode bool) []byte {
+	b, _ := json.Marshal(map[string]any{
+		"id": id, "object": "event", "type": typ, "created": now.Unix() - 5, "livemode": livemode,
+		"api_version": "2025-02-24.acacia", "data": map[string]any{"object": map[string]any{"id": "sub_1", "object": "subscription"}},
+	})
+	return b
+}
+
+func request(body []byte, sig string) events.APIGatewayV2HTTPRequest {
+	h := map[string]string{"content-type": "application/json"}
+	if sig != "" {
+		h["stripe-signature"] = sig
+	}
+	return events.APIGatewayV2HTTPRequest{Headers: h, Body: string(body)}
+}
+
+func throttling() error {
+	return &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException", Message: "slow down"}
+}
+
+func TestAnswers(t *testing.T) {
+	good := payload("evt_1", "customer.subscription.created", false)
+	sign := func(b []byte) string { return signature.Sign(b, secret, now) }
+	base64Req := request(nil, sign(good))
+	base64Req.Body = base64.StdEncoding.EncodeToString(good)
+	base64Req.IsBase64Encoded = true
+	existing := func(st event.Status) *event.Record {
+		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "customer.subscription.created", Status: st, PayloadHash: ingest.Hash(good), Source: event.SourceWebhook}
+	}
+
+	tests := []struct {
+		name        string
+		req         events.APIGatewayV2HTTPRequest
+		existing    *event.Record
+		storeErr    error
+		queueErr    error
+		queue       ingest.Queue
+		wantStatus  int
+		wantOutcome string
+		wantStored  int
+		wantSent    int
+	}{
+		{name: "stored and enqueued", req: request(good, sign(good)), wantStatus: 200, wantOutcome: OutcomeStored, wantStored: 1, wantSent: 1},
+		{name: "base64 body", req: base64Req, wantStatus: 200, wantOutcome: OutcomeStored, wantStored: 1, wantSent: 1},
+		{name: "ignored type", req: request(payload("evt_2", "charge.refunded", false), sign(payload("evt_2", "charge.refunded", false))), wantStatus: 200, wantOutcome: OutcomeIgnored, wantStored: 1},
+		{name: "duplicate of processed", req: request(good, sign(good)), existing: existing(event.StatusProcessed), wantStatus: 200, wantOutcome: OutcomeDuplicate},
+		{name: "duplicate of ignored", req: request(good, sign(good)), existing: existing(event.StatusIgnored), wantStatus: 200, wantOutcome: OutcomeDuplicate},
+		{name: "duplicate while processing", req: request(good, sign(good)), existing: existing(event.StatusProcessing), wantStatus: 200, wantOutcome: OutcomeDuplicate},
+		{name: "exists as received because the enqueue failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusReceived), wantStatus: 200, wantOutcome: OutcomeRequeued, wantSent: 1},
+		{name: "exists as failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusFailed), wantStatus: 200, wantOutcome: OutcomeRequeued, wantSent: 1},
+		{name: "missing signature header", req: request(good, ""), wantStatus: 400, wantOutcome: OutcomeMissingSignature},
+		{name: "malformed signature header", req: request(good, "garbage"), wantStatus: 400, wantOutcome: OutcomeBadSignature},
+		{name: "no matching signature", req: request(good, signature.Sign(good, "whsec_wrong", now)), wantStatus: 400, wantOutcome: OutcomeBadSignature},
+		{name: "body altered after signing", req: request(append(bytes.Clone(good), ' '), sign(good)), wantStatus: 400, wantOutcome: OutcomeBadSignature},
+		{name: "stale timestamp", req: request(good, signature.Sign(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: OutcomeStale},
+		{name: "future timestamp", req: request(good, signature.Sign(good, secret, now.Add(10*time.Minute))), wantStatus: 400, wantOutcome: OutcomeFuture},
+		{name: "malformed JSON", req: request([]byte(`{"id":`), sign([]byte(`{"id":`))), wantStatus: 400, wantOutcome: OutcomeMalformed},
+		{name: "bad base64", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true}, wantStatus: 400, wantOutcome: OutcomeMalformed},
+		{name: "missing event id", req: request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))), wantStatus: 400, wantOutcome: OutcomeMissingID},
+		{name: "wrong mode", req: request(payload("evt_3", "invoice.paid", true), sign(payload("evt_3", "invoice.paid", true))), wantStatus: 400, wantOutcome: OutcomeWrongMode},
+		{name: "oversize body", req: request(bytes.Repeat([]byte("x"), 2048), sign(bytes.Repeat([]byte("x"), 2048))), wantStatus: 413, wantOutcome: OutcomeTooLarge},
+		{name: "oversize base64 body", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{}, Body: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 2048)), IsBase64Encoded: true}, wantStatus: 413, wantOutcome: OutcomeTooLarge},
+		{name: "DynamoDB failure", req: request(good, sign(good)), storeErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomePersistFailed},
+		{name: "DynamoDB throttling", req: request(good, sign(good)), storeErr: &retry.MaxAttemptsError{Attempt: 3, Err: throttling()}, wantStatus: 503, wantOutcome: OutcomeThrottled},
+		{name: "SQS failure", req: request(good, sign(good)), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomeEnqueueFailed, wantStored: 1},
+		{name: "time budget exhausted", req: request(good, sign(good)), queue: blockingQueue{}, wantStatus: 504, wantOutcome: OutcomeTimeout, wantStored: 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &fakeStore{existing: tc.existing, err: tc.storeErr}
+			fq := &fakeQueue{err: tc.queueErr}
+			var q ingest.Queue = fq
+			if tc.queue != nil {
+				q = tc.queue
+			}
+			var logs bytes.Buffer
+			h := newHandler(t, st, q, &logs)
+			resp, err := h.Handle(context.Background(), tc.req)
+			if err != nil {
+				t.Fatalf("Handle returned an error: %v (errors must become answers)", err)
+			}
+			if resp.StatusCode != tc.wantStatus {
+				t.Errorf("status: got %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			if len(st.created) != tc.wantStored {
+				t.Errorf("records created: got %d, want %d", len(st.created), tc.wantStored)
+			}
+			if len(fq.sent) != tc.wantSent {
+				t.Errorf("messages sent: got %d, want %d", len(fq.sent), tc.wantSent)
+			}
+			line := lastLine(t, &logs)
+			if line["outcome"] != tc.wantOutcome {
+				t.Errorf("logged outcome: got %v, want %s", line["outcome"], tc.wantOutcome)
+			}
+			if _, ok := line["_aws"]; !ok {
+				t.Error("log line carries no metrics (_aws)")
+			}
+			if resp.StatusCode == 400 && resp.Body != `{"error":"invalid webhook request"}` {
+				t.Errorf("400 body must be generic, got %s", resp.Body)
+			}
+			assertNoSecrets(t, logs.String(), tc.req)
+		})
+	}
+}
+
+func newHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer) *Handler {
+	t.Helper()
+	v, err := signature.New([]string{secret, "whsec_previous"}, signature.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return New(Config{
+		Verifier:     v,
+		Ingester:     &ingest.Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return !strings.HasPrefix(t, "charge.") }, Now: func() time.Time { return now }},
+		APIVersion:   "2025-02-24.acacia",
+		MaxBodyBytes: 1024,
+		Budget:       50 * time.Millisecond,
+		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
+		Now:          func() time.Time { return now },
+	})
+}
+
+func lastLine(t *testing.T, logs *bytes.Buffer) map[string]any {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want exactly one log line per request, got %d:\n%s", len(lines), logs.String())
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
+		t.Fatalf("log line is not JSON: %v\n%s", err, lines[0])
+	}
+	return m
+}
+
+// assertNoSecrets checks that neither the secret, the signature header nor
+// the payload reached the log.
+func assertNoSecrets(t *testing.T, logs string, req events.APIGatewayV2HTTPRequest) {
+	t.Helper()
+	if strings.Contains(logs, secret) || strings.Contains(logs, "whsec_") {
+		t.Error("log contains a signing secret")
+	}
+	if sig := req.Headers["stripe-signature"]; len(sig) > 20 && strings.Contains(logs, sig) {
+		t.Error("log contains the signature header")
+	}
+	if len(req.Body) > 40 && strings.Contains(logs, req.Body) {
+		t.Error("log contains the payload")
+	}
+}
+
+func TestAPIVersionMismatchIsAcceptedAndCounted(t *testing.T) {
+	body := bytes.Replace(payload("evt_9", "invoice.paid", false), []byte("2025-02-24.acacia"), []byte("2019-12-03"), 1)
+	var logs bytes.Buffer
+	st := &fakeStore{}
+	h := newHandler(t, st, &fakeQueue{}, &logs)
+	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, secret, now)))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status: got %d, want 200 (another API version must never be rejected)", resp.StatusCode)
+	}
+	line := lastLine(t, &logs)
+	if line["api_version_mismatch"] != 1.0 || line["api_version"] != "2019-12-03" {
+		t.Errorf("mismatch not counted: %v", line)
+	}
+	if st.created[0].APIVersion != "2019-12-03" {
+		t.Errorf("recorded api_version: got %q", st.created[0].APIVersion)
+	}
+}
+
+func TestPreviousSecretIsAccepted(t *testing.T) {
+	body := payload("evt_rot", "invoice.paid", false)
+	h := newHandler(t, &fakeStore{}, &fakeQueue{}, &bytes.Buffer{})
+	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, "whsec_previous", now)))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status: got %d, want 200", resp.StatusCode)
+	}
+}

@@ -1,0 +1,257 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+)
+
+// DynamoDB is the part of *dynamodb.Client the store uses.
+type DynamoDB interface {
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+	UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error)
+	TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+}
+
+// Errors of the store.
+var (
+	// ErrNotFound: no record with that key.
+	ErrNotFound = errors.New("store: event record not found")
+	// ErrLeaseLost: the record is no longer processing under our lease, so
+	// our result must not be written.
+	ErrLeaseLost = errors.New("store: lease lost")
+)
+
+// NotClaimableError reports a claim that lost: Current is the record as it
+// stood, whose status says why (already processed, or leased by another
+// worker until LeaseUntil).
+type NotClaimableError struct {
+	Current event.Record
+}
+
+func (e *NotClaimableError) Error() string {
+	return fmt.Sprintf("store: event %s is %s, not claimable", e.Current.ID, e.Current.Status)
+}
+
+// ConflictError reports a transaction cancelled because the condition of one
+// of the caller's extra items failed (Index counts the extra items from 0).
+// The record itself was not changed.
+type ConflictError struct {
+	Index int
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("store: condition of transaction item %d failed", e.Index)
+}
+
+// Events is the table of event records.
+type Events struct {
+	DB    DynamoDB
+	Table string
+	// Retention sets the TTL of new records; zero keeps them forever.
+	Retention time.Duration
+}
+
+func (e *Events) key(provider, id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: s(event.Key(provider, id))}
+}
+
+// Create stores r unless a record with its key exists. When one does, Create
+// returns it (decoded from the failed condition check: one call either way)
+// and a nil error. When the payload is too large for an item even
+// compressed, Create stores the record without it and sets r.PayloadOmitted.
+func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.Record, err error) {
+	item, err := e.marshalNew(r)
+	if err != nil {
+		return nil, err
+	}
+	_, err = e.DB.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(e.Table),
+		Item:                                item,
+		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		old, err := Unmarshal(ccf.Item)
+		if err != nil {
+			return nil, err
+		}
+		return &old, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: put event %s: %w", r.ID, err)
+	}
+	return nil, nil
+}
+
+// Get reads a record with a strongly consistent read.
+func (e *Events) Get(ctx context.Context, provider, id string) (event.Record, error) {
+	out, err := e.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(e.Table),
+		Key:            e.key(provider, id),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return event.Record{}, fmt.Errorf("store: get event %s: %w", id, err)
+	}
+	if len(out.Item) == 0 {
+		return event.Record{}, ErrNotFound
+	}
+	return Unmarshal(out.Item)
+}
+
+// Claim moves a record to processing under a lease held by owner until
+// leaseUntil, and returns the claimed record. A record is claimable when it
+// is received, failed or dead_lettered (sent back by a DLQ redrive), or
+// processing under a lease that expired before now. Otherwise Claim returns
+// a *NotClaimableError holding the record, or ErrNotFound.
+func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, leaseUntil time.Time) (event.Record, error) {
+	out, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName: aws.String(e.Table),
+		Key:       e.key(provider, id),
+		UpdateExpression: aws.String("SET #st = :processing, status_at = :now, status_day = :day, " +
+			"pending_shard = provider, lease_owner = :owner, lease_until = :until, claimed_at = :now, " +
+			"attempts = if_not_exists(attempts, :zero) + :one"),
+		ConditionExpression:      aws.String("#st IN (:received, :failed, :dead) OR (#st = :processing AND lease_until < :now)"),
+		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":processing": s(string(event.StatusProcessing)),
+			":received":   s(string(event.StatusReceived)),
+			":failed":     s(string(event.StatusFailed)),
+			":dead":       s(string(event.StatusDeadLettered)),
+			":now":        ms(now),
+			":day":        s(StatusDay(event.StatusProcessing, now)),
+			":owner":      s(owner),
+			":until":      ms(leaseUntil),
+			":zero":       n(0),
+			":one":        n(1),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		if len(ccf.Item) == 0 {
+			return event.Record{}, ErrNotFound
+		}
+		cur, err := Unmarshal(ccf.Item)
+		if err != nil {
+			return event.Record{}, err
+		}
+		return event.Record{}, &NotClaimableError{Current: cur}
+	}
+	if err != nil {
+		return event.Record{}, fmt.Errorf("store: claim event %s: %w", id, err)
+	}
+	return Unmarshal(out.Attributes)
+}
+
+// Completion is the result of processing an event, written by Complete.
+type Completion struct {
+	Outcome   event.Outcome
+	MirrorKey string
+	// Writes are the effect's own items, committed in the same transaction
+	// as the status change.
+	Writes []types.TransactWriteItem
+}
+
+// Complete commits c.Writes and marks the record processed, in one
+// transaction conditioned on owner still holding the lease. Either all of it
+// is written or none: ErrLeaseLost when the lease was lost, *ConflictError
+// when the condition of one of c.Writes failed.
+func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now time.Time, c Completion) error {
+	update := "SET #st = :processed, status_at = :now, status_day = :day, outcome = :outcome, processed_at = :now"
+	values := map[string]types.AttributeValue{
+		":processed":  s(string(event.StatusProcessed)),
+		":processing": s(string(event.StatusProcessing)),
+		":now":        ms(now),
+		":day":        s(StatusDay(event.StatusProcessed, now)),
+		":outcome":    s(string(c.Outcome)),
+		":owner":      s(owner),
+	}
+	if c.MirrorKey != "" {
+		update += ", mirror_key = :mk"
+		values[":mk"] = s(c.MirrorKey)
+	}
+	update += " REMOVE lease_owner, lease_until, pending_shard"
+	items := append(append([]types.TransactWriteItem(nil), c.Writes...), types.TransactWriteItem{
+		Update: &types.Update{
+			TableName:                 aws.String(e.Table),
+			Key:                       e.key(r.Provider, r.ID),
+			UpdateExpression:          aws.String(update),
+			ConditionExpression:       aws.String("#st = :processing AND lease_owner = :owner"),
+			ExpressionAttributeNames:  map[string]string{"#st": attrStatus},
+			ExpressionAttributeValues: values,
+		},
+	})
+	_, err := e.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for i, reason := range tce.CancellationReasons {
+			if aws.ToString(reason.Code) != "ConditionalCheckFailed" {
+				continue
+			}
+			if i == len(items)-1 {
+				return ErrLeaseLost
+			}
+			return &ConflictError{Index: i}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("store: complete event %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Fail records a failed attempt: status is failed (retryable; the record
+// stays pending), failed_permanent or dead_lettered (both final). It is
+// conditioned on owner holding the lease, and returns ErrLeaseLost if not.
+func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error {
+	update := "SET #st = :status, status_at = :now, status_day = :day, last_error = :err, last_error_at = :now"
+	if status.Pending() {
+		update += " REMOVE lease_owner, lease_until"
+	} else {
+		update += " REMOVE lease_owner, lease_until, pending_shard"
+	}
+	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(e.Table),
+		Key:                      e.key(r.Provider, r.ID),
+		UpdateExpression:         aws.String(update),
+		ConditionExpression:      aws.String("#st = :processing AND lease_owner = :owner"),
+		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":status":     s(string(status)),
+			":processing": s(string(event.StatusProcessing)),
+			":now":        ms(now),
+			":day":        s(StatusDay(status, now)),
+			":err":        s(truncate(cause, 1000)),
+			":owner":      s(owner),
+		},
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("store: record failure of event %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func truncate(v string, max int) string {
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "…"
+}

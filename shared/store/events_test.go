@@ -1,0 +1,199 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+func newEvents(t *testing.T) (*store.Events, *testenv.Stack) {
+	t.Helper()
+	s := testenv.Provision(t, nil)
+	return &store.Events{DB: s.DynamoDB, Table: s.Table("EventsTable"), Retention: 90 * 24 * time.Hour}, s
+}
+
+func record(id string, now time.Time) event.Record {
+	env := event.Envelope{ID: id, Type: "invoice.paid", Created: 1700000000, ObjectID: "in_1", ObjectType: "invoice", APIVersion: "2025-02-24.acacia"}
+	return event.NewRecord(event.ProviderStripe, env, []byte(`{"id":"`+id+`"}`), "hash-"+id, event.SourceWebhook, event.StatusReceived, now)
+}
+
+func TestCreateIsConditionalAndReturnsTheExistingRecord(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	r := record("evt_create", now)
+	existing, err := ev.Create(ctx, &r)
+	if err != nil || existing != nil {
+		t.Fatalf("first Create: got %v, %v; want nil, nil", existing, err)
+	}
+	dup := record("evt_create", now.Add(time.Second))
+	dup.PayloadHash = "other"
+	existing, err = ev.Create(ctx, &dup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if existing == nil {
+		t.Fatal("second Create returned no existing record")
+	}
+	if existing.PayloadHash != "hash-evt_create" || existing.Status != event.StatusReceived || !existing.ReceivedAt.Equal(now) {
+		t.Errorf("existing: got hash %q status %q received %v; want the original", existing.PayloadHash, existing.Status, existing.ReceivedAt)
+	}
+	got, err := ev.Get(ctx, event.ProviderStripe, "evt_create")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PayloadHash != "hash-evt_create" {
+		t.Errorf("stored hash: got %q, want the original", got.PayloadHash)
+	}
+	if string(got.Payload) != `{"id":"evt_create"}` {
+		t.Errorf("payload: got %q", got.Payload)
+	}
+}
+
+func TestLargePayloadsAreCompressedOrOmitted(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	compressible := record("evt_big", now)
+	compressible.Payload = bytes.Repeat([]byte(`{"line":"a fairly repetitive invoice line item"},`), 20000) // ~1 MB
+	if _, err := ev.Create(ctx, &compressible); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ev.Get(ctx, event.ProviderStripe, "evt_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.PayloadOmitted || !bytes.Equal(got.Payload, compressible.Payload) {
+		t.Errorf("compressible 1 MB payload: omitted=%v, round-trip equal=%v; want stored and equal", got.PayloadOmitted, bytes.Equal(got.Payload, compressible.Payload))
+	}
+
+	random := make([]byte, 600<<10)
+	_, _ = rand.Read(random)
+	huge := record("evt_huge", now)
+	huge.Payload = random
+	if _, err := ev.Create(ctx, &huge); err != nil {
+		t.Fatal(err)
+	}
+	if !huge.PayloadOmitted {
+		t.Error("Create did not report the payload as omitted")
+	}
+	got, err = ev.Get(ctx, event.ProviderStripe, "evt_huge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.PayloadOmitted || got.Payload != nil || got.Type != "invoice.paid" {
+		t.Errorf("incompressible 600 KB payload: got omitted=%v payload=%d bytes type=%q; want the envelope only, flagged", got.PayloadOmitted, len(got.Payload), got.Type)
+	}
+}
+
+func TestClaimLeaseCompleteFail(t *testing.T) {
+	ev, s := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	r := record("evt_claim", now)
+	if _, err := ev.Create(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+
+	claimed, err := ev.Claim(ctx, "stripe", "evt_claim", "w1", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if claimed.Status != event.StatusProcessing || claimed.Attempts != 1 || claimed.LeaseOwner != "w1" {
+		t.Fatalf("claimed: got %s attempts %d owner %q", claimed.Status, claimed.Attempts, claimed.LeaseOwner)
+	}
+
+	// A second worker while the lease is live loses and learns why.
+	_, err = ev.Claim(ctx, "stripe", "evt_claim", "w2", now.Add(time.Second), now.Add(time.Minute))
+	var nc *store.NotClaimableError
+	if !errors.As(err, &nc) || nc.Current.Status != event.StatusProcessing || nc.Current.LeaseOwner != "w1" {
+		t.Fatalf("claim under a live lease: got %v, want NotClaimableError(processing, w1)", err)
+	}
+
+	// After the lease expires, w2 takes over; w1's commit must then fail.
+	later := now.Add(2 * time.Minute)
+	if _, err := ev.Claim(ctx, "stripe", "evt_claim", "w2", later, later.Add(time.Minute)); err != nil {
+		t.Fatalf("claim after lease expiry: %v", err)
+	}
+	if err := ev.Complete(ctx, claimed, "w1", later, store.Completion{Outcome: event.OutcomeApplied}); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("complete by the old holder: got %v, want ErrLeaseLost", err)
+	}
+	if err := ev.Fail(ctx, claimed, "w1", event.StatusFailed, "boom", later); !errors.Is(err, store.ErrLeaseLost) {
+		t.Fatalf("fail by the old holder: got %v, want ErrLeaseLost", err)
+	}
+
+	// w2 fails it (retryable), claims again, and completes.
+	if err := ev.Fail(ctx, claimed, "w2", event.StatusFailed, "dependency 503", later); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := ev.Get(ctx, "stripe", "evt_claim")
+	if got.Status != event.StatusFailed || got.LastError != "dependency 503" || got.LeaseOwner != "" {
+		t.Fatalf("after Fail: got %s %q owner %q", got.Status, got.LastError, got.LeaseOwner)
+	}
+	again, err := ev.Claim(ctx, "stripe", "evt_claim", "w3", later, later.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Attempts != 3 {
+		t.Errorf("attempts: got %d, want 3", again.Attempts)
+	}
+	// An extra write in the transaction, to show it commits with the status.
+	marker := types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.Table("MirrorTable")),
+		Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "marker"}},
+	}}
+	if err := ev.Complete(ctx, again, "w3", later, store.Completion{Outcome: event.OutcomeApplied, MirrorKey: "in_1", Writes: []types.TransactWriteItem{marker}}); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = ev.Get(ctx, "stripe", "evt_claim")
+	if got.Status != event.StatusProcessed || got.Outcome != event.OutcomeApplied || got.MirrorKey != "in_1" || got.LeaseOwner != "" {
+		t.Fatalf("after Complete: got %s %s %q owner %q", got.Status, got.Outcome, got.MirrorKey, got.LeaseOwner)
+	}
+	// Processed is final for claims.
+	_, err = ev.Claim(ctx, "stripe", "evt_claim", "w4", later, later.Add(time.Minute))
+	if !errors.As(err, &nc) || nc.Current.Status != event.StatusProcessed {
+		t.Fatalf("claim of a processed event: got %v, want NotClaimableError(processed)", err)
+	}
+	if _, err := ev.Claim(ctx, "stripe", "evt_missing", "w4", later, later.Add(time.Minute)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("claim of a missing event: got %v, want ErrNotFound", err)
+	}
+}
+
+func TestCompleteReportsWhichWriteConflicted(t *testing.T) {
+	ev, s := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	r := record("evt_conflict", now)
+	if _, err := ev.Create(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := ev.Claim(ctx, "stripe", "evt_conflict", "w1", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := types.TransactWriteItem{Put: &types.Put{
+		TableName:           aws.String(s.Table("MirrorTable")),
+		Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "obj"}},
+		ConditionExpression: aws.String("attribute_exists(pk)"),
+	}}
+	err = ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{never}})
+	var ce *store.ConflictError
+	if !errors.As(err, &ce) || ce.Index != 0 {
+		t.Fatalf("got %v, want ConflictError{Index: 0}", err)
+	}
+	got, _ := ev.Get(ctx, "stripe", "evt_conflict")
+	if got.Status != event.StatusProcessing {
+		t.Errorf("status after a cancelled transaction: got %s, want processing (nothing written)", got.Status)
+	}
+}

@@ -1,0 +1,224 @@
+package store
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+)
+
+// Attribute names of an event record. They are part of the stored format:
+// operators query them and the template's indexes name them.
+const (
+	attrPK           = "pk"
+	attrProvider     = "provider"
+	attrID           = "id"
+	attrType         = "type"
+	attrCreated      = "created"
+	attrLivemode     = "livemode"
+	attrAPIVersion   = "api_version"
+	attrAccount      = "account"
+	attrObjectID     = "object_id"
+	attrObjectType   = "object_type"
+	attrStatus       = "status"
+	attrStatusAt     = "status_at"
+	attrStatusDay    = "status_day"
+	attrSource       = "source"
+	attrOutcome      = "outcome"
+	attrPayload      = "payload"
+	attrPayloadGzip  = "payload_gzip"
+	attrPayloadHash  = "payload_hash"
+	attrPayloadOmit  = "payload_omitted"
+	attrReceivedAt   = "received_at"
+	attrClaimedAt    = "claimed_at"
+	attrProcessedAt  = "processed_at"
+	attrAttempts     = "attempts"
+	attrLeaseOwner   = "lease_owner"
+	attrLeaseUntil   = "lease_until"
+	attrLastError    = "last_error"
+	attrLastErrorAt  = "last_error_at"
+	attrMirrorKey    = "mirror_key"
+	attrExpiresAt    = "expires_at"
+	attrPendingShard = "pending_shard"
+)
+
+// Index names, as the template defines them.
+const (
+	// IndexPending is sparse: only records whose status is pending carry
+	// pending_shard, so the reconciler reads unfinished work without a scan.
+	IndexPending = "pending"
+	// IndexStatus lists records by status and day of their last transition.
+	IndexStatus = "by_status"
+)
+
+const (
+	// compressAbove is the payload size from which payloads are stored
+	// gzipped. Below it compression saves little and costs CPU on every
+	// delivery.
+	compressAbove = 8 << 10
+	// maxStoredPayload keeps an item, with its other attributes, under
+	// DynamoDB's 400 KB item limit.
+	maxStoredPayload = 380 << 10
+)
+
+func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func n(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+func b(v bool) types.AttributeValue       { return &types.AttributeValueMemberBOOL{Value: v} }
+func ms(t time.Time) types.AttributeValue { return n(t.UnixMilli()) }
+
+// StatusDay is the partition value of IndexStatus for a transition to st at t.
+func StatusDay(st event.Status, t time.Time) string {
+	return string(st) + "#" + t.UTC().Format(time.DateOnly)
+}
+
+// marshalNew builds the item of a new record. It compresses or omits the
+// payload as its size requires.
+func (e *Events) marshalNew(r *event.Record) (map[string]types.AttributeValue, error) {
+	item := map[string]types.AttributeValue{
+		attrPK:          s(event.Key(r.Provider, r.ID)),
+		attrProvider:    s(r.Provider),
+		attrID:          s(r.ID),
+		attrType:        s(r.Type),
+		attrCreated:     n(r.Created),
+		attrLivemode:    b(r.Livemode),
+		attrStatus:      s(string(r.Status)),
+		attrStatusAt:    ms(r.StatusAt),
+		attrStatusDay:   s(StatusDay(r.Status, r.StatusAt)),
+		attrSource:      s(string(r.Source)),
+		attrPayloadHash: s(r.PayloadHash),
+		attrReceivedAt:  ms(r.ReceivedAt),
+		attrAttempts:    n(int64(r.Attempts)),
+	}
+	if e.Retention > 0 {
+		item[attrExpiresAt] = n(r.ReceivedAt.Add(e.Retention).Unix())
+	}
+	if r.Status.Pending() {
+		item[attrPendingShard] = s(r.Provider)
+	}
+	if r.Outcome != "" {
+		item[attrOutcome] = s(string(r.Outcome))
+	}
+	for name, v := range map[string]string{attrAPIVersion: r.APIVersion, attrAccount: r.Account, attrObjectID: r.ObjectID, attrObjectType: r.ObjectType} {
+		if v != "" {
+			item[name] = s(v)
+		}
+	}
+	payload, gz, err := encodePayload(r.Payload)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case r.PayloadOmitted || payload == nil:
+		r.PayloadOmitted = true
+		item[attrPayloadOmit] = b(true)
+	default:
+		item[attrPayload] = &types.AttributeValueMemberB{Value: payload}
+		if gz {
+			item[attrPayloadGzip] = b(true)
+		}
+	}
+	return item, nil
+}
+
+// encodePayload returns the bytes to store for p, whether they are gzipped,
+// or nil when even the compressed payload is too large for an item.
+func encodePayload(p []byte) ([]byte, bool, error) {
+	if len(p) <= compressAbove {
+		return p, false, nil
+	}
+	var buf bytes.Buffer
+	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
+	if err != nil {
+		return nil, false, fmt.Errorf("store: gzip payload: %w", err)
+	}
+	if _, err := zw.Write(p); err != nil {
+		return nil, false, fmt.Errorf("store: gzip payload: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, false, fmt.Errorf("store: gzip payload: %w", err)
+	}
+	if buf.Len() > maxStoredPayload {
+		return nil, false, nil
+	}
+	return buf.Bytes(), true, nil
+}
+
+// Unmarshal decodes an event record item.
+func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
+	var r event.Record
+	r.Provider = getS(item, attrProvider)
+	r.ID = getS(item, attrID)
+	r.Type = getS(item, attrType)
+	r.Created = getN(item, attrCreated)
+	r.Livemode = getB(item, attrLivemode)
+	r.APIVersion = getS(item, attrAPIVersion)
+	r.Account = getS(item, attrAccount)
+	r.ObjectID = getS(item, attrObjectID)
+	r.ObjectType = getS(item, attrObjectType)
+	r.Status = event.Status(getS(item, attrStatus))
+	r.StatusAt = getTime(item, attrStatusAt)
+	r.Source = event.Source(getS(item, attrSource))
+	r.Outcome = event.Outcome(getS(item, attrOutcome))
+	r.PayloadHash = getS(item, attrPayloadHash)
+	r.PayloadOmitted = getB(item, attrPayloadOmit)
+	r.ReceivedAt = getTime(item, attrReceivedAt)
+	r.ClaimedAt = getTime(item, attrClaimedAt)
+	r.ProcessedAt = getTime(item, attrProcessedAt)
+	r.Attempts = int(getN(item, attrAttempts))
+	r.LeaseOwner = getS(item, attrLeaseOwner)
+	r.LeaseUntil = getTime(item, attrLeaseUntil)
+	r.LastError = getS(item, attrLastError)
+	r.LastErrorAt = getTime(item, attrLastErrorAt)
+	r.MirrorKey = getS(item, attrMirrorKey)
+	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
+		r.Payload = v.Value
+		if getB(item, attrPayloadGzip) {
+			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
+			if err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+			if r.Payload, err = io.ReadAll(zr); err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+func getS(item map[string]types.AttributeValue, k string) string {
+	if v, ok := item[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func getN(item map[string]types.AttributeValue, k string) int64 {
+	if v, ok := item[k].(*types.AttributeValueMemberN); ok {
+		i, _ := strconv.ParseInt(v.Value, 10, 64)
+		return i
+	}
+	return 0
+}
+
+func getB(item map[string]types.AttributeValue, k string) bool {
+	if v, ok := item[k].(*types.AttributeValueMemberBOOL); ok {
+		return v.Value
+	}
+	return false
+}
+
+func getTime(item map[string]types.AttributeValue, k string) time.Time {
+	v := getN(item, k)
+	if v == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(v)
+}
