@@ -1,0 +1,13 @@
+// Package mirror keeps the latest snapshot of each Stripe billing object
+// (customers, subscriptions, invoices, checkout sessions, products, prices)
+// in DynamoDB, and a derived entitlement per customer.
+//
+// Every write carries an ordering guard: an object remembers the created time
+// and id of the last event applied to it, and a write is conditioned on the
+// new event being later (equal times are broken by event id, so the order is
+// total and every replica agrees). A deletion leaves a tombstone that only a
+// later deletion can replace, so a late "updated" never resurrects a deleted
+// object. Together these make the final state independent of the order in
+// which events arrive: every permutation of an object's events ends where
+// chronological order ends.
+package mirror

@@ -1,0 +1,146 @@
+package mirror
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// subAttrPrefix prefixes the attribute that holds one subscription's state on
+// a customer's entitlement item. One attribute per subscription lets each be
+// guarded on its own, in the same transaction as the subscription snapshot,
+// without reading the item first.
+const subAttrPrefix = "sub_"
+
+// SubscriptionEntry is one subscription's state on an entitlement item.
+type SubscriptionEntry struct {
+	ID                string `json:"id"`
+	Status            string `json:"status"`
+	Price             string `json:"price,omitempty"`
+	Product           string `json:"product,omitempty"`
+	CurrentPeriodEnd  int64  `json:"current_period_end,omitempty"`
+	TrialEnd          int64  `json:"trial_end,omitempty"`
+	CancelAtPeriodEnd bool   `json:"cancel_at_period_end"`
+	Deleted           bool   `json:"deleted"`
+	EventCreated      int64  `json:"last_event_created"`
+	EventID           string `json:"last_event_id"`
+}
+
+func (s SubscriptionEntry) attr() types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"status":               str(s.Status),
+		"price":                str(s.Price),
+		"product":              str(s.Product),
+		"current_period_end":   num(s.CurrentPeriodEnd),
+		"trial_end":            num(s.TrialEnd),
+		"cancel_at_period_end": &types.AttributeValueMemberBOOL{Value: s.CancelAtPeriodEnd},
+		"deleted":              &types.AttributeValueMemberBOOL{Value: s.Deleted},
+		"c":                    num(s.EventCreated),
+		"e":                    str(s.EventID),
+	}}
+}
+
+// Entitlement is what a customer is entitled to, derived from the states of
+// all their subscriptions.
+type Entitlement struct {
+	Customer string `json:"customer"`
+	// Active: some subscription is active or trialing.
+	Active bool `json:"active"`
+	// Price and Product of the subscription that grants access (or of the
+	// most recent one when none does).
+	Price   string `json:"price,omitempty"`
+	Product string `json:"product,omitempty"`
+	// Until is when the current period (or trial) ends, Unix seconds.
+	Until int64 `json:"until,omitempty"`
+	// Reason says why not, when not active: the status of the most recent
+	// subscription (past_due, unpaid, canceled, incomplete, paused, ...), or
+	// "no_subscription".
+	Reason        string              `json:"reason,omitempty"`
+	Subscriptions []SubscriptionEntry `json:"subscriptions"`
+}
+
+// grants reports whether a subscription in this state gives access.
+func grants(s SubscriptionEntry) bool {
+	return !s.Deleted && (s.Status == "active" || s.Status == "trialing")
+}
+
+// DeriveEntitlement computes the entitlement from an entitlement item. The
+// result depends only on the subscriptions' states, never on the order their
+// events arrived in.
+func DeriveEntitlement(customer string, item map[string]types.AttributeValue) Entitlement {
+	ent := Entitlement{Customer: customer, Subscriptions: []SubscriptionEntry{}}
+	for name, v := range item {
+		m, ok := v.(*types.AttributeValueMemberM)
+		if !ok || !strings.HasPrefix(name, subAttrPrefix) {
+			continue
+		}
+		ent.Subscriptions = append(ent.Subscriptions, entryFrom(strings.TrimPrefix(name, subAttrPrefix), m.Value))
+	}
+	// Most recent first; ties broken by id so the result is deterministic.
+	sort.Slice(ent.Subscriptions, func(i, j int) bool {
+		a, b := ent.Subscriptions[i], ent.Subscriptions[j]
+		if a.EventCreated != b.EventCreated {
+			return a.EventCreated > b.EventCreated
+		}
+		return a.ID > b.ID
+	})
+	var best *SubscriptionEntry
+	for i := range ent.Subscriptions {
+		s := &ent.Subscriptions[i]
+		if grants(*s) && (best == nil || until(*s) > until(*best)) {
+			best = s
+		}
+	}
+	switch {
+	case best != nil:
+		ent.Active = true
+		ent.Price, ent.Product, ent.Until = best.Price, best.Product, until(*best)
+	case len(ent.Subscriptions) == 0:
+		ent.Reason = "no_subscription"
+	default:
+		latest := ent.Subscriptions[0]
+		ent.Price, ent.Product = latest.Price, latest.Product
+		ent.Reason = latest.Status
+		if latest.Deleted {
+			ent.Reason = "canceled"
+		}
+	}
+	return ent
+}
+
+func until(s SubscriptionEntry) int64 {
+	if s.Status == "trialing" && s.TrialEnd > 0 {
+		return s.TrialEnd
+	}
+	return s.CurrentPeriodEnd
+}
+
+func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
+	gs := func(k string) string {
+		if v, ok := m[k].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	gn := func(k string) int64 {
+		if v, ok := m[k].(*types.AttributeValueMemberN); ok {
+			n, _ := strconv.ParseInt(v.Value, 10, 64)
+			return n
+		}
+		return 0
+	}
+	gb := func(k string) bool {
+		if v, ok := m[k].(*types.AttributeValueMemberBOOL); ok {
+			return v.Value
+		}
+		return false
+	}
+	return SubscriptionEntry{
+		ID: id, Status: gs("status"), Price: gs("price"), Product: gs("product"),
+		CurrentPeriodEnd: gn("current_period_end"), TrialEnd: gn("trial_end"),
+		CancelAtPeriodEnd: gb("cancel_at_period_end"), Deleted: gb("deleted"),
+		EventCreated: gn("c"), EventID: gs("e"),
+	}
+}

@@ -1,0 +1,384 @@
+// Package processor applies queued events exactly once.
+//
+// For each SQS message it claims the event's record (a conditional status
+// transition with a lease bounded by the invocation's deadline), plans the
+// mirror writes and runs the team's effects, then commits those writes and
+// the status "processed" in one DynamoDB transaction conditioned on the lease
+// still being ours. A duplicate message finds the record processed and does
+// nothing; a worker that dies leaves a lease that expires; a failure is
+// recorded on the record and reported in batchItemFailures so SQS retries it,
+// and on the last receive the redrive policy allows the record is marked
+// dead_lettered before the message moves to the DLQ, so the store and the
+// DLQ agree.
+package processor
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// Store is the part of *store.Events the processor uses.
+type Store interface {
+	Claim(ctx context.Context, provider, id, owner string, now, leaseUntil time.Time) (event.Record, error)
+	Complete(ctx context.Context, r event.Record, owner string, now time.Time, c store.Completion) error
+	Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error
+}
+
+// Plan is what applying one event writes to the mirror.
+type Plan struct {
+	// Key names the mirrored object the event touched ("" for none).
+	Key string
+	// Writes are conditioned on the ordering guard: when one fails, a newer
+	// event was applied first and this one is superseded.
+	Writes []types.TransactWriteItem
+}
+
+// Mirror plans the snapshot writes of an event.
+type Mirror interface {
+	Plan(r event.Record, payload []byte) (Plan, error)
+}
+
+// Effects runs the team's own effects; *effect.Registry implements it.
+type Effects interface {
+	Run(ctx context.Context, r event.Record, payload []byte) ([]types.TransactWriteItem, error)
+}
+
+// Fetcher reads an event from the provider's API, for records stored without
+// their payload because it was too large.
+type Fetcher interface {
+	Fetch(ctx context.Context, id string) ([]byte, error)
+}
+
+// Visibility is the part of *sqs.Client used to delay the retry of a failed
+// message (exponential backoff instead of the queue's fixed visibility).
+type Visibility interface {
+	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
+}
+
+// Defaults for Config.
+const (
+	DefaultLeaseMax    = 5 * time.Minute
+	DefaultConcurrency = 8
+	DefaultBackoffBase = 2 * time.Second
+	DefaultBackoffMax  = 5 * time.Minute
+)
+
+// Config configures a Processor. Store and MaxReceiveCount are required.
+type Config struct {
+	Store   Store
+	Mirror  Mirror  // nil: no mirror
+	Effects Effects // nil: no effects
+	Fetcher Fetcher // nil: records without payload fail permanently
+	// Visibility and QueueURL enable backoff of retries; nil keeps the
+	// queue's visibility timeout.
+	Visibility Visibility
+	QueueURL   string
+	// MaxReceiveCount is the queue's redrive maxReceiveCount: the receive on
+	// which a failing event is marked dead_lettered.
+	MaxReceiveCount int
+	LeaseMax        time.Duration
+	Concurrency     int
+	BackoffBase     time.Duration
+	BackoffMax      time.Duration
+	// Instance names this worker in lease owners, for operators.
+	Instance string
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// Processor is the processor's Lambda handler.
+type Processor struct{ cfg Config }
+
+// New returns a Processor; zero fields of cfg take their defaults.
+func New(cfg Config) (*Processor, error) {
+	if cfg.Store == nil {
+		return nil, errors.New("processor: no store")
+	}
+	if cfg.MaxReceiveCount <= 0 {
+		return nil, errors.New("processor: MaxReceiveCount must be the queue's redrive maxReceiveCount")
+	}
+	if cfg.LeaseMax <= 0 {
+		cfg.LeaseMax = DefaultLeaseMax
+	}
+	if cfg.Concurrency <= 0 {
+		cfg.Concurrency = DefaultConcurrency
+	}
+	if cfg.BackoffBase <= 0 {
+		cfg.BackoffBase = DefaultBackoffBase
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = DefaultBackoffMax
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = "worker-" + nonce()
+	}
+	return &Processor{cfg: cfg}, nil
+}
+
+// Result of one message, as logged and counted.
+const (
+	ResultApplied      = "applied"
+	ResultSuperseded   = "superseded"
+	ResultDuplicate    = "duplicate"     // already finished
+	ResultLeased       = "leased"        // another worker holds a live lease
+	ResultMissing      = "missing"       // no record (expired or never stored)
+	ResultBadMessage   = "bad_message"   // the message is not a pointer
+	ResultLeaseLost    = "lease_lost"    // our lease expired and another worker took over
+	ResultRetry        = "retry"         // failed, will be retried
+	ResultPermanent    = "permanent"     // failed_permanent
+	ResultDeadLettered = "dead_lettered" // last receive failed
+)
+
+// Handle processes a batch and reports the messages to retry. It never fails
+// the whole batch for one record.
+func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
+	start := p.cfg.Now()
+	groups := groupByObject(batch.Records)
+	results := make([]string, len(batch.Records))
+	sem := make(chan struct{}, p.cfg.Concurrency)
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(idx []int) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			// Within one object, keep the order of arrival.
+			for _, i := range idx {
+				results[i] = p.message(ctx, batch.Records[i])
+			}
+		}(g)
+	}
+	wg.Wait()
+
+	var resp events.SQSEventResponse
+	counts := map[string]int{}
+	for i, r := range results {
+		counts[r]++
+		if r == ResultRetry || r == ResultDeadLettered {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: batch.Records[i].MessageId})
+		}
+	}
+	ms := []metrics.Metric{metrics.C("messages", len(batch.Records)), metrics.Ms("batch_duration", p.cfg.Now().Sub(start))}
+	attrs := []any{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
+	for _, name := range []string{ResultApplied, ResultSuperseded, ResultDuplicate, ResultLeased, ResultMissing, ResultBadMessage, ResultLeaseLost, ResultRetry, ResultPermanent, ResultDeadLettered} {
+		ms = append(ms, metrics.C(name, counts[name]))
+	}
+	attrs = append(attrs, metrics.Attrs(p.cfg.Now(), []metrics.Dim{{Name: "function", Value: "processor"}}, ms...)...)
+	p.cfg.Logger.InfoContext(ctx, "batch", attrs...)
+	return resp, nil
+}
+
+// groupByObject returns the indexes of records, grouped by the object their
+// event is about, each group in arrival order.
+func groupByObject(records []events.SQSMessage) [][]int {
+	var groups [][]int
+	byObject := map[string]int{}
+	for i, m := range records {
+		obj := ""
+		if p, err := queue.Decode(m.Body); err == nil {
+			obj = p.ObjectID
+		}
+		if obj == "" {
+			groups = append(groups, []int{i})
+			continue
+		}
+		if g, ok := byObject[obj]; ok {
+			groups[g] = append(groups[g], i)
+			continue
+		}
+		byObject[obj] = len(groups)
+		groups = append(groups, []int{i})
+	}
+	return groups
+}
+
+// message processes one message and returns its result.
+func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
+	log := p.cfg.Logger.With(slog.String("message_id", m.MessageId))
+	ptr, err := queue.Decode(m.Body)
+	if err != nil {
+		// Not a pointer: nothing can ever process it. It has no record to
+		// lose; log it whole (a pointer holds no secret) and drop it.
+		log.ErrorContext(ctx, "undecodable message dropped", slog.String("error", err.Error()), slog.String("body", truncate(m.Body, 512)))
+		return ResultBadMessage
+	}
+	log = log.With(slog.String("event_id", ptr.ID), slog.String("event_type", ptr.Type))
+	receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+
+	now := p.cfg.Now()
+	until := now.Add(p.cfg.LeaseMax)
+	if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
+		until = dl
+	}
+	owner := p.cfg.Instance + ":" + nonce()
+	rec, err := p.cfg.Store.Claim(ctx, ptr.Provider, ptr.ID, owner, now, until)
+	var nc *store.NotClaimableError
+	switch {
+	case errors.As(err, &nc):
+		if nc.Current.Status == event.StatusProcessing {
+			log.InfoContext(ctx, "event leased by another worker", slog.Time("lease_until", nc.Current.LeaseUntil))
+			return ResultLeased
+		}
+		log.InfoContext(ctx, "duplicate message", slog.String("status", string(nc.Current.Status)))
+		return ResultDuplicate
+	case errors.Is(err, store.ErrNotFound):
+		log.WarnContext(ctx, "message for an event with no record")
+		return ResultMissing
+	case err != nil:
+		// Nothing was changed; the message comes back after its visibility
+		// timeout.
+		log.ErrorContext(ctx, "claim failed", slog.String("error", err.Error()))
+		return ResultRetry
+	}
+
+	outcome, err := p.apply(ctx, rec, owner)
+	if err == nil {
+		log.InfoContext(ctx, "processed", slog.String("outcome", string(outcome)), slog.Int("attempts", rec.Attempts))
+		if outcome == event.OutcomeSuperseded {
+			return ResultSuperseded
+		}
+		return ResultApplied
+	}
+	if errors.Is(err, store.ErrLeaseLost) {
+		log.WarnContext(ctx, "lease lost before commit; the new holder finishes the event")
+		return ResultLeaseLost
+	}
+	return p.fail(ctx, log, m, rec, owner, receives, err)
+}
+
+// apply plans, runs effects and commits. It returns the committed outcome.
+func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (event.Outcome, error) {
+	payload := rec.Payload
+	if rec.PayloadOmitted {
+		if p.cfg.Fetcher == nil {
+			return "", &fault.Permanent{Err: errors.New("payload not stored and no provider API configured")}
+		}
+		var err error
+		if payload, err = p.cfg.Fetcher.Fetch(ctx, rec.ID); err != nil {
+			return "", fmt.Errorf("fetch event from provider: %w", err)
+		}
+	}
+	var plan Plan
+	if p.cfg.Mirror != nil {
+		var err error
+		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
+			return "", err
+		}
+	}
+	var effects []types.TransactWriteItem
+	if p.cfg.Effects != nil {
+		var err error
+		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
+			return "", err
+		}
+	}
+	c := store.Completion{
+		Outcome:   event.OutcomeApplied,
+		MirrorKey: plan.Key,
+		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
+	}
+	err := p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
+	var conflict *store.ConflictError
+	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
+		// A newer event of this object was applied first. The snapshot
+		// stays; the event's own effects still happen, exactly once.
+		c.Outcome = event.OutcomeSuperseded
+		c.Writes = effects
+		err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
+	}
+	if err != nil {
+		return "", err
+	}
+	return c.Outcome, nil
+}
+
+// fail records a failed attempt and decides the message's fate.
+func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMessage, rec event.Record, owner string, receives int, cause error) string {
+	status, result := event.StatusFailed, ResultRetry
+	switch {
+	case fault.IsPermanent(cause):
+		status, result = event.StatusFailedPermanent, ResultPermanent
+	case receives >= p.cfg.MaxReceiveCount:
+		// SQS moves the message to the DLQ instead of delivering it again:
+		// mark the record first so the store and the DLQ agree.
+		status, result = event.StatusDeadLettered, ResultDeadLettered
+	}
+	log = log.With(slog.String("error", cause.Error()), slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
+	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), p.cfg.Now()); err != nil {
+		// The record stays processing under our lease, which expires; the
+		// message is retried either way.
+		log.ErrorContext(ctx, "recording the failure failed", slog.String("record_error", err.Error()))
+		return ResultRetry
+	}
+	switch result {
+	case ResultPermanent:
+		log.ErrorContext(ctx, "event failed permanently")
+	case ResultDeadLettered:
+		log.ErrorContext(ctx, "event dead-lettered after its last allowed receive")
+	default:
+		log.WarnContext(ctx, "event failed; will retry")
+		p.backoff(ctx, m, receives)
+	}
+	return result
+}
+
+// backoff delays the next receive of a failed message exponentially in its
+// receive count, rather than waiting the queue's whole visibility timeout
+// (which must be long, at least six times the function's timeout).
+func (p *Processor) backoff(ctx context.Context, m events.SQSMessage, receives int) {
+	if p.cfg.Visibility == nil || p.cfg.QueueURL == "" || m.ReceiptHandle == "" {
+		return
+	}
+	d := p.cfg.BackoffBase
+	for i := 1; i < receives && d < p.cfg.BackoffMax; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.BackoffMax)
+	_, err := p.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
+		QueueUrl:          aws.String(p.cfg.QueueURL),
+		ReceiptHandle:     aws.String(m.ReceiptHandle),
+		VisibilityTimeout: int32(d / time.Second),
+	})
+	if err != nil {
+		// Harmless: the message returns after the queue's own timeout.
+		p.cfg.Logger.WarnContext(ctx, "could not shorten the retry delay", slog.String("message_id", m.MessageId), slog.String("error", err.Error()))
+	}
+}
+
+func nonce() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func truncate(v string, max int) string {
+	if len(v) <= max {
+		return v
+	}
+	return v[:max] + "…"
+}

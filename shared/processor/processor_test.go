@@ -1,0 +1,196 @@
+package processor
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// fakeStore keeps records in memory with the store's transition rules.
+type fakeStore struct {
+	mu       sync.Mutex
+	records  map[string]*event.Record
+	claimErr error
+	failed   map[string]event.Status
+}
+
+func newFakeStore(recs ...event.Record) *fakeStore {
+	f := &fakeStore{records: map[string]*event.Record{}, failed: map[string]event.Status{}}
+	for i := range recs {
+		r := recs[i]
+		f.records[r.ID] = &r
+	}
+	return f
+}
+
+func (f *fakeStore) Claim(_ context.Context, _, id, owner string, now, until time.Time) (event.Record, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.claimErr != nil {
+		return event.Record{}, f.claimErr
+	}
+	r, ok := f.records[id]
+	if !ok {
+		return event.Record{}, store.ErrNotFound
+	}
+	switch {
+	case r.Status == event.StatusReceived || r.Status == event.StatusFailed || r.Status == event.StatusDeadLettered:
+	case r.Status == event.StatusProcessing && r.LeaseUntil.Before(now):
+	default:
+		return event.Record{}, &store.NotClaimableError{Current: *r}
+	}
+	r.Status, r.LeaseOwner, r.LeaseUntil = event.StatusProcessing, owner, until
+	r.Attempts++
+	return *r, nil
+}
+
+func (f *fakeStore) Complete(_ context.Context, rec event.Record, owner string, _ time.Time, c store.Completion) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[rec.ID]
+	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
+		return store.ErrLeaseLost
+	}
+	r.Status, r.Outcome, r.LeaseOwner = event.StatusProcessed, c.Outcome, ""
+	return nil
+}
+
+func (f *fakeStore) Fail(_ context.Context, rec event.Record, owner string, st event.Status, cause string, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := f.records[rec.ID]
+	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
+		return store.ErrLeaseLost
+	}
+	r.Status, r.LastError, r.LeaseOwner = st, cause, ""
+	f.failed[rec.ID] = st
+	return nil
+}
+
+type effects struct {
+	mu    sync.Mutex
+	calls map[string]int
+	err   error
+}
+
+func (e *effects) Run(_ context.Context, r event.Record, _ []byte) ([]types.TransactWriteItem, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.calls == nil {
+		e.calls = map[string]int{}
+	}
+	e.calls[r.ID]++
+	return nil, e.err
+}
+
+func msg(id string, receives int) events.SQSMessage {
+	return events.SQSMessage{
+		MessageId:  "m-" + id + "-" + strconv.Itoa(receives),
+		Body:       `{"provider":"stripe","id":"` + id + `","type":"invoice.paid","created":1,"object_id":"in_1"}`,
+		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(receives)},
+	}
+}
+
+func rec(id string, st event.Status) event.Record {
+	return event.Record{Provider: "stripe", ID: id, Type: "invoice.paid", Status: st, Payload: []byte(`{}`)}
+}
+
+func newProcessor(t *testing.T, st Store, eff Effects) *Processor {
+	t.Helper()
+	p, err := New(Config{Store: st, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func failures(resp events.SQSEventResponse) []string {
+	var out []string
+	for _, f := range resp.BatchItemFailures {
+		out = append(out, f.ItemIdentifier)
+	}
+	return out
+}
+
+func TestBatchOutcomes(t *testing.T) {
+	st := newFakeStore(
+		rec("evt_new", event.StatusReceived),
+		rec("evt_done", event.StatusProcessed),
+		rec("evt_ignored", event.StatusIgnored),
+		event.Record{Provider: "stripe", ID: "evt_leased", Status: event.StatusProcessing, LeaseOwner: "other", LeaseUntil: time.Now().Add(time.Hour)},
+		event.Record{Provider: "stripe", ID: "evt_expired", Status: event.StatusProcessing, LeaseOwner: "dead", LeaseUntil: time.Now().Add(-time.Second), Payload: []byte(`{}`)},
+	)
+	eff := &effects{}
+	p := newProcessor(t, st, eff)
+	batch := events.SQSEvent{Records: []events.SQSMessage{
+		msg("evt_new", 1), msg("evt_done", 1), msg("evt_ignored", 1), msg("evt_leased", 1), msg("evt_expired", 1), msg("evt_missing", 1),
+		{MessageId: "garbage", Body: "not json"},
+	}}
+	resp, err := p.Handle(context.Background(), batch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(resp); len(f) != 0 {
+		t.Errorf("failures: got %v, want none", f)
+	}
+	for id, want := range map[string]int{"evt_new": 1, "evt_expired": 1, "evt_done": 0, "evt_ignored": 0, "evt_leased": 0} {
+		if got := eff.calls[id]; got != want {
+			t.Errorf("effects of %s: got %d, want %d", id, got, want)
+		}
+	}
+	if st.records["evt_new"].Status != event.StatusProcessed || st.records["evt_expired"].Status != event.StatusProcessed {
+		t.Errorf("statuses: new %s, expired-lease %s; want processed", st.records["evt_new"].Status, st.records["evt_expired"].Status)
+	}
+}
+
+func TestFailuresAreRetriedThenDeadLettered(t *testing.T) {
+	st := newFakeStore(rec("evt_1", event.StatusReceived))
+	p := newProcessor(t, st, &effects{err: errors.New("downstream 500")})
+	for receive := 1; receive <= 3; receive++ {
+		resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", receive)}})
+		if f := failures(resp); len(f) != 1 {
+			t.Fatalf("receive %d: failures %v, want the message", receive, f)
+		}
+		want := event.StatusFailed
+		if receive == 3 {
+			want = event.StatusDeadLettered
+		}
+		if got := st.records["evt_1"].Status; got != want {
+			t.Fatalf("receive %d: status %s, want %s", receive, got, want)
+		}
+	}
+}
+
+func TestPermanentFailureIsAcknowledged(t *testing.T) {
+	st := newFakeStore(rec("evt_1", event.StatusReceived))
+	p := newProcessor(t, st, &effects{err: &fault.Permanent{Err: errors.New("unprocessable")}})
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1)}})
+	if f := failures(resp); len(f) != 0 {
+		t.Errorf("failures: got %v, want none (no pointless retries)", f)
+	}
+	if got := st.records["evt_1"].Status; got != event.StatusFailedPermanent {
+		t.Errorf("status: got %s, want failed_permanent", got)
+	}
+}
+
+func TestClaimErrorRetriesOnlyThatMessage(t *testing.T) {
+	st := newFakeStore(rec("evt_1", event.StatusReceived))
+	st.claimErr = errors.New("throttled")
+	p := newProcessor(t, st, nil)
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1)}})
+	if f := failures(resp); len(f) != 1 {
+		t.Errorf("failures: got %v, want the message", f)
+	}
+}
