@@ -1,0 +1,267 @@
+// Package boot builds each function's handler from its configuration, once,
+// at cold start: it reads the environment (reporting every problem at once),
+// loads the AWS configuration, reads the secrets, and wires the clients into
+// the handler. The functions' main packages and the local stack both call it,
+// so the code that runs locally is the code that runs in Lambda.
+package boot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/stripe/stripe-go/v81"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+)
+
+// Env reads a configuration variable; os.Getenv in Lambda.
+type Env func(key string) string
+
+// OSEnv reads the process environment.
+func OSEnv(key string) string { return os.Getenv(key) }
+
+// reader collects every configuration problem, so one failed cold start
+// reports all of them.
+type reader struct {
+	env  Env
+	errs []error
+}
+
+func (r *reader) required(key string) string {
+	v := strings.TrimSpace(r.env(key))
+	if v == "" {
+		r.errs = append(r.errs, fmt.Errorf("%s is not set", key))
+	}
+	return v
+}
+
+func (r *reader) optional(key, def string) string {
+	if v := strings.TrimSpace(r.env(key)); v != "" {
+		return v
+	}
+	return def
+}
+
+func (r *reader) duration(key string, def time.Duration) time.Duration {
+	v := strings.TrimSpace(r.env(key))
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		if secs, err2 := strconv.Atoi(v); err2 == nil {
+			return time.Duration(secs) * time.Second
+		}
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not a duration (like 300s or 5m)", key, v))
+	}
+	return d
+}
+
+func (r *reader) integer(key string, def int) int {
+	v := strings.TrimSpace(r.env(key))
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s=%q is not an integer", key, v))
+	}
+	return n
+}
+
+func (r *reader) err(function string) error {
+	if len(r.errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("boot %s: configuration: %w", function, errors.Join(r.errs...))
+}
+
+// Common is the configuration every function shares.
+type Common struct {
+	EventsTable string
+	MirrorTable string
+	QueueURL    string
+	Livemode    bool
+	Retention   time.Duration
+}
+
+func (r *reader) common() Common {
+	c := Common{
+		EventsTable: r.required("EVENTS_TABLE"),
+		MirrorTable: r.required("MIRROR_TABLE"),
+		QueueURL:    r.required("QUEUE_URL"),
+		Retention:   time.Duration(r.integer("RETENTION_DAYS", 90)) * 24 * time.Hour,
+	}
+	switch mode := r.optional("STRIPE_MODE", "test"); mode {
+	case "test":
+	case "live":
+		c.Livemode = true
+	default:
+		r.errs = append(r.errs, fmt.Errorf("STRIPE_MODE=%q: want test or live", mode))
+	}
+	return c
+}
+
+// HTTPClient is shared by every AWS client of a function: connections are
+// reused across invocations, and the timeouts bound a call even when the
+// caller's context has none.
+func HTTPClient() *awshttp.BuildableClient {
+	return awshttp.NewBuildableClient().WithTimeout(10 * time.Second).WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConnsPerHost = 64
+		t.IdleConnTimeout = 90 * time.Second
+	})
+}
+
+// AWS loads the AWS configuration once. Endpoints come from the SDK's own
+// settings (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...), never from
+// code.
+func AWS(ctx context.Context) (aws.Config, error) {
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(HTTPClient()))
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("boot: load AWS configuration: %w", err)
+	}
+	return cfg, nil
+}
+
+// secret reads a secret: the local-only variable when set (the local stack
+// and tests), otherwise the SSM SecureString parameter it names.
+func secret(ctx context.Context, r *reader, client secrets.SSM, localKey, paramKey string) (string, error) {
+	if v := strings.TrimSpace(r.env(localKey)); v != "" {
+		return v, nil
+	}
+	name := r.required(paramKey)
+	if name == "" {
+		return "", nil
+	}
+	return secrets.Read(ctx, client, name)
+}
+
+// HandledTypes returns the event-type allowlist: EVENT_TYPES (comma
+// separated) or the types the mirror and the effects handle.
+func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
+	set := map[string]bool{}
+	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			set[strings.TrimSpace(t)] = true
+		}
+	} else {
+		for _, t := range mirror.Types {
+			set[t] = true
+		}
+		if effects != nil {
+			for _, t := range effects.Types() {
+				set[t] = true
+			}
+		}
+	}
+	return func(t string) bool { return set[t] }
+}
+
+// Receiver builds the receiver's handler.
+func Receiver(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger) (*receiver.Handler, error) {
+	r := &reader{env: env}
+	c := r.common()
+	tolerance := r.duration("SIGNATURE_TOLERANCE", signature.DefaultTolerance)
+	skew := r.duration("SIGNATURE_FUTURE_SKEW", signature.DefaultFutureSkew)
+	maxBody := r.integer("MAX_BODY_BYTES", receiver.DefaultMaxBodyBytes)
+	budget := r.duration("RECEIVER_BUDGET", receiver.DefaultBudget)
+	if err := r.err("receiver"); err != nil {
+		return nil, err
+	}
+	raw, err := secret(ctx, r, ssm.NewFromConfig(cfg), "STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRETS_PARAMETER")
+	if err == nil {
+		err = r.err("receiver")
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := signature.New(secrets.List(raw), signature.Options{Tolerance: tolerance, FutureSkew: skew})
+	if err != nil {
+		return nil, fmt.Errorf("boot receiver: %w", err)
+	}
+	return receiver.New(receiver.Config{
+		Verifier:     v,
+		Ingester:     NewIngester(cfg, c, HandledTypes(env, nil)),
+		Livemode:     c.Livemode,
+		APIVersion:   stripe.APIVersion,
+		MaxBodyBytes: maxBody,
+		Budget:       budget,
+		Logger:       logger,
+	}), nil
+}
+
+// NewIngester builds the ingest path shared by the receiver and the
+// reconciler.
+func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.Ingester {
+	return &ingest.Ingester{
+		Store:    &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
+		Queue:    &queue.Queue{Client: sqs.NewFromConfig(cfg), URL: c.QueueURL},
+		Provider: event.ProviderStripe,
+		Handled:  handled,
+	}
+}
+
+// Processor builds the processor's handler, with the effects registered in
+// effects (nil for none).
+func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
+	r := &reader{env: env}
+	c := r.common()
+	maxReceive := r.integer("MAX_RECEIVE_COUNT", 0)
+	if maxReceive <= 0 {
+		r.errs = append(r.errs, errors.New("MAX_RECEIVE_COUNT must be the queue's redrive maxReceiveCount"))
+	}
+	concurrency := r.integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
+	backoff := r.duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
+	apiBase := r.optional("STRIPE_API_BASE", "")
+	if err := r.err("processor"); err != nil {
+		return nil, err
+	}
+	// The API key is only needed for events too large to store; a missing
+	// key is reported when such an event arrives, not at cold start.
+	var fetcher processor.Fetcher
+	if key, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER"); err == nil && key != "" {
+		fetcher = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase})
+	} else if err != nil {
+		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
+	}
+	var eff processor.Effects
+	if effects != nil {
+		eff = effects
+	}
+	sqsClient := sqs.NewFromConfig(cfg)
+	return processor.New(processor.Config{
+		Store:           &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
+		Mirror:          &mirror.Mirror{Table: c.MirrorTable},
+		Effects:         eff,
+		Fetcher:         fetcher,
+		Visibility:      sqsClient,
+		QueueURL:        c.QueueURL,
+		MaxReceiveCount: maxReceive,
+		Concurrency:     concurrency,
+		BackoffBase:     backoff,
+		Logger:          logger,
+	})
+}

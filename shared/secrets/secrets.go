@@ -1,0 +1,47 @@
+// Package secrets reads the provider's secrets from SSM Parameter Store
+// SecureString parameters, once, at cold start. Secrets never travel in
+// plain environment variables or template parameters, and never reach a log.
+package secrets
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+)
+
+// SSM is the part of *ssm.Client the package uses.
+type SSM interface {
+	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+}
+
+// Read returns the decrypted value of the parameter name.
+func Read(ctx context.Context, client SSM, name string) (string, error) {
+	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{
+		Name:           aws.String(name),
+		WithDecryption: aws.Bool(true),
+	})
+	if err != nil {
+		// The error names the parameter, never its value.
+		return "", fmt.Errorf("secrets: read parameter %s: %w", name, err)
+	}
+	if out.Parameter == nil || aws.ToString(out.Parameter.Value) == "" {
+		return "", fmt.Errorf("secrets: parameter %s is empty", name)
+	}
+	return aws.ToString(out.Parameter.Value), nil
+}
+
+// List splits a parameter holding several secrets, separated by commas or
+// newlines (for example the current and the previous signing secret during a
+// rotation).
+func List(v string) []string {
+	var out []string
+	for _, f := range strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' }) {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
