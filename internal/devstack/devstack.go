@@ -1,0 +1,230 @@
+// Package devstack runs the whole pipeline on one machine: the template's
+// tables and queues on an AWS emulator, the receiver behind a local API
+// Gateway, the processor behind a local SQS event source mapping, and the
+// reconciler on its schedule. The handlers are built by package boot, from
+// the environment the template gives each function, exactly as in Lambda.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/gateway"
+	"github.com/webhook-inbox/webhook-inbox/internal/poller"
+	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+)
+
+// DefaultWebhookSecret is the signing secret of the local stack, for local
+// use only: a deployment reads its secrets from SSM Parameter Store.
+const DefaultWebhookSecret = "whsec_local_development_only"
+
+// Logical ids of the functions in template.yaml.
+const (
+	ReceiverID   = "ReceiverFunction"
+	ProcessorID  = "ProcessorFunction"
+	ReconcilerID = "ReconcilerFunction"
+)
+
+// Options configure a Stack.
+type Options struct {
+	// Template is the path of template.yaml.
+	Template string
+	// Overrides replace template parameter defaults.
+	Overrides map[string]string
+	// Prefix names the provisioned resources.
+	Prefix string
+	// Addr is the gateway's listen address, like 127.0.0.1:3000; port 0
+	// picks a free one.
+	Addr string
+	// WebhookSecret is stored in the emulator's Parameter Store under the
+	// template's WebhookSecretsParameter; comma-separate several.
+	WebhookSecret string
+	// APIKey, when set, is stored under the template's ApiKeyParameter.
+	APIKey string
+	// Env overrides function environment variables (STRIPE_API_BASE, ...).
+	Env map[string]string
+	// Effects are the processor's own effects; nil for none.
+	Effects *effect.Registry
+	// AWS is the configuration the stack's clients use.
+	AWS    aws.Config
+	Logger *slog.Logger
+}
+
+// Stack is a running local pipeline.
+type Stack struct {
+	// URL is the gateway's base URL, like http://127.0.0.1:3000.
+	URL       string
+	Resources *provision.Resources
+	// FunctionEnv is each function's resolved environment.
+	FunctionEnv map[string]map[string]string
+
+	server *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  atomic.Bool
+}
+
+// Start provisions the resources, builds the handlers and starts serving.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
+	if opts.WebhookSecret == "" {
+		opts.WebhookSecret = DefaultWebhookSecret
+	}
+	t, err := template.Load(opts.Template, opts.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(opts.AWS), SQS: sqs.NewFromConfig(opts.AWS), Prefix: opts.Prefix}
+	res, err := prov.Provision(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := seedSecrets(ctx, ssm.NewFromConfig(opts.AWS), t, opts); err != nil {
+		return nil, err
+	}
+	s := &Stack{Resources: res, FunctionEnv: map[string]map[string]string{}}
+	for _, id := range t.Functions() {
+		f, err := t.Function(id)
+		if err != nil {
+			return nil, err
+		}
+		env, err := res.Environment(f)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range opts.Env {
+			env[k] = v
+		}
+		s.FunctionEnv[id] = env
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	// Receiver behind the gateway.
+	recvFn, err := t.Function(ReceiverID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	recv, err := boot.Receiver(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)))
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	gw := &gateway.Gateway{Logger: opts.Logger, Ready: s.ready.Load}
+	for _, r := range recvFn.Routes() {
+		gw.Routes = append(gw.Routes, gateway.Route{Method: r.Method, Path: r.Path, Handler: recv.Handle, Timeout: time.Duration(recvFn.Timeout) * time.Second, Function: ReceiverID})
+	}
+
+	// Processor behind the event source mapping.
+	procFn, err := t.Function(ProcessorID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	src, err := procFn.SQS()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	q, ok := res.Queues[src.Queue.LogicalID]
+	if !ok {
+		cancel()
+		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
+	}
+	proc, err := boot.Processor(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p := &poller.Poller{
+		SQS: sqs.NewFromConfig(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
+		Handler: proc.Handle, Function: ProcessorID,
+		Timeout: time.Duration(procFn.Timeout) * time.Second,
+		Workers: min(src.MaxConcurrency, 4),
+		Logger:  opts.Logger,
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.Run(runCtx)
+	}()
+
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		cancel()
+		s.wg.Wait()
+		return nil, fmt.Errorf("devstack: listen on %s: %w", opts.Addr, err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	s.server = &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			opts.Logger.Error("gateway stopped", slog.String("error", err.Error()))
+		}
+	}()
+	s.ready.Store(true)
+	return s, nil
+}
+
+// Close stops serving and polling, letting in-flight work finish.
+func (s *Stack) Close() {
+	s.ready.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.server != nil {
+		_ = s.server.Shutdown(ctx)
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+func envOf(m map[string]string) boot.Env {
+	return func(k string) string { return m[k] }
+}
+
+// seedSecrets stores the local secrets where the template says the functions
+// read them, as SecureString parameters, so the local stack reads secrets
+// through the same code path as a deployment.
+func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, opts Options) error {
+	put := func(param, value string) error {
+		name, ok := t.Parameter(param)
+		if !ok || value == "" {
+			return nil
+		}
+		_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
+			Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("devstack: store parameter %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := put("WebhookSecretsParameter", opts.WebhookSecret); err != nil {
+		return err
+	}
+	return put("ApiKeyParameter", opts.APIKey)
+}

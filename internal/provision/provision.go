@@ -1,0 +1,221 @@
+// Package provision creates the template's tables and queues on an AWS
+// emulator (moto, LocalStack), idempotently, and resolves the references the
+// functions' environments make to them. The definitions come from
+// template.yaml only: there is no second copy of a table or queue here.
+package provision
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+)
+
+// Queue is a provisioned queue.
+type Queue struct {
+	Name, URL, ARN string
+}
+
+// Resources are the provisioned resources, by logical id.
+type Resources struct {
+	Tables map[string]string
+	Queues map[string]Queue
+}
+
+// Provisioner creates resources with a name prefix, so several stacks (a
+// developer's, each test's) share one emulator without meeting.
+type Provisioner struct {
+	DynamoDB *dynamodb.Client
+	SQS      *sqs.Client
+	Prefix   string
+}
+
+// Name is the physical name of a resource.
+func (p *Provisioner) Name(logicalID string) string { return p.Prefix + "-" + logicalID }
+
+// Provision creates every table and queue of t that does not exist yet.
+func (p *Provisioner) Provision(ctx context.Context, t *template.Template) (*Resources, error) {
+	res := &Resources{Tables: map[string]string{}, Queues: map[string]Queue{}}
+	for _, r := range t.Resources("AWS::DynamoDB::Table") {
+		name, err := p.table(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		res.Tables[r.LogicalID] = name
+	}
+	// Queues without a redrive policy first: they are the targets.
+	queues := t.Resources("AWS::SQS::Queue")
+	sort.SliceStable(queues, func(i, j int) bool {
+		return queues[i].Properties["RedrivePolicy"] == nil && queues[j].Properties["RedrivePolicy"] != nil
+	})
+	for _, r := range queues {
+		q, err := p.queue(ctx, r, res)
+		if err != nil {
+			return nil, err
+		}
+		res.Queues[r.LogicalID] = q
+	}
+	return res, nil
+}
+
+func (p *Provisioner) table(ctx context.Context, r template.Resource) (string, error) {
+	name := p.Name(r.LogicalID)
+	in := &dynamodb.CreateTableInput{TableName: aws.String(name)}
+	if err := convert(r.Properties["AttributeDefinitions"], &in.AttributeDefinitions); err != nil {
+		return "", fmt.Errorf("provision %s: AttributeDefinitions: %w", r.LogicalID, err)
+	}
+	if err := convert(r.Properties["KeySchema"], &in.KeySchema); err != nil {
+		return "", fmt.Errorf("provision %s: KeySchema: %w", r.LogicalID, err)
+	}
+	if gsis, ok := r.Properties["GlobalSecondaryIndexes"]; ok {
+		if err := convert(gsis, &in.GlobalSecondaryIndexes); err != nil {
+			return "", fmt.Errorf("provision %s: GlobalSecondaryIndexes: %w", r.LogicalID, err)
+		}
+	}
+	mode, _ := r.Properties["BillingMode"].(string)
+	in.BillingMode = ddbtypes.BillingMode(mode)
+	if in.BillingMode == "" {
+		in.BillingMode = ddbtypes.BillingModeProvisioned
+	}
+	if in.BillingMode == ddbtypes.BillingModeProvisioned {
+		in.ProvisionedThroughput = &ddbtypes.ProvisionedThroughput{ReadCapacityUnits: aws.Int64(5), WriteCapacityUnits: aws.Int64(5)}
+	}
+	_, err := p.DynamoDB.CreateTable(ctx, in)
+	var inUse *ddbtypes.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return "", fmt.Errorf("provision %s: create table %s: %w", r.LogicalID, name, err)
+	}
+	if err := dynamodb.NewTableExistsWaiter(p.DynamoDB).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 60e9); err != nil {
+		return "", fmt.Errorf("provision %s: wait for table %s: %w", r.LogicalID, name, err)
+	}
+	if ttl, ok := r.Properties["TimeToLiveSpecification"].(map[string]any); ok && ttl["Enabled"] == true {
+		attr, _ := ttl["AttributeName"].(string)
+		_, err := p.DynamoDB.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+			TableName:               aws.String(name),
+			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(attr), Enabled: aws.Bool(true)},
+		})
+		// Enabling TTL twice is refused by DynamoDB; that is the idempotent case.
+		if err != nil && !strings.Contains(err.Error(), "already enabled") {
+			return "", fmt.Errorf("provision %s: enable TTL: %w", r.LogicalID, err)
+		}
+	}
+	return name, nil
+}
+
+// queueAttributes maps template properties to SQS attribute names.
+var queueAttributes = map[string]string{
+	"VisibilityTimeout":             "VisibilityTimeout",
+	"MessageRetentionPeriod":        "MessageRetentionPeriod",
+	"DelaySeconds":                  "DelaySeconds",
+	"MaximumMessageSize":            "MaximumMessageSize",
+	"ReceiveMessageWaitTimeSeconds": "ReceiveMessageWaitTimeSeconds",
+	"SqsManagedSseEnabled":          "SqsManagedSseEnabled",
+}
+
+func (p *Provisioner) queue(ctx context.Context, r template.Resource, res *Resources) (Queue, error) {
+	name := p.Name(r.LogicalID)
+	attrs := map[string]string{}
+	for prop, attr := range queueAttributes {
+		if v, ok := r.Properties[prop]; ok {
+			attrs[attr] = template.Scalar(v)
+		}
+	}
+	if rp, ok := r.Properties["RedrivePolicy"].(map[string]any); ok {
+		_, target, ok := template.Symbol(rp["deadLetterTargetArn"])
+		dlq, found := res.Queues[target.LogicalID]
+		if !ok || !found {
+			return Queue{}, fmt.Errorf("provision %s: deadLetterTargetArn must be !GetAtt <queue>.Arn of a queue in the template", r.LogicalID)
+		}
+		maxReceive, ok := template.Int(rp["maxReceiveCount"])
+		if !ok {
+			return Queue{}, fmt.Errorf("provision %s: RedrivePolicy.maxReceiveCount is not a number", r.LogicalID)
+		}
+		policy, _ := json.Marshal(map[string]any{"deadLetterTargetArn": dlq.ARN, "maxReceiveCount": maxReceive})
+		attrs["RedrivePolicy"] = string(policy)
+	}
+	out, err := p.SQS.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
+	if err != nil {
+		var exists *sqstypes.QueueNameExists
+		if !errors.As(err, &exists) {
+			return Queue{}, fmt.Errorf("provision %s: create queue %s: %w", r.LogicalID, name, err)
+		}
+		// Same name, other attributes: the template changed. Apply it.
+		got, gerr := p.SQS.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if gerr != nil {
+			return Queue{}, fmt.Errorf("provision %s: %w", r.LogicalID, gerr)
+		}
+		if _, serr := p.SQS.SetQueueAttributes(ctx, &sqs.SetQueueAttributesInput{QueueUrl: got.QueueUrl, Attributes: attrs}); serr != nil {
+			return Queue{}, fmt.Errorf("provision %s: update queue %s: %w", r.LogicalID, name, serr)
+		}
+		out = &sqs.CreateQueueOutput{QueueUrl: got.QueueUrl}
+	}
+	qa, err := p.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       out.QueueUrl,
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return Queue{}, fmt.Errorf("provision %s: queue ARN: %w", r.LogicalID, err)
+	}
+	return Queue{Name: name, URL: aws.ToString(out.QueueUrl), ARN: qa.Attributes["QueueArn"]}, nil
+}
+
+// Resolve turns a template value into the string a function's environment
+// gets in AWS: Ref of a table is its name, Ref of a queue its URL, GetAtt
+// .Arn an ARN, anything else its scalar form.
+func (r *Resources) Resolve(v any) (string, error) {
+	ref, getAtt, ok := template.Symbol(v)
+	if !ok {
+		return template.Scalar(v), nil
+	}
+	if ref.LogicalID != "" {
+		if name, ok := r.Tables[ref.LogicalID]; ok {
+			return name, nil
+		}
+		if q, ok := r.Queues[ref.LogicalID]; ok {
+			return q.URL, nil
+		}
+		return "", fmt.Errorf("provision: Ref %s: not a provisioned resource", ref.LogicalID)
+	}
+	if getAtt.Attr == "Arn" {
+		if q, ok := r.Queues[getAtt.LogicalID]; ok {
+			return q.ARN, nil
+		}
+		if name, ok := r.Tables[getAtt.LogicalID]; ok {
+			return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", template.Region, template.AccountID, name), nil
+		}
+	}
+	return "", fmt.Errorf("provision: GetAtt %s.%s: not a provisioned resource", getAtt.LogicalID, getAtt.Attr)
+}
+
+// Environment resolves a function's environment variables.
+func (r *Resources) Environment(f template.Function) (map[string]string, error) {
+	env := map[string]string{}
+	for k, v := range f.Environment {
+		s, err := r.Resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s: %w", f.LogicalID, k, err)
+		}
+		env[k] = s
+	}
+	return env, nil
+}
+
+// convert copies a generic template value into an SDK type through JSON:
+// the template's property names are the API's member names.
+func convert(v any, dst any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst)
+}

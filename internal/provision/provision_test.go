@@ -1,0 +1,87 @@
+package provision_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+)
+
+func TestProvisionIsIdempotentAndFollowsTheTemplate(t *testing.T) {
+	ctx := context.Background()
+	s := testenv.Provision(t, map[string]string{"MaxReceiveCount": "3", "QueueVisibilityTimeout": "40"})
+	// A second run over existing resources changes nothing and fails nothing.
+	p := &provision.Provisioner{DynamoDB: s.DynamoDB, SQS: s.SQS, Prefix: s.Prefix}
+	again, err := p.Provision(ctx, s.Template)
+	if err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+	if again.Queues["WebhookQueue"].URL != s.Queue("WebhookQueue").URL {
+		t.Errorf("queue URL changed between runs")
+	}
+
+	desc, err := s.DynamoDB.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(s.Table("EventsTable"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	indexes := map[string]bool{}
+	for _, g := range desc.Table.GlobalSecondaryIndexes {
+		indexes[aws.ToString(g.IndexName)] = true
+	}
+	for _, want := range []string{"pending", "by_status", "by_object"} {
+		if !indexes[want] {
+			t.Errorf("events table lacks index %s (have %v)", want, indexes)
+		}
+	}
+	ttl, err := s.DynamoDB.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(s.Table("EventsTable"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if aws.ToString(ttl.TimeToLiveDescription.AttributeName) != "expires_at" {
+		t.Errorf("TTL attribute: got %v", ttl.TimeToLiveDescription)
+	}
+
+	attrs, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(s.Queue("WebhookQueue").URL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameAll},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attrs.Attributes["VisibilityTimeout"] != "40" {
+		t.Errorf("VisibilityTimeout: got %s, want 40", attrs.Attributes["VisibilityTimeout"])
+	}
+	var rp struct {
+		DeadLetterTargetArn string `json:"deadLetterTargetArn"`
+		MaxReceiveCount     any    `json:"maxReceiveCount"`
+	}
+	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &rp); err != nil {
+		t.Fatalf("RedrivePolicy %q: %v", attrs.Attributes["RedrivePolicy"], err)
+	}
+	if rp.DeadLetterTargetArn != s.Queue("DeadLetterQueue").ARN || template.Scalar(rp.MaxReceiveCount) != "3" {
+		t.Errorf("RedrivePolicy: got %+v, want the DLQ's ARN and 3", rp)
+	}
+}
+
+func TestEnvironmentResolvesReferences(t *testing.T) {
+	s := testenv.Provision(t, nil)
+	f, err := s.Template.Function("ReceiverFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, err := s.Resources.Environment(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env["EVENTS_TABLE"] != s.Table("EventsTable") || env["QUEUE_URL"] != s.Queue("WebhookQueue").URL || env["STRIPE_MODE"] != "test" {
+		t.Errorf("environment: got %v", env)
+	}
+}

@@ -1,0 +1,222 @@
+// Package template reads template.yaml, the single source of truth for the
+// pipeline's resources, with goformation's intrinsic-function processor.
+//
+// goformation's typed SAM structs lag behind SAM (an SQS event with
+// FunctionResponseTypes or ScalingConfig decodes to nil), so this package
+// processes intrinsics and then reads the generic document. Parameters
+// resolve to their values (after overrides); references to resources stay
+// symbolic (Ref, GetAtt) until the local provisioner knows their names.
+package template
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/awslabs/goformation/v7/intrinsics"
+)
+
+// Ref is an unresolved reference to a resource.
+type Ref struct{ LogicalID string }
+
+// GetAtt is an unresolved attribute of a resource.
+type GetAtt struct{ LogicalID, Attr string }
+
+// Template is a processed template.
+type Template struct {
+	doc map[string]any
+}
+
+// Region and account the local stack pretends to be in.
+const (
+	Region    = "us-east-1"
+	AccountID = "000000000000"
+)
+
+const (
+	refKey    = "__local_ref"
+	getAttKey = "__local_getatt"
+)
+
+// Load reads and processes the template at path; overrides replace parameter
+// defaults, as `sam deploy --parameter-overrides` does.
+func Load(path string, overrides map[string]string) (*Template, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	return Parse(data, overrides)
+}
+
+// Parse processes a template document.
+func Parse(data []byte, overrides map[string]string) (*Template, error) {
+	params := map[string]any{}
+	for k, v := range overrides {
+		params[k] = v
+	}
+	out, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{
+		ParameterOverrides: params,
+		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
+			"Ref":        ref,
+			"Fn::GetAtt": getAtt,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		return nil, fmt.Errorf("template: %w", err)
+	}
+	t := &Template{doc: doc}
+	for name := range overrides {
+		if _, ok := t.section("Parameters")[name]; !ok {
+			return nil, fmt.Errorf("template: parameter override %s: no such parameter", name)
+		}
+	}
+	return t, nil
+}
+
+func ref(_ string, input any, tmpl any) any {
+	name, ok := input.(string)
+	if !ok {
+		return nil
+	}
+	switch name {
+	case "AWS::Region":
+		return Region
+	case "AWS::AccountId":
+		return AccountID
+	case "AWS::Partition":
+		return "aws"
+	case "AWS::URLSuffix":
+		return "amazonaws.com"
+	case "AWS::StackName":
+		return "webhook-inbox-local"
+	case "AWS::NoValue":
+		return nil
+	}
+	if v := intrinsics.Ref("Ref", name, tmpl); v != nil {
+		return v // a parameter
+	}
+	return map[string]any{refKey: name}
+}
+
+func getAtt(_ string, input any, _ any) any {
+	switch v := input.(type) {
+	case string:
+		id, attr, _ := strings.Cut(v, ".")
+		return map[string]any{getAttKey: []any{id, attr}}
+	case []any:
+		if len(v) == 2 {
+			return map[string]any{getAttKey: v}
+		}
+	}
+	return nil
+}
+
+// Symbol decodes a value that may be an unresolved Ref or GetAtt.
+func Symbol(v any) (Ref, GetAtt, bool) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Ref{}, GetAtt{}, false
+	}
+	if id, ok := m[refKey].(string); ok {
+		return Ref{LogicalID: id}, GetAtt{}, true
+	}
+	if parts, ok := m[getAttKey].([]any); ok && len(parts) == 2 {
+		id, _ := parts[0].(string)
+		attr, _ := parts[1].(string)
+		return Ref{}, GetAtt{LogicalID: id, Attr: attr}, true
+	}
+	return Ref{}, GetAtt{}, false
+}
+
+func (t *Template) section(name string) map[string]any {
+	m, _ := t.doc[name].(map[string]any)
+	return m
+}
+
+// Resource is one resource of the template.
+type Resource struct {
+	LogicalID  string
+	Type       string
+	Properties map[string]any
+	Metadata   map[string]any
+}
+
+// Resources returns the resources of type typ, sorted by logical id.
+func (t *Template) Resources(typ string) []Resource {
+	var out []Resource
+	for id, raw := range t.section("Resources") {
+		m, _ := raw.(map[string]any)
+		if m["Type"] != typ {
+			continue
+		}
+		props, _ := m["Properties"].(map[string]any)
+		meta, _ := m["Metadata"].(map[string]any)
+		out = append(out, Resource{LogicalID: id, Type: typ, Properties: props, Metadata: meta})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LogicalID < out[j].LogicalID })
+	return out
+}
+
+// Resource returns one resource by logical id.
+func (t *Template) Resource(id string) (Resource, bool) {
+	m, ok := t.section("Resources")[id].(map[string]any)
+	if !ok {
+		return Resource{}, false
+	}
+	typ, _ := m["Type"].(string)
+	props, _ := m["Properties"].(map[string]any)
+	meta, _ := m["Metadata"].(map[string]any)
+	return Resource{LogicalID: id, Type: typ, Properties: props, Metadata: meta}, true
+}
+
+// Parameter returns a parameter's value (its override, else its default).
+func (t *Template) Parameter(name string) (string, bool) {
+	p, ok := t.section("Parameters")[name].(map[string]any)
+	if !ok {
+		return "", false
+	}
+	v, ok := p["Default"]
+	if !ok {
+		return "", false
+	}
+	return Scalar(v), true
+}
+
+// Scalar renders a scalar template value as CloudFormation does for
+// environment variables: numbers without a fraction print as integers.
+func Scalar(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case float64:
+		if x == float64(int64(x)) {
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return ""
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Int reads an integer value (number or numeric string).
+func Int(v any) (int, bool) {
+	switch x := v.(type) {
+	case float64:
+		return int(x), true
+	case string:
+		n, err := strconv.Atoi(x)
+		return n, err == nil
+	}
+	return 0, false
+}

@@ -1,0 +1,72 @@
+package template
+
+import (
+	"testing"
+)
+
+func load(t *testing.T, overrides map[string]string) *Template {
+	t.Helper()
+	tmpl, err := Load("../../template.yaml", overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+func TestProcessorEventSourceComesFromTheTemplate(t *testing.T) {
+	f, err := load(t, nil).Function("ProcessorFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := f.SQS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if src.Queue.LogicalID != "WebhookQueue" || src.BatchSize != 10 || !src.ReportBatchItemFailures || src.MaxConcurrency < 2 {
+		t.Errorf("SQS source: got %+v", src)
+	}
+	if f.Timeout != 30 {
+		t.Errorf("timeout: got %d, want 30", f.Timeout)
+	}
+}
+
+func TestOverridesReachTheResources(t *testing.T) {
+	tmpl := load(t, map[string]string{"MaxReceiveCount": "2", "QueueVisibilityTimeout": "12"})
+	q, ok := tmpl.Resource("WebhookQueue")
+	if !ok {
+		t.Fatal("no WebhookQueue")
+	}
+	rp := q.Properties["RedrivePolicy"].(map[string]any)
+	if n, _ := Int(rp["maxReceiveCount"]); n != 2 {
+		t.Errorf("maxReceiveCount: got %v", rp["maxReceiveCount"])
+	}
+	if _, dlq, ok := Symbol(rp["deadLetterTargetArn"]); !ok || dlq.LogicalID != "DeadLetterQueue" || dlq.Attr != "Arn" {
+		t.Errorf("deadLetterTargetArn: got %v", rp["deadLetterTargetArn"])
+	}
+	if v := Scalar(q.Properties["VisibilityTimeout"]); v != "12" {
+		t.Errorf("VisibilityTimeout: got %q", v)
+	}
+	f, _ := tmpl.Function("ProcessorFunction")
+	if got := Scalar(f.Environment["MAX_RECEIVE_COUNT"]); got != "2" {
+		t.Errorf("MAX_RECEIVE_COUNT follows the redrive policy: got %q", got)
+	}
+	if ref, _, ok := Symbol(f.Environment["EVENTS_TABLE"]); !ok || ref.LogicalID != "EventsTable" {
+		t.Errorf("EVENTS_TABLE (from Globals): got %v", f.Environment["EVENTS_TABLE"])
+	}
+}
+
+func TestUnknownOverrideIsAnError(t *testing.T) {
+	if _, err := Load("../../template.yaml", map[string]string{"NoSuchParameter": "1"}); err == nil {
+		t.Fatal("got nil error for an unknown parameter override")
+	}
+}
+
+func TestQueueVisibilityIsAtLeastSixProcessorTimeouts(t *testing.T) {
+	tmpl := load(t, nil)
+	f, _ := tmpl.Function("ProcessorFunction")
+	q, _ := tmpl.Resource("WebhookQueue")
+	vt, _ := Int(q.Properties["VisibilityTimeout"])
+	if vt < 6*f.Timeout {
+		t.Errorf("visibility timeout %ds < 6 x processor timeout %ds (AWS's guidance for SQS event sources)", vt, f.Timeout)
+	}
+}
