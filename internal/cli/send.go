@@ -28,8 +28,9 @@ type sendOpts struct {
 	repeat                    int
 }
 
-// sent is the JSON shape of one delivery made by send.
-type sent struct {
+// SendJSON is the stable JSON shape of one delivery made by send --json
+// (one per line).
+type SendJSON struct {
 	ID     string `json:"id"`
 	Type   string `json:"type"`
 	Status int    `json:"status"`
@@ -130,7 +131,7 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 			failed++
 		}
 		if o.asJSON {
-			line, _ := json.Marshal(sent{ID: d.id, Type: d.typ, Status: status, Body: body})
+			line, _ := json.Marshal(SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
 			fmt.Fprintln(a.stdout, string(line))
 		} else {
 			fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", d.id, d.typ, status, body)
