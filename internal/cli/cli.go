@@ -78,6 +78,8 @@ type app struct {
 	shuffle  func(n int, swap func(i, j int))
 	// wrapSQS lets tests inject faults into the SQS calls of a command.
 	wrapSQS func(SQS) SQS
+	// pollEvery is how often dlq redrive reads a move task's progress.
+	pollEvery time.Duration
 
 	endpoint, region, profile, stage, prefix string
 	eventsTable, mirrorTable, queueURL       string
@@ -190,15 +192,17 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.profile))
 	}
-	endpoint := a.endpoint
-	if endpoint == "" && a.getenv("AWS_ENDPOINT_URL") == "" && a.stage == "" && a.profile == "" {
+	// The SDK would read AWS_ENDPOINT_URL itself; reading it through getenv
+	// keeps every setting of a run in one place. A service's own variable
+	// (AWS_ENDPOINT_URL_DYNAMODB, ...) still wins, as in the functions.
+	endpoint := firstOf(a.endpoint, strings.TrimSpace(a.getenv("AWS_ENDPOINT_URL")))
+	if endpoint == "" && a.stage == "" && a.profile == "" {
 		endpoint = LocalEndpoint
 	}
-	local := endpoint != "" || a.getenv("AWS_ENDPOINT_URL") != ""
 	if endpoint != "" {
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
 	}
-	if local && a.getenv("AWS_ACCESS_KEY_ID") == "" && a.profile == "" {
+	if endpoint != "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && a.profile == "" {
 		// Emulators accept any credentials.
 		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil

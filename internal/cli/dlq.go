@@ -357,6 +357,14 @@ func (a *app) redrive(ctx context.Context, o redriveOpts) error {
 	return nil
 }
 
+// poll is how often a move task's progress is read.
+func (a *app) poll() time.Duration {
+	if a.pollEvery > 0 {
+		return a.pollEvery
+	}
+	return time.Second
+}
+
 // errNoMoveTask: the endpoint cannot run message move tasks.
 var errNoMoveTask = errors.New("message move tasks not supported")
 
@@ -436,7 +444,9 @@ func (a *app) moveTask(ctx context.Context, client SQS, dlq, main string) (int, 
 			return int(t.ApproximateNumberOfMessagesMoved), nil
 		case "FAILED", "CANCELLED":
 			_ = b.Finish()
-			return int(t.ApproximateNumberOfMessagesMoved), fmt.Errorf("the message move task ended %s: %s", aws.ToString(t.Status), aws.ToString(t.FailureReason))
+			return int(t.ApproximateNumberOfMessagesMoved), fmt.Errorf("the message move task ended %s: %s, after moving about %d message(s); "+
+				"the others are still in the dead-letter queue, nothing was lost: run `inboxctl dlq redrive` again, or with --manual",
+				aws.ToString(t.Status), aws.ToString(t.FailureReason), t.ApproximateNumberOfMessagesMoved)
 		}
 		if pb, ok := b.(interface{ Set(int) error }); ok {
 			_ = pb.Set(int(t.ApproximateNumberOfMessagesMoved))
@@ -444,7 +454,7 @@ func (a *app) moveTask(ctx context.Context, client SQS, dlq, main string) (int, 
 		select {
 		case <-ctx.Done():
 			return 0, fmt.Errorf("interrupted: the move task goes on in SQS by itself (see `aws sqs list-message-move-tasks --source-arn %s`)", dlqARN)
-		case <-time.After(time.Second):
+		case <-time.After(a.poll()):
 		}
 	}
 }

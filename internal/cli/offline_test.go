@@ -153,3 +153,39 @@ func TestShuffleReorders(t *testing.T) {
 		t.Errorf("order: got %s, want the shuffled evt_s_3,evt_s_2,evt_s_1", g)
 	}
 }
+
+func TestNothingListeningSaysWhatToDo(t *testing.T) {
+	c := offline(t)
+	c.env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:1"
+	r := c.run(context.Background(), "event", "evt_1").must(t, 1)
+	if !strings.Contains(r.stderr, "connection refused") || !strings.Contains(r.stderr, "start it with `make dev`") {
+		t.Errorf("stderr: %s", r.stderr)
+	}
+}
+
+func TestColourOnlyOnATerminal(t *testing.T) {
+	rows := [][]string{{"evt_1", "processed", "x"}, {"evt_22", "failed_permanent", "y"}}
+	render := func(colour bool) string {
+		var out strings.Builder
+		a := &app{stdout: &out, colour: colour}
+		cells := make([][]string, len(rows))
+		for i, r := range rows {
+			cells[i] = []string{r[0], a.status(r[1]), r[2]}
+		}
+		if err := a.table([]string{"ID", "STATUS", "X"}, cells); err != nil {
+			t.Fatal(err)
+		}
+		return out.String()
+	}
+	plain, coloured := render(false), render(true)
+	if strings.Contains(plain, "\x1b") {
+		t.Errorf("plain output has escape codes: %q", plain)
+	}
+	if !strings.Contains(coloured, green+"processed"+reset) || !strings.Contains(coloured, red+"failed_permanent"+reset) {
+		t.Errorf("coloured output lacks colours: %q", coloured)
+	}
+	strip := strings.NewReplacer(green, "", red, "", reset, "")
+	if got := strip.Replace(coloured); got != plain {
+		t.Errorf("colour changed the alignment:\n%s\nwant\n%s", got, plain)
+	}
+}

@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/schollz/progressbar/v3"
 
@@ -45,60 +47,49 @@ func (a *app) status(st string) string {
 	return st
 }
 
-// table prints rows under a header, aligned. Colour codes are wrapped in
-// tabwriter's escape, so they take no width.
+// table prints rows under a header, in columns two spaces apart. Widths
+// are those of the visible text: colour codes take no room.
 func (a *app) table(header []string, rows [][]string) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.StripEscape)
-	fmt.Fprintln(tw, strings.Join(header, "\t"))
-	for _, r := range rows {
-		cells := make([]string, len(r))
+	all := append([][]string{header}, rows...)
+	widths := make([]int, len(header))
+	for _, r := range all {
 		for i, c := range r {
-			switch {
-			case c == "":
-				c = "-"
-			case a.colour:
-				c = escapeColours(c)
+			if c == "" {
+				r[i], c = "-", "-"
 			}
-			cells[i] = c
+			widths[i] = max(widths[i], visible(c))
 		}
-		fmt.Fprintln(tw, strings.Join(cells, "\t"))
 	}
-	return tw.Flush()
-}
-
-// escapeColours wraps each ANSI sequence of s in tabwriter's escape
-// character, so it takes no width.
-func escapeColours(s string) string {
 	var b strings.Builder
-	for {
-		i := strings.Index(s, "\x1b[")
-		if i < 0 {
-			b.WriteString(s)
-			return b.String()
+	for _, r := range all {
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-visible(c)+2))
+			}
 		}
-		j := strings.IndexByte(s[i:], 'm')
-		if j < 0 {
-			b.WriteString(s)
-			return b.String()
-		}
-		b.WriteString(s[:i])
-		b.WriteString("\xff" + s[i:i+j+1] + "\xff")
-		s = s[i+j+1:]
+		b.WriteString("\n")
 	}
+	_, err := io.WriteString(a.stdout, b.String())
+	return err
 }
 
-// rows prints label/value pairs, skipping empty values.
+// visible is the width of s on a terminal: runes, less colour codes.
+func visible(s string) int {
+	return utf8.RuneCountInString(ansi.ReplaceAllString(s, ""))
+}
+
+var ansi = regexp.MustCompile("\x1b\\[[0-9;]*m")
+
+// rows prints label/value pairs, skipping empty values. Labels carry no
+// colour, so a tabwriter aligns them.
 func (a *app) rows(pairs [][2]string) error {
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', tabwriter.StripEscape)
+	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
 	for _, p := range pairs {
-		if strings.TrimSpace(p[1]) == "" {
+		if strings.TrimSpace(ansi.ReplaceAllString(p[1], "")) == "" {
 			continue
 		}
-		v := p[1]
-		if a.colour {
-			v = escapeColours(v)
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", p[0], v)
+		fmt.Fprintf(tw, "%s\t%s\n", p[0], p[1])
 	}
 	return tw.Flush()
 }
