@@ -53,6 +53,7 @@ func TestVerifyGolden(t *testing.T) {
 		{"verify_malformed_header", b, []string{"--secret", secret, "--header", "sha256=abc"}, 1},
 		{"verify_empty_header", b, []string{"--secret", secret, "--header", ""}, 1},
 		{"verify_no_header_flag", b, []string{"--secret", secret}, 2},
+		{"verify_empty_body", "", []string{"--secret", secret, "--header", sig(b, now)}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := offline(t)

@@ -93,6 +93,9 @@ func (a *app) verify(o verifyOpts) error {
 	if err != nil {
 		return fmt.Errorf("read the body: %w", err)
 	}
+	if len(body) == 0 {
+		return usagef("the body is empty: pipe the captured body, byte for byte, on stdin or pass --file")
+	}
 	if len(body) > maxPayload {
 		return usagef("the body is larger than %d bytes: that is not a Stripe event", maxPayload)
 	}
