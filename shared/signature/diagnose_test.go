@@ -154,3 +154,26 @@ func TestDiagnoseAgreesWithVerify(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkDiagnose: a valid delivery costs one HMAC per secret; a wrong
+// secret costs every undo, alone and in pairs (the worst case).
+func BenchmarkDiagnose(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	// About 2.6 KB of valid JSON, like a real event, so the JSON undos run.
+	body := bytes.Replace([]byte(stripeBody), []byte("Plan <Pro> & more"), bytes.Repeat([]byte("x"), 2400), 1)
+	opts := Options{Now: func() time.Time { return now }}
+	for _, bc := range []struct {
+		name   string
+		header string
+	}{
+		{"valid", Sign(body, "whsec_right", now)},
+		{"wrong_secret", Sign(body, "whsec_other", now)},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			for b.Loop() {
+				Diagnose(body, bc.header, []string{"whsec_right"}, opts)
+			}
+		})
+	}
+}
