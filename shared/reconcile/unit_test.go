@@ -1,0 +1,155 @@
+package reconcile
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+)
+
+// fakeDB is a hand-written DynamoDB with function fields.
+type fakeDB struct {
+	batchGet func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
+}
+
+func (f *fakeDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return f.batchGet(in)
+}
+func (f *fakeDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	return nil, errors.New("not used")
+}
+func (f *fakeDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	return nil, errors.New("not used")
+}
+func (f *fakeDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	return nil, errors.New("not used")
+}
+
+type nopLister struct{}
+
+func (nopLister) ListEvents(context.Context, stripeapi.EventQuery, func(stripeapi.Page) (bool, error)) error {
+	return nil
+}
+
+type nopIngester struct{}
+
+func (nopIngester) Ingest(context.Context, event.Envelope, []byte, event.Source) (ingest.Result, error) {
+	return ingest.Result{}, nil
+}
+
+type nopQueue struct{}
+
+func (nopQueue) Send(context.Context, event.Pointer) error { return nil }
+
+func newTest(t *testing.T, db DynamoDB) *Reconciler {
+	t.Helper()
+	r, err := New(Config{Stripe: nopLister{}, DB: db, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
+		Types: []string{"invoice.paid"}, BatchBackoff: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestGroupsSplitAtTwentyTypesAndAreStable(t *testing.T) {
+	var types []string
+	for i := range 24 {
+		types = append(types, fmt.Sprintf("t.%02d", 23-i))
+	}
+	types = append(types, "t.05", " ")
+	g := Groups("stripe", types)
+	if len(g) != 2 || len(g[0].Types) != 20 || len(g[1].Types) != 4 {
+		t.Fatalf("got groups of %d, want 20 and 4", len(g))
+	}
+	if g[0].Types[0] != "t.00" || g[1].Types[3] != "t.23" {
+		t.Errorf("groups are not sorted: %v", g)
+	}
+	reversed := slices.Clone(types)
+	slices.Reverse(reversed)
+	again := Groups("stripe", reversed)
+	if again[0].Key != g[0].Key || again[1].Key != g[1].Key || g[0].Key == g[1].Key {
+		t.Errorf("keys: got %s %s then %s %s, want stable and distinct", g[0].Key, g[1].Key, again[0].Key, again[1].Key)
+	}
+	if !strings.HasPrefix(g[0].Key, "checkpoint#stripe#") {
+		t.Errorf("key %q cannot collide with an event's", g[0].Key)
+	}
+	if other := Groups("stripe", []string{"t.00"}); other[0].Key == g[0].Key {
+		t.Error("a different set of types shares a checkpoint")
+	}
+}
+
+func TestExistingRetriesUnprocessedKeys(t *testing.T) {
+	calls := 0
+	var asked [][]string
+	db := &fakeDB{batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
+		calls++
+		ka := in.RequestItems["events"]
+		if !*ka.ConsistentRead {
+			t.Error("BatchGetItem without a consistent read")
+		}
+		var pks []string
+		for _, k := range ka.Keys {
+			pks = append(pks, k["pk"].(*types.AttributeValueMemberS).Value)
+		}
+		asked = append(asked, pks)
+		out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
+		// First call: one found, the last key unprocessed. Second: found.
+		out.Responses["events"] = []map[string]types.AttributeValue{ka.Keys[0]}
+		if calls == 1 {
+			out.UnprocessedKeys = map[string]types.KeysAndAttributes{"events": {Keys: ka.Keys[len(ka.Keys)-1:], ConsistentRead: ka.ConsistentRead}}
+		}
+		return out, nil
+	}}
+	got, err := newTest(t, db).existing(context.Background(), []string{"evt_a", "evt_b", "evt_a", "evt_c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if calls != 2 || fmt.Sprint(asked) != "[[stripe#evt_a stripe#evt_b stripe#evt_c] [stripe#evt_c]]" {
+		t.Errorf("calls: got %d %v, want the batch (each key once) then its unprocessed key", calls, asked)
+	}
+	if !got["evt_a"] || got["evt_b"] || !got["evt_c"] {
+		t.Errorf("found: got %v, want evt_a and evt_c", got)
+	}
+}
+
+func TestExistingGivesUpOnKeysThatStayUnprocessed(t *testing.T) {
+	db := &fakeDB{batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
+		return &dynamodb.BatchGetItemOutput{UnprocessedKeys: in.RequestItems}, nil
+	}}
+	_, err := newTest(t, db).existing(context.Background(), []string{"evt_a"})
+	if err == nil || !strings.Contains(err.Error(), "unprocessed") {
+		t.Fatalf("got %v, want an error about unprocessed keys", err)
+	}
+}
+
+func TestHandleRejectsBadInput(t *testing.T) {
+	r := newTest(t, &fakeDB{})
+	for _, in := range []string{`{"since":"yesterday"}`, `{"since":"-1h"}`, `[1]`} {
+		if err := r.Handle(context.Background(), json.RawMessage(in)); err == nil {
+			t.Errorf("input %s: got nil error", in)
+		}
+	}
+}
+
+func TestNewReportsEveryMissingDependency(t *testing.T) {
+	_, err := New(Config{})
+	if err == nil {
+		t.Fatal("got nil error")
+	}
+	for _, want := range []string{"Stripe", "DB", "Table", "Ingester", "Queue", "Types"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not name %s: %v", want, err)
+		}
+	}
+}
