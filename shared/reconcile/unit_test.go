@@ -1,10 +1,12 @@
 package reconcile
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
@@ -26,14 +29,16 @@ type fakeDB struct {
 func (f *fakeDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return f.batchGet(in)
 }
+
+// The rest answer as an empty table would.
 func (f *fakeDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return nil, errors.New("not used")
+	return &dynamodb.QueryOutput{}, nil
 }
 func (f *fakeDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return nil, errors.New("not used")
+	return &dynamodb.GetItemOutput{}, nil
 }
 func (f *fakeDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return nil, errors.New("not used")
+	return &dynamodb.PutItemOutput{}, nil
 }
 
 type nopLister struct{}
@@ -151,5 +156,102 @@ func TestNewReportsEveryMissingDependency(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
+	}
+}
+
+func loadTemplate(t *testing.T) *template.Template {
+	t.Helper()
+	tmpl, err := template.Load("../../template.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tmpl
+}
+
+func TestTemplateAlarmWatchesTheMetricARunEmits(t *testing.T) {
+	var logs bytes.Buffer
+	r, err := New(Config{Stripe: nopLister{}, DB: &fakeDB{}, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
+		Types: []string{"invoice.paid"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Run(context.Background(), RunOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var line struct {
+		AWS struct {
+			CloudWatchMetrics []struct {
+				Namespace  string
+				Dimensions [][]string
+				Metrics    []struct{ Name string }
+			}
+		} `json:"_aws"`
+		Function string `json:"function"`
+	}
+	if err := json.Unmarshal(logs.Bytes(), &line); err != nil || len(line.AWS.CloudWatchMetrics) != 1 {
+		t.Fatalf("run line: %v\n%s", err, logs.String())
+	}
+	emf := line.AWS.CloudWatchMetrics[0]
+	emitted := false
+	for _, m := range emf.Metrics {
+		emitted = emitted || m.Name == MetricMissing
+	}
+
+	alarm, ok := loadTemplate(t).Resource("ReconcilerMissingEventsAlarm")
+	if !ok {
+		t.Fatal("template has no ReconcilerMissingEventsAlarm")
+	}
+	p := alarm.Properties
+	if p["Namespace"] != emf.Namespace || p["MetricName"] != MetricMissing || !emitted {
+		t.Errorf("alarm on %v/%v; the run emits %s in %s (emitted: %v)", p["Namespace"], p["MetricName"], MetricMissing, emf.Namespace, emitted)
+	}
+	// CloudWatch matches a metric only with exactly its dimensions.
+	var dims []string
+	for _, d := range p["Dimensions"].([]any) {
+		m := d.(map[string]any)
+		dims = append(dims, fmt.Sprintf("%v=%v", m["Name"], m["Value"]))
+	}
+	if want := []string{"function=" + line.Function}; len(emf.Dimensions) != 1 || !slices.Equal(emf.Dimensions[0], []string{"function"}) || !slices.Equal(dims, want) {
+		t.Errorf("alarm dimensions %v; the run emits %v with function=%s", dims, emf.Dimensions, line.Function)
+	}
+}
+
+func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
+	tmpl := loadTemplate(t)
+	f, err := tmpl.Function("ReconcilerFunction")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if expr, ok := f.Schedule(); !ok || expr != "rate(10 minutes)" {
+		t.Errorf("schedule: got %q, want the ReconcileRate default", expr)
+	}
+	if _, ok := f.Environment["STRIPE_API_KEY_PARAMETER"]; !ok {
+		t.Error("no STRIPE_API_KEY_PARAMETER in the environment")
+	}
+	res, _ := tmpl.Resource("ReconcilerFunction")
+	got := map[string]string{}
+	for _, pol := range res.Properties["Policies"].([]any) {
+		for _, st := range pol.(map[string]any)["Statement"].([]any) {
+			st := st.(map[string]any)
+			actions, ok := st["Action"].([]any)
+			if !ok {
+				actions = []any{st["Action"]}
+			}
+			for _, a := range actions {
+				got[a.(string)] = fmt.Sprint(st["Resource"])
+			}
+		}
+	}
+	// The DynamoDB interface, the ingest path (PutItem), the queue and the
+	// API key parameter: nothing else.
+	want := []string{"dynamodb:BatchGetItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "sqs:SendMessage", "ssm:GetParameter"}
+	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) {
+		t.Errorf("actions: got %v, want %v", keys, want)
+	}
+	if !strings.HasSuffix(got["dynamodb:Query"], "/index/pending") {
+		t.Errorf("Query is granted on %s, want only the pending index", got["dynamodb:Query"])
+	}
+	if !strings.Contains(got["dynamodb:BatchGetItem"], "EventsTable") || !strings.Contains(got["sqs:SendMessage"], "WebhookQueue") {
+		t.Errorf("resources: got %v", got)
 	}
 }
