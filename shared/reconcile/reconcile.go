@@ -207,6 +207,9 @@ type RunOptions struct {
 	// of time (at most Retention) instead of the checkpoint's window, and
 	// leaves the checkpoints untouched: an operator's one-off sweep.
 	Since time.Duration
+	// MaxPages, when positive, replaces Config.MaxPages for this run (an
+	// operator's sweep may want more than a scheduled run's budget).
+	MaxPages int
 	// Progress, when set, is called after each page and after the stuck
 	// records are re-enqueued, from the goroutine that called Run.
 	Progress func(Progress)
@@ -365,12 +368,19 @@ func (rn *run) mayContinue(ctx context.Context) bool {
 		rn.res.Stopped = StopCanceled
 	case !rn.stopAt.IsZero() && !rn.r.cfg.Now().Before(rn.stopAt):
 		rn.res.Stopped = StopDeadline
-	case rn.res.Pages >= rn.r.cfg.MaxPages:
+	case rn.res.Pages >= rn.maxPages():
 		rn.res.Stopped = StopMaxPages
 	default:
 		return true
 	}
 	return false
+}
+
+func (rn *run) maxPages() int {
+	if rn.opts.MaxPages > 0 {
+		return rn.opts.MaxPages
+	}
+	return rn.r.cfg.MaxPages
 }
 
 // requeueStuck sends the pointer of every record stuck unfinished again.

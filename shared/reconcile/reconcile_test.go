@@ -448,15 +448,14 @@ func TestInterruptedRunResumesFromTheCheckpoint(t *testing.T) {
 	}
 
 	// Run 2 has a budget of one page.
-	r2 := h.reconciler("sk_test_reconcile", func(c *reconcile.Config) { c.MaxPages = 1 })
-	res2, err := r2.Run(context.Background(), reconcile.RunOptions{})
+	res2, err := r.Run(context.Background(), reconcile.RunOptions{MaxPages: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res2.Pages != 1 || res2.Stopped != reconcile.StopMaxPages {
 		t.Fatalf("run 2: got %+v, want 1 page then max_pages", res2)
 	}
-	res3, err := r2.Run(context.Background(), reconcile.RunOptions{})
+	res3, err := r.Run(context.Background(), reconcile.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,8 +568,12 @@ func TestNeverRequestsExpiredEventsOrOtherTypes(t *testing.T) {
 	if _, err := r.Run(context.Background(), reconcile.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	before := h.checkpoint(r, 0)
 	if _, err := r.Run(context.Background(), reconcile.RunOptions{Since: 40 * 24 * time.Hour}); err != nil {
 		t.Fatal(err)
+	}
+	if after := h.checkpoint(r, 0); !sameCheckpoint(after, before) {
+		t.Errorf("a since sweep moved the checkpoint: got %+v, want %+v", after, before)
 	}
 	floor := time.Now().Add(-reconcile.Retention).Unix()
 	handled := map[string]bool{}

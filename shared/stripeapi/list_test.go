@@ -9,12 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stripe/stripe-go/v81"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
-func fakeWith(t *testing.T, n int) (*stripefake.Server, map[string][]byte) {
+func fakeWith(t testing.TB, n int) (*stripefake.Server, map[string][]byte) {
 	t.Helper()
 	s := stripefake.New()
 	t.Cleanup(s.Close)
@@ -128,5 +130,36 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 	// less than (n-1)/r, however fast or slow the machine.
 	if min := time.Duration(float64(n-1) / rate * float64(time.Second)); time.Since(start) < min {
 		t.Errorf("%d requests at %.0f/s took %s, want at least %s", n, rate, time.Since(start), min)
+	}
+}
+
+// BenchmarkListEventsPage is one page of 100 realistic events from a local
+// server: HTTP, stripe-go's decoding into stripe.Events (which the iterator
+// always does), and the split of the raw body into events.
+func BenchmarkListEventsPage(b *testing.B) {
+	s, _ := fakeWith(b, 100)
+	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	for b.Loop() {
+		if err := c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil }); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSplitPage is the reconciler's own share of a page: splitting the
+// raw body into per-event json.RawMessage.
+func BenchmarkSplitPage(b *testing.B) {
+	s, _ := fakeWith(b, 100)
+	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	var raw []byte
+	_ = c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil })
+	it := c.API.Events.List(&stripe.EventListParams{})
+	it.Next()
+	raw = it.EventList().LastResponse.RawJSON
+	b.SetBytes(int64(len(raw)))
+	for b.Loop() {
+		if _, err := decodePage(&stripe.EventList{APIResource: stripe.APIResource{LastResponse: &stripe.APIResponse{RawJSON: raw}}}); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
