@@ -314,6 +314,16 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 		rn.stopAt = dl.Add(-r.cfg.DeadlineMargin)
 	}
 	err := rn.do(ctx)
+	if err != nil && ctx.Err() != nil {
+		// The context ended mid-call: nothing is half-written (a checkpoint
+		// is written only after its page is fully handled), so this is a
+		// stop like any other, not a failure.
+		err = nil
+		rn.res.Stopped = StopCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			rn.res.Stopped = StopDeadline
+		}
+	}
 	now := r.cfg.Now()
 	rn.res.Duration = now.Sub(rn.startedAt)
 	switch {
@@ -331,6 +341,9 @@ func (rn *run) do(ctx context.Context) error {
 		return err
 	}
 	for i, g := range rn.r.groups {
+		if ctx.Err() != nil {
+			break
+		}
 		rn.groupIdx = i
 		cp, err := rn.r.LoadCheckpoint(ctx, g)
 		if err != nil {
@@ -442,7 +455,12 @@ func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, e
 			next := cp
 			next.DoneThrough = max(cp.DoneThrough, w.to)
 			next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
-			return rn.save(ctx, cp, next)
+			saved, err := rn.save(ctx, cp, next)
+			if errors.Is(err, ErrCheckpointMoved) {
+				rn.res.Stopped = StopCheckpointMoved
+				return cp, nil
+			}
+			return saved, err
 		}
 		return cp, nil
 	}

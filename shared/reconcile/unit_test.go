@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -21,24 +22,41 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
-// fakeDB is a hand-written DynamoDB with function fields.
+// fakeDB is a hand-written DynamoDB with function fields; nil ones answer
+// as an empty table would.
 type fakeDB struct {
 	batchGet func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
+	getItem  func(in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
+	putItem  func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
 }
 
 func (f *fakeDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
 	return f.batchGet(in)
 }
 
-// The rest answer as an empty table would.
 func (f *fakeDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
 	return &dynamodb.QueryOutput{}, nil
 }
-func (f *fakeDB) GetItem(context.Context, *dynamodb.GetItemInput, ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	return &dynamodb.GetItemOutput{}, nil
+func (f *fakeDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if f.getItem == nil {
+		return &dynamodb.GetItemOutput{}, nil
+	}
+	return f.getItem(in)
 }
-func (f *fakeDB) PutItem(context.Context, *dynamodb.PutItemInput, ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	return &dynamodb.PutItemOutput{}, nil
+func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if f.putItem == nil {
+		return &dynamodb.PutItemOutput{}, nil
+	}
+	return f.putItem(in)
+}
+
+// recordingLister records its queries and answers one empty, final page.
+type recordingLister struct{ queries []stripeapi.EventQuery }
+
+func (l *recordingLister) ListEvents(_ context.Context, q stripeapi.EventQuery, page func(stripeapi.Page) (bool, error)) error {
+	l.queries = append(l.queries, q)
+	_, err := page(stripeapi.Page{})
+	return err
 }
 
 type nopLister struct{}
@@ -60,7 +78,7 @@ func (nopQueue) Send(context.Context, event.Pointer) error { return nil }
 func newTest(t *testing.T, db DynamoDB) *Reconciler {
 	t.Helper()
 	r, err := New(Config{Stripe: nopLister{}, DB: db, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
-		Types: []string{"invoice.paid"}, BatchBackoff: time.Millisecond})
+		Types: []string{"invoice.paid"}, BatchBackoff: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,5 +271,93 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 	}
 	if !strings.Contains(got["dynamodb:BatchGetItem"], "EventsTable") || !strings.Contains(got["sqs:SendMessage"], "WebhookQueue") {
 		t.Errorf("resources: got %v", got)
+	}
+}
+
+func TestWindowOfARun(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	floor := now.Add(-Retention + time.Minute).Unix()
+	settled := now.Add(-DefaultSettle).Unix()
+	hours := func(h int) int64 { return now.Add(-time.Duration(h) * time.Hour).Unix() }
+	item := func(kv map[string]int64, cursor string) map[string]types.AttributeValue {
+		m := map[string]types.AttributeValue{"pk": sv("checkpoint"), "seq": nv(4)}
+		for k, v := range kv {
+			m[k] = nv(v)
+		}
+		if cursor != "" {
+			m["cursor"] = sv(cursor)
+		}
+		return m
+	}
+	tests := []struct {
+		name       string
+		stored     map[string]types.AttributeValue
+		since      time.Duration
+		wantQuery  *stripeapi.EventQuery // nil: no list request
+		wantDone   int64                 // done_through written; -1: no write
+		wantWindow bool                  // a window still in progress after the write
+	}{
+		{name: "first run looks back to Stripe's retention", wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
+		{name: "next run starts an overlap below the checkpoint", stored: item(map[string]int64{"done_through": hours(2)}, ""),
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled}, wantDone: settled},
+		{name: "a checkpoint older than the retention is clamped", stored: item(map[string]int64{"done_through": hours(40 * 24)}, ""),
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
+		{name: "a window in progress resumes after its cursor", stored: item(map[string]int64{"done_through": hours(9), "window_from": hours(10), "window_to": hours(1), "cursor_created": hours(5)}, "evt_cursor"),
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(10), CreatedLTE: hours(1), StartingAfter: "evt_cursor"}, wantDone: hours(1)},
+		{name: "a window whose rest has expired is closed without a request", stored: item(map[string]int64{"window_from": hours(31 * 24), "window_to": hours(29 * 24), "cursor_created": hours(30*24 + 1)}, "evt_old"),
+			wantDone: hours(29 * 24)},
+		{name: "a sweep lists its stretch and writes nothing", stored: item(map[string]int64{"done_through": hours(2)}, ""), since: 24 * time.Hour,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(24), CreatedLTE: settled}, wantDone: -1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var puts []*dynamodb.PutItemInput
+			db := &fakeDB{
+				getItem: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
+					return &dynamodb.GetItemOutput{Item: tc.stored}, nil
+				},
+				putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
+					puts = append(puts, in)
+					return &dynamodb.PutItemOutput{}, nil
+				},
+			}
+			l := &recordingLister{}
+			r, err := New(Config{Stripe: l, DB: db, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
+				Types: []string{"invoice.paid"}, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Run(context.Background(), RunOptions{Since: tc.since}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case tc.wantQuery == nil && len(l.queries) != 0:
+				t.Errorf("queries: got %+v, want none", l.queries)
+			case tc.wantQuery != nil && (len(l.queries) != 1 || l.queries[0].CreatedGTE != tc.wantQuery.CreatedGTE ||
+				l.queries[0].CreatedLTE != tc.wantQuery.CreatedLTE || l.queries[0].StartingAfter != tc.wantQuery.StartingAfter):
+				t.Errorf("queries: got %+v, want one %+v", l.queries, *tc.wantQuery)
+			}
+			if tc.wantDone < 0 {
+				if len(puts) != 0 {
+					t.Errorf("checkpoint writes: got %d, want none", len(puts))
+				}
+				return
+			}
+			if len(puts) != 1 {
+				t.Fatalf("checkpoint writes: got %d, want 1", len(puts))
+			}
+			got := puts[0].Item
+			if done := got["done_through"].(*types.AttributeValueMemberN).Value; done != fmt.Sprint(tc.wantDone) {
+				t.Errorf("done_through: got %s, want %d", done, tc.wantDone)
+			}
+			if _, inProgress := got["window_to"]; inProgress != tc.wantWindow {
+				t.Errorf("window in progress after the write: got %v, want %v", inProgress, tc.wantWindow)
+			}
+			// Conditioned on the state it read.
+			if tc.stored == nil && aws.ToString(puts[0].ConditionExpression) != "attribute_not_exists(pk)" ||
+				tc.stored != nil && puts[0].ExpressionAttributeValues[":seq"].(*types.AttributeValueMemberN).Value != "4" {
+				t.Errorf("condition: got %s %v", aws.ToString(puts[0].ConditionExpression), puts[0].ExpressionAttributeValues)
+			}
+		})
 	}
 }
