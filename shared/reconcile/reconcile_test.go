@@ -96,7 +96,9 @@ func newHarness(t *testing.T, handled []string) *harness {
 func (h *harness) reconciler(key string, mod func(*reconcile.Config)) *reconcile.Reconciler {
 	h.t.Helper()
 	cfg := reconcile.Config{
-		Stripe:          stripeapi.New(stripeapi.Config{Key: key, BaseURL: h.fake.URL, RateLimit: 1000}),
+		// A minute, not stripeapi's 20 s: a test may hold a request while
+		// another run works, and a timeout would turn it into a retry.
+		Stripe:          stripeapi.New(stripeapi.Config{Key: key, BaseURL: h.fake.URL, RateLimit: 1000, HTTPClient: &http.Client{Timeout: time.Minute}}),
 		DB:              h.db,
 		Table:           h.stack.Table("EventsTable"),
 		Ingester:        h.ingester,
