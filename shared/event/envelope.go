@@ -83,6 +83,11 @@ func DecodeEnvelope(payload []byte) (Envelope, error) {
 		return Envelope{}, s.fail("data after the top-level value")
 	}
 	if object != "" && object != "event" {
+		// The value comes from the payload: quote only a short prefix, so
+		// an error never carries a payload into a log.
+		if len(object) > 32 {
+			object = object[:32] + "…"
+		}
 		return Envelope{}, fmt.Errorf("%w: object is %q", ErrMalformed, object)
 	}
 	if e.ID == "" || e.Type == "" {
