@@ -342,3 +342,51 @@ func TestPreviousSecretIsAccepted(t *testing.T) {
 		t.Fatalf("status: got %d, want 200", resp.StatusCode)
 	}
 }
+
+// TestLambdaDeadlineIsHonoured gives the request far less time than its
+// budget, as an invocation close to its timeout has: the AWS calls must stop
+// early enough that the request still answers 504 and logs its line before
+// the invocation's deadline, when Lambda would kill it silently.
+func TestLambdaDeadlineIsHonoured(t *testing.T) {
+	body := payload("evt_deadline", "invoice.paid", false)
+	for _, tc := range []struct {
+		name  string
+		store ingest.Store
+		queue ingest.Queue
+	}{
+		{"DynamoDB hangs", blockingStore{}, &fakeQueue{}},
+		{"SQS hangs", &fakeStore{}, blockingQueue{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := newHandler(t, tc.store, tc.queue, &logs)
+			h.cfg.Budget = time.Hour
+			invocation, cancel := context.WithTimeout(context.Background(), answerReserve+200*time.Millisecond)
+			defer cancel()
+			resp, err := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+			if invocation.Err() != nil {
+				t.Fatal("Handle returned after the invocation's deadline: Lambda would have killed it without an answer")
+			}
+			if err != nil || resp.StatusCode != 504 {
+				t.Fatalf("got %d, %v; want 504", resp.StatusCode, err)
+			}
+			if line := lastLine(t, &logs); line["outcome"] != OutcomeTimeout || line["event_id"] != "evt_deadline" {
+				t.Errorf("log line: got outcome %v event %v", line["outcome"], line["event_id"])
+			}
+		})
+	}
+}
+
+// TestDeadlineAlreadyTooClose: an invocation with less time left than the
+// reserve makes no AWS call that could outlive it.
+func TestDeadlineAlreadyTooClose(t *testing.T) {
+	body := payload("evt_late", "invoice.paid", false)
+	var logs bytes.Buffer
+	h := newHandler(t, blockingStore{}, &fakeQueue{}, &logs)
+	invocation, cancel := context.WithTimeout(context.Background(), answerReserve/2)
+	defer cancel()
+	resp, _ := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+	if invocation.Err() != nil || resp.StatusCode != 504 {
+		t.Fatalf("got %d (invocation expired: %v), want 504 before the deadline", resp.StatusCode, invocation.Err() != nil)
+	}
+}
