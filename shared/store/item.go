@@ -172,6 +172,24 @@ func encodePayload(p []byte) ([]byte, bool, error) {
 
 // Unmarshal decodes an event record item.
 func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
+	r := unmarshalFields(item)
+	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
+		r.Payload = v.Value
+		if getB(item, attrPayloadGzip) {
+			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
+			if err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+			if r.Payload, err = io.ReadAll(zr); err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// unmarshalFields decodes every attribute of a record item but the payload.
+func unmarshalFields(item map[string]types.AttributeValue) event.Record {
 	var r event.Record
 	r.Provider = getS(item, attrProvider)
 	r.ID = getS(item, attrID)
@@ -197,19 +215,7 @@ func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
 	r.LastError = getS(item, attrLastError)
 	r.LastErrorAt = getTime(item, attrLastErrorAt)
 	r.MirrorKey = getS(item, attrMirrorKey)
-	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
-		r.Payload = v.Value
-		if getB(item, attrPayloadGzip) {
-			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
-			if err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
-			}
-			if r.Payload, err = io.ReadAll(zr); err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
-			}
-		}
-	}
-	return r, nil
+	return r
 }
 
 func getS(item map[string]types.AttributeValue, k string) string {
