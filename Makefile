@@ -64,9 +64,11 @@ lint:
 	    echo "go mod tidy changed go.mod/go.sum: commit the tidy result"; git --no-pager diff go.mod go.sum; exit 1; fi; \
 	  rm -f /tmp/go.mod.lint.$$$$ /tmp/go.sum.lint.$$$$
 
-## bench: the benchmark table
+## bench: the benchmark table, then the receiver's ratios to HMAC-SHA256
+BENCH_COUNT ?= 3
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
+	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./shared/... \
+	  | $(GO) run ./shared/receiver/internal/benchratio
 
 ## build: the three Lambda binaries for linux/arm64, as sam build makes them
 build: build-ReceiverFunction build-ProcessorFunction

@@ -38,8 +38,7 @@ func smallEvent(tb testing.TB) []byte {
 				"address": map[string]any{"line1": "510 Townsend St", "line2": nil, "city": "San Francisco", "state": "CA", "postal_code": "94103", "country": "US"},
 			},
 			"metadata": map[string]any{
-				"order_id": "10482", "cart_id": "cart_8f2d9c1e", "plan": "pro_annual", "seats": "12",
-				"workspace_id": "ws_7QmZp3kL9xT2", "utm_source": "newsletter",
+				"order_id": "10482", "plan": "pro_annual", "seats": "12",
 			},
 		},
 	})
