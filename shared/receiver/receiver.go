@@ -276,7 +276,9 @@ func answer(status int) events.APIGatewayV2HTTPResponse {
 const maxLoggedError = 512
 
 func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r result, latency time.Duration) {
-	attrs := make([]any, 0, 16)
+	// slog.Attr values, not ...any: LogAttrs spares boxing every field, a
+	// noticeable share of the receiver's compute per event.
+	attrs := make([]slog.Attr, 0, 20)
 	attrs = append(attrs,
 		slog.String("request_id", req.RequestContext.RequestID),
 		slog.Int("status_code", r.status),
@@ -292,7 +294,8 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 		}
 		attrs = append(attrs, slog.String("error", msg))
 	}
-	ms := []metrics.Metric{metrics.C("requests", 1), metrics.Ms("latency", latency)}
+	ms := make([]metrics.Metric, 0, 6)
+	ms = append(ms, metrics.C("requests", 1), metrics.Ms("latency", latency))
 	switch r.stage {
 	case stagePersist:
 		attrs = append(attrs, slog.String("failed_at", r.stage))
@@ -313,7 +316,14 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	if r.ing.Record.PayloadOmitted {
 		ms = append(ms, metrics.C("payload_omitted", 1))
 	}
-	attrs = append(attrs, metrics.Attrs(h.cfg.Now(), []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}, ms...)...)
+	dims := []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}
+	for _, a := range metrics.Attrs(h.cfg.Now(), dims, ms...) {
+		if attr, ok := a.(slog.Attr); ok {
+			attrs = append(attrs, attr)
+		} else {
+			attrs = append(attrs, slog.Any("!BADKEY", a))
+		}
+	}
 	level := slog.LevelInfo
 	switch {
 	case r.status >= 500:
@@ -321,5 +331,5 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	case r.status >= 400:
 		level = slog.LevelWarn
 	}
-	h.cfg.Logger.Log(ctx, level, "webhook", attrs...)
+	h.cfg.Logger.LogAttrs(ctx, level, "webhook", attrs...)
 }
