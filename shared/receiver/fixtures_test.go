@@ -50,7 +50,13 @@ func smallEvent(tb testing.TB) []byte {
 
 // largeEvent is an invoice.paid of about 16 KB: an invoice with six line
 // items, the common reason an event is large.
-func largeEvent(tb testing.TB) []byte {
+func largeEvent(tb testing.TB) []byte { return invoiceEvent(tb, 6) }
+
+// hugeEvent is an invoice.paid of about 64 KB (thirty-one line items).
+func hugeEvent(tb testing.TB) []byte { return invoiceEvent(tb, 31) }
+
+// invoiceEvent is an invoice.paid whose invoice has n line items.
+func invoiceEvent(tb testing.TB, n int) []byte {
 	tb.Helper()
 	b, err := stripefixture.Build("invoice.paid", stripefixture.Options{
 		ID: "evt_1PgcEyB7WZ01zgkWxKf0aRzN", ObjectID: "in_1Pgc6tB7WZ01zgkWu9fdqL6I", Created: now.Unix() - 5,
@@ -67,7 +73,7 @@ func largeEvent(tb testing.TB) []byte {
 	lines := inv["lines"].(map[string]any)
 	sample := lines["data"].([]any)[0].(map[string]any)
 	var items []any
-	for i := range 6 {
+	for i := range n {
 		item := map[string]any{}
 		for k, v := range sample {
 			item[k] = v
