@@ -71,7 +71,7 @@ func run() int {
 	}
 
 	env := map[string]string{}
-	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY", "RECONCILE_SINCE"} {
+	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY", "FORWARD_URL", "FORWARD_SECRET"} {
 		if v := os.Getenv(k); v != "" {
 			env[k] = v
 		}
