@@ -221,7 +221,8 @@ func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.In
 }
 
 // Processor builds the processor's handler, with the effects registered in
-// effects (nil for none).
+// effects (nil for none). When FORWARD_URL is set, it also registers the
+// built-in forward effect (see effect.Forward) for every type, in effects.
 func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
 	r := &reader{env: env}
 	c := r.common()
@@ -242,6 +243,19 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 		fetcher = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase})
 	} else if err != nil {
 		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
+	}
+	if url := strings.TrimSpace(env("FORWARD_URL")); url != "" {
+		fwdSecret, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "FORWARD_SECRET", "FORWARD_SECRET_PARAMETER")
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: forward secret: %w", err)
+		}
+		if fwdSecret == "" {
+			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned")
+		}
+		if effects == nil {
+			effects = &effect.Registry{}
+		}
+		effects.On(&effect.Forward{URL: url, Secret: fwdSecret, Client: &http.Client{Timeout: 10 * time.Second}}, "*")
 	}
 	var eff processor.Effects
 	if effects != nil {
