@@ -15,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
@@ -229,6 +230,43 @@ func testenvEventuallyDLQ(t *testing.T, p *pipeline) {
 			t.Fatalf("DLQ holds %d messages, want 1", p.queueDepth("DeadLetterQueue"))
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// Drill 7: an event never delivered -> the reconciler finds and processes it.
+func TestDrill7NeverDelivered(t *testing.T) {
+	fake := stripefake.New()
+	defer fake.Close()
+	created := time.Now().Add(-10 * time.Minute).Unix()
+	lostBody, lost := build(t, "customer.subscription.created", stripefixture.Options{Customer: "cus_d7", Created: created})
+	seenBody, seen := build(t, "invoice.paid", stripefixture.Options{Customer: "cus_d7", Created: created + 1})
+	if err := fake.Add(lostBody, seenBody); err != nil {
+		t.Fatal(err)
+	}
+	p := newPipeline(t, map[string]string{
+		"STRIPE_API_BASE": fake.URL, "STRIPE_API_KEY": "sk_test_drill7",
+		// Events younger than the settle delay are not yet called missing.
+		"RECONCILE_SETTLE": "1m",
+	}, nil, "-reconcile-every", "1s")
+	if s := p.deliver(seenBody); s != 200 {
+		t.Fatalf("the delivered event: %d", s)
+	}
+	r := p.waitStatus(lost.ID, event.StatusProcessed, 60*time.Second)
+	if r.Source != event.SourceReconciler {
+		t.Errorf("source: got %s, want reconciler", r.Source)
+	}
+	if s, _ := p.record(seen.ID); s.Source != event.SourceWebhook {
+		t.Errorf("the delivered event's source: got %s, want webhook (never ingested twice)", s.Source)
+	}
+	if _, ok := p.down.counts(lost.ID); ok != 1 {
+		t.Errorf("downstream applied the lost event %d times, want 1", ok)
+	}
+	ent, err := p.mirror.Entitlement(t.Context(), "cus_d7")
+	if err != nil || !ent.Active {
+		t.Errorf("entitlement after the repair: %+v, %v; want active", ent, err)
+	}
+	if len(p.stack.Lines(map[string]string{"msg": "reconcile run"})) == 0 {
+		t.Error("no reconcile run was logged")
 	}
 }
 

@@ -143,7 +143,7 @@ var killOverrides = map[string]string{
 	"MaxReceiveCount":        "10",
 }
 
-func newPipeline(t *testing.T, env map[string]string, params map[string]string) *pipeline {
+func newPipeline(t *testing.T, env map[string]string, params map[string]string, args ...string) *pipeline {
 	t.Helper()
 	endpoint := testenv.Endpoint(t)
 	proxy, err := faultproxy.New(endpoint)
@@ -160,7 +160,7 @@ func newPipeline(t *testing.T, env map[string]string, params map[string]string) 
 	if params == nil {
 		params = overrides
 	}
-	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoint: psrv.URL, Overrides: params, Env: e})
+	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoint: psrv.URL, Overrides: params, Env: e, Args: args})
 	cfg := testenv.AWS(t)
 	db := dynamodb.NewFromConfig(cfg)
 	return &pipeline{
