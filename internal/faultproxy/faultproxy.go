@@ -7,11 +7,13 @@ package faultproxy
 
 import (
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -218,11 +220,14 @@ func writeError(w http.ResponseWriter, service string, status int, code, msg str
 	if service == "dynamodb" {
 		ns = "com.amazonaws.dynamodb.v20120810"
 	}
+	body := fmt.Sprintf(`{"__type":"%s#%s","message":"%s"}`, ns, code, msg)
 	w.Header().Set("Content-Type", "application/x-amz-json-1.0")
 	w.Header().Set("X-Amzn-Query-Error", code+";Sender")
 	w.Header().Set("X-Amzn-ErrorType", code)
+	// DynamoDB's answers carry a CRC32 of the body, which the SDK checks.
+	w.Header().Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10))
 	w.WriteHeader(status)
-	fmt.Fprintf(w, `{"__type":"%s#%s","message":"%s"}`, ns, code, msg)
+	_, _ = io.WriteString(w, body)
 }
 
 func hangUp(w http.ResponseWriter) {
