@@ -1,0 +1,184 @@
+package processor_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// recorder forwards to DynamoDB and keeps the write requests it sent, by
+// event record key, in order.
+type recorder struct {
+	store.DynamoDB
+	mu    sync.Mutex
+	calls map[string][]any
+}
+
+func (r *recorder) add(key string, in any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls[key] = append(r.calls[key], in)
+}
+
+func (r *recorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	r.add(fmt.Sprint(in.Key["pk"]), in)
+	return r.DynamoDB.UpdateItem(ctx, in, optFns...)
+}
+
+func (r *recorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	// The store puts the event record's own update last.
+	r.add(fmt.Sprint(in.TransactItems[len(in.TransactItems)-1].Update.Key["pk"]), in)
+	return r.DynamoDB.TransactWriteItems(ctx, in, optFns...)
+}
+
+// BenchmarkProcessor measures events per second through the processor (claim,
+// plan, commit: the happy path) against the emulator, beside the emulator's
+// own rate for the same DynamoDB requests sent raw, in the same run: each
+// batch is processed by the processor on one stack while its requests are
+// recorded, then the recorded requests are replayed, with the same
+// concurrency, on a second stack holding identical records. ns/op is the
+// processor's time per event; processor/raw is the ratio of the two rates
+// (1 means the processor adds nothing to the cost of its DynamoDB calls).
+//
+// The emulator is slow, so pass a fixed count for stable figures:
+//
+//	go run ./internal/withemulator -- go test -run '^$' -bench BenchmarkProcessor -benchtime 300x ./shared/processor
+func BenchmarkProcessor(b *testing.B) {
+	const batchSize = 10
+	ctx := context.Background()
+	procStack, rawStack := testenv.Provision(b, nil), testenv.Provision(b, nil)
+	rec := &recorder{DynamoDB: procStack.DynamoDB, calls: map[string][]any{}}
+	p, err := processor.New(processor.Config{
+		Store:           &store.Events{DB: rec, Table: procStack.Table("EventsTable")},
+		Mirror:          &mirror.Mirror{Table: procStack.Table("MirrorTable")},
+		MaxReceiveCount: 5,
+		Concurrency:     batchSize,
+		Logger:          slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tables := map[string]string{}
+	for _, id := range []string{"EventsTable", "MirrorTable"} {
+		tables[procStack.Table(id)] = rawStack.Table(id)
+	}
+
+	// A realistic mix of event types, one object each.
+	mix := []string{"customer.subscription.updated", "invoice.paid", "customer.updated", "checkout.session.completed", "price.updated"}
+	var batches [][]events.SQSMessage
+	for i := range b.N {
+		if i%batchSize == 0 {
+			batches = append(batches, nil)
+		}
+		body, err := stripefixture.Build(mix[i%len(mix)], stripefixture.Options{
+			ObjectID: fmt.Sprintf("obj_bench_%d", i), Customer: fmt.Sprintf("cus_bench_%d", i),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		envl, err := event.DecodeEnvelope(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, s := range []*testenv.Stack{procStack, rawStack} {
+			r := event.NewRecord(event.ProviderStripe, envl, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, time.Now())
+			if _, err := (&store.Events{DB: s.DynamoDB, Table: s.Table("EventsTable")}).Create(ctx, &r); err != nil {
+				b.Fatal(err)
+			}
+			if s == procStack {
+				batches[len(batches)-1] = append(batches[len(batches)-1], message(r, 1))
+			}
+		}
+	}
+
+	var procTime, rawTime time.Duration
+	b.ResetTimer()
+	for _, msgs := range batches {
+		start := time.Now()
+		resp, err := p.Handle(ctx, batch(msgs...))
+		procTime += time.Since(start)
+		b.StopTimer()
+		if err != nil || len(resp.BatchItemFailures) != 0 {
+			b.Fatalf("Handle: %v %+v", err, resp)
+		}
+		rec.mu.Lock()
+		calls := rec.calls
+		rec.calls = map[string][]any{}
+		rec.mu.Unlock()
+		for _, cs := range calls {
+			retarget(cs, tables)
+		}
+		start = time.Now()
+		replay(b, rawStack.DynamoDB, calls)
+		rawTime += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	procRate := float64(b.N) / procTime.Seconds()
+	rawRate := float64(b.N) / rawTime.Seconds()
+	b.ReportMetric(procRate, "events/s")
+	b.ReportMetric(rawRate, "raw_events/s")
+	b.ReportMetric(procRate/rawRate, "processor/raw")
+}
+
+// retarget points recorded requests at the raw stack's tables.
+func retarget(calls []any, tables map[string]string) {
+	swap := func(name *string) *string { return aws.String(tables[aws.ToString(name)]) }
+	for _, c := range calls {
+		switch in := c.(type) {
+		case *dynamodb.UpdateItemInput:
+			in.TableName = swap(in.TableName)
+		case *dynamodb.TransactWriteItemsInput:
+			for _, it := range in.TransactItems {
+				if it.Put != nil {
+					it.Put.TableName = swap(it.Put.TableName)
+				}
+				if it.Update != nil {
+					it.Update.TableName = swap(it.Update.TableName)
+				}
+			}
+		}
+	}
+}
+
+// replay sends each event's requests in order, the events concurrently, as
+// the processor does.
+func replay(b *testing.B, db *dynamodb.Client, calls map[string][]any) {
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for _, cs := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range cs {
+				var err error
+				switch in := c.(type) {
+				case *dynamodb.UpdateItemInput:
+					_, err = db.UpdateItem(ctx, in)
+				case *dynamodb.TransactWriteItemsInput:
+					_, err = db.TransactWriteItems(ctx, in)
+				}
+				if err != nil {
+					b.Errorf("raw call: %v", err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
