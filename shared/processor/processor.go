@@ -10,6 +10,15 @@
 // and on the last receive the redrive policy allows the record is marked
 // dead_lettered before the message moves to the DLQ, so the store and the
 // DLQ agree.
+//
+// On the happy path an event costs two DynamoDB requests: the claim (an
+// UpdateItem that returns the record, payload included) and the transaction.
+// A duplicate costs one, the failed claim; a superseded event three.
+//
+// Failures are classified (Class): an error marked *fault.Permanent makes
+// the record failed_permanent and the message is acknowledged; any other
+// error is retried with exponential backoff (ChangeMessageVisibility) until
+// the last receive the redrive policy allows.
 package processor
 
 import (
