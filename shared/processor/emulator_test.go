@@ -437,6 +437,13 @@ func TestFailingTwiceThenSucceeding(t *testing.T) {
 	if calls, commits := e.effect.callsOf(envl.ID), e.commits(t, envl.ID); calls != 3 || commits != 1 {
 		t.Errorf("effect: %d calls, %d commits; want 3 calls, 1 commit", calls, commits)
 	}
+	// Every attempt hands the effect the same key for its external calls.
+	e.effect.mu.Lock()
+	keys := e.effect.keys[envl.ID]
+	e.effect.mu.Unlock()
+	if want := envl.ID + ":count"; fmt.Sprint(keys) != fmt.Sprint([]string{want, want, want}) {
+		t.Errorf("idempotency keys: got %v, want %s on each of the 3 attempts", keys, want)
+	}
 	if n := len(e.logs.lines(map[string]string{"msg": "event failed; will retry", "event_id": envl.ID, "error_class": "timeout"})); n != 2 {
 		t.Errorf("retries logged as timeouts: got %d, want 2", n)
 	}

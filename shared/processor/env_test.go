@@ -226,6 +226,7 @@ type countingEffect struct {
 	mu    sync.Mutex
 	calls map[string]int
 	order map[string][]string // event ids by object, in call order
+	keys  map[string][]string // idempotency keys by event, in call order
 	// fail, when set, decides the error of the n-th call (from 1) for an event.
 	fail func(r event.Record, n int) error
 }
@@ -235,8 +236,9 @@ func (c *countingEffect) handle(_ context.Context, ev effect.Event) ([]types.Tra
 	c.calls[ev.Record.ID]++
 	n := c.calls[ev.Record.ID]
 	if c.order == nil {
-		c.order = map[string][]string{}
+		c.order, c.keys = map[string][]string{}, map[string][]string{}
 	}
+	c.keys[ev.Record.ID] = append(c.keys[ev.Record.ID], ev.IdempotencyKey)
 	c.order[ev.Record.ObjectID] = append(c.order[ev.Record.ObjectID], ev.Record.ID)
 	fail := c.fail
 	c.mu.Unlock()
