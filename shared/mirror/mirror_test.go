@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -54,6 +55,9 @@ func ev(t *testing.T, eventType, id string, created int64, o stripefixture.Optio
 // reports whether a condition failed (and which item) or another error.
 func (f *fixture) write(t *testing.T, writes ...types.TransactWriteItem) (conflict int) {
 	t.Helper()
+	for _, w := range writes {
+		checkExpressions(t, w)
+	}
 	_, err := f.db.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
@@ -279,5 +283,43 @@ func TestEntitlementAcrossSubscriptions(t *testing.T) {
 	}
 	if ent.Active || ent.Reason != "canceled" {
 		t.Errorf("after past_due and a cancellation: got active=%v reason %q; want inactive, canceled (the most recent)", ent.Active, ent.Reason)
+	}
+}
+
+// checkExpressions fails the test when a write would be rejected by DynamoDB
+// but not by moto, which does not validate these inside transactions: an
+// empty ExpressionAttributeNames or ExpressionAttributeValues map, or a
+// name or value the expressions do not use.
+func checkExpressions(t *testing.T, w types.TransactWriteItem) {
+	t.Helper()
+	var names map[string]string
+	var values map[string]types.AttributeValue
+	var exprs string
+	switch {
+	case w.Put != nil:
+		names, values, exprs = w.Put.ExpressionAttributeNames, w.Put.ExpressionAttributeValues, aws.ToString(w.Put.ConditionExpression)
+	case w.Update != nil:
+		names, values = w.Update.ExpressionAttributeNames, w.Update.ExpressionAttributeValues
+		exprs = aws.ToString(w.Update.UpdateExpression) + " " + aws.ToString(w.Update.ConditionExpression)
+	default:
+		t.Fatalf("unexpected write %+v", w)
+	}
+	if names != nil && len(names) == 0 {
+		t.Errorf("empty ExpressionAttributeNames in %q", exprs)
+	}
+	if values != nil && len(values) == 0 {
+		t.Errorf("empty ExpressionAttributeValues in %q", exprs)
+	}
+	var placeholders []string
+	for k := range names {
+		placeholders = append(placeholders, k)
+	}
+	for k := range values {
+		placeholders = append(placeholders, k)
+	}
+	for _, k := range placeholders {
+		if !regexp.MustCompile(regexp.QuoteMeta(k) + `($|[^A-Za-z0-9_])`).MatchString(exprs) {
+			t.Errorf("%s unused in %q", k, exprs)
+		}
 	}
 }

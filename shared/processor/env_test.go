@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -73,6 +75,7 @@ func (e *env) processor(t *testing.T, db store.DynamoDB) *processor.Processor {
 	if db == nil {
 		db = e.stack.DynamoDB
 	}
+	db = strictDB{DynamoDB: db, t: t}
 	var reg effect.Registry
 	reg.On(effect.Func{HandlerName: "count", Fn: e.effect.handle}, "*")
 	p, err := processor.New(processor.Config{
@@ -321,4 +324,63 @@ func (b *syncBuffer) lines(match map[string]string) []map[string]any {
 		}
 	}
 	return out
+}
+
+// strictDB forwards to DynamoDB after checking each write request the way
+// DynamoDB does and moto, inside transactions, does not: no empty
+// ExpressionAttributeNames or ExpressionAttributeValues map, and no name or
+// value that the expressions do not use. A violation fails the test.
+type strictDB struct {
+	store.DynamoDB
+	t testing.TB
+}
+
+func (s strictDB) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	s.check("UpdateItem", in.ExpressionAttributeNames, in.ExpressionAttributeValues, aws.ToString(in.UpdateExpression), aws.ToString(in.ConditionExpression))
+	return s.DynamoDB.UpdateItem(ctx, in, optFns...)
+}
+
+func (s strictDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	s.check("PutItem", in.ExpressionAttributeNames, in.ExpressionAttributeValues, aws.ToString(in.ConditionExpression))
+	return s.DynamoDB.PutItem(ctx, in, optFns...)
+}
+
+func (s strictDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	for i, it := range in.TransactItems {
+		op := fmt.Sprintf("TransactWriteItems[%d]", i)
+		switch {
+		case it.Put != nil:
+			s.check(op+".Put", it.Put.ExpressionAttributeNames, it.Put.ExpressionAttributeValues, aws.ToString(it.Put.ConditionExpression))
+		case it.Update != nil:
+			s.check(op+".Update", it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues, aws.ToString(it.Update.UpdateExpression), aws.ToString(it.Update.ConditionExpression))
+		case it.ConditionCheck != nil:
+			s.check(op+".ConditionCheck", it.ConditionCheck.ExpressionAttributeNames, it.ConditionCheck.ExpressionAttributeValues, aws.ToString(it.ConditionCheck.ConditionExpression))
+		case it.Delete != nil:
+			s.check(op+".Delete", it.Delete.ExpressionAttributeNames, it.Delete.ExpressionAttributeValues, aws.ToString(it.Delete.ConditionExpression))
+		}
+	}
+	return s.DynamoDB.TransactWriteItems(ctx, in, optFns...)
+}
+
+func (s strictDB) check(op string, names map[string]string, values map[string]types.AttributeValue, exprs ...string) {
+	all := strings.Join(exprs, " ")
+	if names != nil && len(names) == 0 {
+		s.t.Errorf("%s: empty ExpressionAttributeNames (DynamoDB: must not be empty)", op)
+	}
+	if values != nil && len(values) == 0 {
+		s.t.Errorf("%s: empty ExpressionAttributeValues (DynamoDB: must not be empty)", op)
+	}
+	used := func(placeholder string) bool {
+		return regexp.MustCompile(regexp.QuoteMeta(placeholder) + `($|[^A-Za-z0-9_])`).MatchString(all)
+	}
+	for k := range names {
+		if !used(k) {
+			s.t.Errorf("%s: ExpressionAttributeNames %s unused in %q", op, k, all)
+		}
+	}
+	for k := range values {
+		if !used(k) {
+			s.t.Errorf("%s: ExpressionAttributeValues %s unused in %q", op, k, all)
+		}
+	}
 }
