@@ -182,3 +182,58 @@ func replay(b *testing.B, db *dynamodb.Client, calls map[string][]any) {
 	}
 	wg.Wait()
 }
+
+// memStore claims and completes every event at once, in memory.
+type memStore struct{ recs map[string]event.Record }
+
+func (m memStore) Claim(_ context.Context, _, id, owner string, _, until time.Time) (event.Record, error) {
+	r := m.recs[id]
+	r.Status, r.LeaseOwner, r.LeaseUntil, r.Attempts = event.StatusProcessing, owner, until, 1
+	return r, nil
+}
+
+func (memStore) Complete(context.Context, event.Record, string, time.Time, store.Completion) error {
+	return nil
+}
+
+func (memStore) Fail(context.Context, event.Record, string, event.Status, string, time.Time) error {
+	return nil
+}
+
+// BenchmarkProcessorWithoutIO is the processor's own cost per event
+// (decoding the pointer, planning the mirror writes from the payload,
+// logging), with a store that answers at once: what it adds to the
+// DynamoDB round trips BenchmarkProcessor measures.
+func BenchmarkProcessorWithoutIO(b *testing.B) {
+	mix := []string{"customer.subscription.updated", "invoice.paid", "customer.updated", "checkout.session.completed", "price.updated"}
+	st := memStore{recs: map[string]event.Record{}}
+	var msgs []events.SQSMessage
+	for i := range 10 {
+		body, err := stripefixture.Build(mix[i%len(mix)], stripefixture.Options{ObjectID: fmt.Sprintf("obj_%d", i), Customer: "cus_1"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		envl, err := event.DecodeEnvelope(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r := event.NewRecord(event.ProviderStripe, envl, body, "", event.SourceWebhook, event.StatusReceived, time.Now())
+		st.recs[r.ID] = r
+		msgs = append(msgs, message(r, 1))
+	}
+	p, err := processor.New(processor.Config{
+		Store: st, Mirror: &mirror.Mirror{Table: "mirror"}, MaxReceiveCount: 5,
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Handle(ctx, batch(msgs...)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(msgs)), "ns/event")
+}
