@@ -1,6 +1,13 @@
 // Package cli implements inboxctl, the operator's command line: send test
-// deliveries, and inspect, replay and repair events, against the local stack
-// or a deployed one, with the same configuration as the functions.
+// deliveries, inspect events, objects and entitlements, replay events, list
+// and redrive the dead-letter queue, and diagnose signatures, against the
+// local stack or a deployed one, with the same configuration as the
+// functions. docs/cli.md documents every command, its flags, its exit codes
+// and its JSON shapes; the JSON shapes are the exported *JSON types here.
+//
+// Commands format; the logic they rely on lives in shared packages (store
+// queries, mirror reads, signature diagnosis), except the dead-letter
+// redrive, which only an operator runs.
 package cli
 
 import (
@@ -8,16 +15,24 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"os"
+	"regexp"
 	"strings"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // Exit codes.
@@ -30,35 +45,87 @@ const (
 // LocalEndpoint is the local stack's emulator.
 const LocalEndpoint = "http://127.0.0.1:4566"
 
-// usageError marks errors in how the command was called.
+// StackName is the CloudFormation stack of a stage, as samconfig.toml and
+// the deployment guide name it.
+func StackName(stage string) string { return "webhook-inbox-" + stage }
+
+// usageError marks errors in how the command was called (exit code 2).
 type usageError struct{ error }
 
-// app holds the global flags and the clients built from them.
+func (e usageError) Unwrap() error { return e.error }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Errorf(format, args...)} }
+
+// failedError is a failure already explained on the output: Run prints
+// nothing more than its message.
+type failedError struct{ msg string }
+
+func (e failedError) Error() string { return e.msg }
+
+// app holds the global flags, the clients built from them and what tests
+// inject.
 type app struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	now            func() time.Time
+	// colour: stdout is a terminal (and NO_COLOR is not set).
+	colour bool
+	// bars: stderr is a terminal, so progress bars may draw on it.
+	bars bool
+	// stdinTTY: stdin is a terminal, so nothing was piped.
+	stdinTTY bool
+	shuffle  func(n int, swap func(i, j int))
+	// wrapSQS lets tests inject faults into the SQS calls of a command.
+	wrapSQS func(SQS) SQS
+	// pollEvery is how often dlq redrive reads a move task's progress.
+	pollEvery time.Duration
 
 	endpoint, region, profile, stage, prefix string
 	eventsTable, mirrorTable, queueURL       string
+	dlqURL                                   string
 
-	cfg *aws.Config
+	cfg     *aws.Config
+	outputs map[string]string
 }
 
 // Run executes inboxctl with args and returns its exit code.
-func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
-	a := &app{stdout: stdout, stderr: stderr, getenv: getenv}
+func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	a := &app{
+		stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv,
+		now:     time.Now,
+		shuffle: rand.Shuffle,
+	}
+	noColour := getenv("NO_COLOR") != "" || getenv("TERM") == "dumb"
+	a.colour = isTerminal(stdout) && !noColour
+	a.bars = isTerminal(stderr) && getenv("TERM") != "dumb"
+	a.stdinTTY = isTerminal(stdin)
+	return a.run(ctx, args)
+}
+
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+func (a *app) run(ctx context.Context, args []string) int {
 	root := a.root()
 	root.SetArgs(args)
-	root.SetOut(stdout)
-	root.SetErr(stderr)
+	root.SetOut(a.stdout)
+	root.SetErr(a.stderr)
+	root.SetIn(a.stdin)
 	err := root.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintln(stderr, "inboxctl:", err)
+	fmt.Fprintln(a.stderr, "inboxctl:", err)
 	var ue usageError
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown ") || strings.Contains(err.Error(), "flag") || strings.Contains(err.Error(), "arg(s)") {
-		fmt.Fprintln(stderr, "Run 'inboxctl --help' for usage.")
+	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
+		path := "inboxctl"
+		if cmd, _, err := root.Find(args); err == nil {
+			path = cmd.CommandPath()
+		}
+		fmt.Fprintf(a.stderr, "Run '%s --help' for usage.\n", path)
 		return ExitUsage
 	}
 	return ExitFailure
@@ -67,7 +134,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "inboxctl",
-		Short:         "Inspect, replay and repair webhook-inbox events",
+		Short:         "See, replay and repair webhook-inbox events",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Long: `inboxctl talks to a webhook-inbox stack: the local one (make dev) by default,
@@ -75,51 +142,67 @@ or a deployed one with --stage (and --profile/--region).
 
 Configuration comes from the same environment as the functions
 (EVENTS_TABLE, MIRROR_TABLE, QUEUE_URL, AWS_ENDPOINT_URL, AWS_REGION,
-STRIPE_WEBHOOK_SECRET); flags override it.`,
+STRIPE_WEBHOOK_SECRET); --stage reads the deployed stack's outputs instead;
+flags override both.
+
+Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
+--json (shapes in docs/cli.md).`,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	f := root.PersistentFlags()
 	f.StringVar(&a.endpoint, "endpoint", "", "AWS endpoint URL (default: AWS_ENDPOINT_URL, else the local stack's emulator unless --stage or --profile is given)")
 	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, else us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
-	f.StringVar(&a.stage, "stage", "", "deployed stage: resolve tables and queues from the stack's outputs")
+	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of stack webhook-inbox-<stage>")
 	f.StringVar(&a.prefix, "prefix", "webhook-inbox-local", "resource name prefix of the local stack")
-	f.StringVar(&a.eventsTable, "events-table", "", "events table (default: EVENTS_TABLE)")
-	f.StringVar(&a.mirrorTable, "mirror-table", "", "mirror table (default: MIRROR_TABLE)")
-	f.StringVar(&a.queueURL, "queue-url", "", "webhook queue URL (default: QUEUE_URL)")
-	root.AddCommand(a.sendCmd(), a.eventCmd())
+	f.StringVar(&a.eventsTable, "events-table", "", "events table (default: --stage's output, else EVENTS_TABLE)")
+	f.StringVar(&a.mirrorTable, "mirror-table", "", "mirror table (default: --stage's output, else MIRROR_TABLE)")
+	f.StringVar(&a.queueURL, "queue-url", "", "webhook queue URL (default: --stage's output, else QUEUE_URL)")
+	f.StringVar(&a.dlqURL, "dlq-url", "", "dead-letter queue URL (default: --stage's output, else the webhook queue's redrive policy)")
+	root.AddCommand(
+		a.sendCmd(), a.eventCmd(), a.eventsCmd(), a.objectCmd(), a.entitlementCmd(),
+		a.replayCmd(), a.dlqCmd(), a.verifyCmd(),
+	)
 	return root
 }
 
-func (a *app) env(key, def string) string {
-	if v := strings.TrimSpace(a.getenv(key)); v != "" {
-		return v
+// args wraps a cobra argument check so that its errors are usage errors.
+func args(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, v []string) error {
+		if err := check(cmd, v); err != nil {
+			return usageError{err}
+		}
+		return nil
 	}
-	return def
 }
+
+var stagePattern = regexp.MustCompile(`^[a-z0-9-]{1,20}$`)
 
 // aws loads the AWS configuration once.
 func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.cfg != nil {
 		return *a.cfg, nil
 	}
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(boot.HTTPClient())}
-	region := a.region
-	if region == "" {
-		region = a.env("AWS_REGION", "us-east-1")
+	if a.stage != "" && !stagePattern.MatchString(a.stage) {
+		return aws.Config{}, usagef("--stage %q: a stage is 1-20 lower-case letters, digits or dashes, as in template.yaml", a.stage)
 	}
+	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(boot.HTTPClient())}
+	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), "us-east-1")
 	opts = append(opts, config.WithRegion(region))
 	if a.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.profile))
 	}
-	endpoint := a.endpoint
-	if endpoint == "" && a.getenv("AWS_ENDPOINT_URL") == "" && a.stage == "" && a.profile == "" {
+	// The SDK would read AWS_ENDPOINT_URL itself; reading it through getenv
+	// keeps every setting of a run in one place. A service's own variable
+	// (AWS_ENDPOINT_URL_DYNAMODB, ...) still wins, as in the functions.
+	endpoint := firstOf(a.endpoint, strings.TrimSpace(a.getenv("AWS_ENDPOINT_URL")))
+	if endpoint == "" && a.stage == "" && a.profile == "" {
 		endpoint = LocalEndpoint
 	}
-	local := endpoint != "" || a.getenv("AWS_ENDPOINT_URL") != ""
 	if endpoint != "" {
 		opts = append(opts, config.WithBaseEndpoint(endpoint))
 	}
-	if local && a.getenv("AWS_ACCESS_KEY_ID") == "" && a.profile == "" {
+	if endpoint != "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && a.profile == "" {
 		// Emulators accept any credentials.
 		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil
@@ -133,32 +216,89 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	return cfg, nil
 }
 
-// resources resolves the table names and queue URL.
-func (a *app) resources(ctx context.Context) (events, mirror, queue string, err error) {
-	events = firstOf(a.eventsTable, a.getenv("EVENTS_TABLE"))
-	mirror = firstOf(a.mirrorTable, a.getenv("MIRROR_TABLE"))
-	queue = firstOf(a.queueURL, a.getenv("QUEUE_URL"))
-	if a.stage != "" && (events == "" || mirror == "" || queue == "") {
-		return "", "", "", usageError{errors.New("--stage: resolving a deployed stack is not available in this build; pass --events-table, --mirror-table and --queue-url")}
+// Output keys of the deployed stack (template.yaml Outputs).
+const (
+	outEventsTable = "EventsTableName"
+	outMirrorTable = "MirrorTableName"
+	outQueueURL    = "QueueUrl"
+	outDLQURL      = "DeadLetterQueueUrl"
+	outWebhookURL  = "WebhookUrl"
+)
+
+// stageOutputs reads the outputs of the stage's stack once.
+func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
+	if a.outputs != nil {
+		return a.outputs, nil
 	}
-	if events == "" {
-		events = a.prefix + "-EventsTable"
+	cfg, err := a.aws(ctx)
+	if err != nil {
+		return nil, err
 	}
-	if mirror == "" {
-		mirror = a.prefix + "-MirrorTable"
-	}
-	if queue == "" {
-		cfg, err := a.aws(ctx)
-		if err != nil {
-			return "", "", "", err
+	name := StackName(a.stage)
+	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+	if err != nil {
+		if strings.Contains(err.Error(), "does not exist") {
+			return nil, fmt.Errorf("--stage %s: no stack %s in %s: check --stage, --region and --profile, or deploy it with `sam deploy`", a.stage, name, cfg.Region)
 		}
-		out, err := sqs.NewFromConfig(cfg).GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(a.prefix + "-WebhookQueue")})
-		if err != nil {
-			return "", "", "", hint(fmt.Errorf("find the webhook queue: %w", err))
-		}
-		queue = aws.ToString(out.QueueUrl)
+		return nil, fmt.Errorf("--stage %s: describe stack %s: %w", a.stage, name, err)
 	}
-	return events, mirror, queue, nil
+	if len(out.Stacks) == 0 {
+		return nil, fmt.Errorf("--stage %s: no stack %s in %s", a.stage, name, cfg.Region)
+	}
+	outputs := map[string]string{}
+	for _, o := range out.Stacks[0].Outputs {
+		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
+	}
+	a.outputs = outputs
+	return outputs, nil
+}
+
+// resolve returns a resource name: the flag, else the stage's output, else
+// the environment variable, else the local stack's name.
+func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	if a.stage != "" {
+		outputs, err := a.stageOutputs(ctx)
+		if err != nil {
+			return "", err
+		}
+		if v := outputs[output]; v != "" {
+			return v, nil
+		}
+		return "", fmt.Errorf("--stage %s: stack %s has no output %s: deploy the current template.yaml, or pass the name with a flag", a.stage, StackName(a.stage), output)
+	}
+	if envKey != "" {
+		if v := strings.TrimSpace(a.getenv(envKey)); v != "" {
+			return v, nil
+		}
+	}
+	return local, nil
+}
+
+func (a *app) eventsStore(ctx context.Context) (*store.Events, error) {
+	table, err := a.resolve(ctx, a.eventsTable, outEventsTable, "EVENTS_TABLE", a.prefix+"-EventsTable")
+	if err != nil {
+		return nil, err
+	}
+	db, err := a.dynamo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &store.Events{DB: db, Table: table}, nil
+}
+
+func (a *app) mirrorReader(ctx context.Context) (*mirror.Reader, error) {
+	table, err := a.resolve(ctx, a.mirrorTable, outMirrorTable, "MIRROR_TABLE", a.prefix+"-MirrorTable")
+	if err != nil {
+		return nil, err
+	}
+	db, err := a.dynamo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &mirror.Reader{DB: db, Table: table}, nil
 }
 
 func (a *app) dynamo(ctx context.Context) (*dynamodb.Client, error) {
@@ -169,12 +309,54 @@ func (a *app) dynamo(ctx context.Context) (*dynamodb.Client, error) {
 	return dynamodb.NewFromConfig(cfg), nil
 }
 
-// hint adds what to do next to errors that mean "nothing is listening".
-func hint(err error) error {
-	if err != nil && (strings.Contains(err.Error(), "connection refused") || strings.Contains(err.Error(), "ResourceNotFound") || strings.Contains(err.Error(), "NonExistentQueue")) {
-		return fmt.Errorf("%w\n(is the local stack running? start it with `make dev`; for a deployed stack pass --stage, --profile or --endpoint)", err)
+func (a *app) sqs(ctx context.Context) (SQS, error) {
+	cfg, err := a.aws(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return err
+	var c SQS = sqs.NewFromConfig(cfg)
+	if a.wrapSQS != nil {
+		c = a.wrapSQS(c)
+	}
+	return c, nil
+}
+
+// queue resolves the webhook queue's URL.
+func (a *app) queue(ctx context.Context, client SQS) (string, error) {
+	url, err := a.resolve(ctx, a.queueURL, outQueueURL, "QUEUE_URL", "")
+	if err != nil || url != "" {
+		return url, err
+	}
+	name := a.prefix + "-WebhookQueue"
+	out, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", a.hint(fmt.Errorf("find the webhook queue %s: %w", name, err))
+	}
+	return aws.ToString(out.QueueUrl), nil
+}
+
+// hint adds what to do next to errors that mean "nothing is there".
+func (a *app) hint(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "connection refused") && !strings.Contains(msg, "ResourceNotFound") &&
+		!strings.Contains(msg, "NonExistentQueue") && !strings.Contains(msg, "QueueDoesNotExist") {
+		return err
+	}
+	if a.stage != "" || a.profile != "" {
+		return fmt.Errorf("%w\n(check --stage, --region and --profile)", err)
+	}
+	return fmt.Errorf("%w\n(is the local stack running? start it with `make dev`; for a deployed stack pass --stage, --profile or --endpoint)", err)
+}
+
+// tableHint names the table in errors that mean it does not exist.
+func (a *app) tableHint(table string, err error) error {
+	if err != nil && strings.Contains(err.Error(), "ResourceNotFound") {
+		err = fmt.Errorf("table %s not found: %w", table, err)
+	}
+	return a.hint(err)
 }
 
 func firstOf(vs ...string) string {
@@ -186,9 +368,14 @@ func firstOf(vs ...string) string {
 	return ""
 }
 
-func defaultSecret(getenv func(string) string) string {
-	if v := getenv("STRIPE_WEBHOOK_SECRET"); v != "" {
-		return strings.Split(v, ",")[0]
+// secrets returns the signing secrets: flags, else STRIPE_WEBHOOK_SECRET
+// (comma-separated), else the local stack's.
+func (a *app) secrets(flags []string) []string {
+	if len(flags) > 0 {
+		return flags
 	}
-	return devstack.DefaultWebhookSecret
+	if v := strings.TrimSpace(a.getenv("STRIPE_WEBHOOK_SECRET")); v != "" {
+		return strings.Split(v, ",")
+	}
+	return []string{devstack.DefaultWebhookSecret}
 }

@@ -2,16 +2,14 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -42,6 +40,9 @@ type EventJSON struct {
 	PayloadHash    string `json:"payload_hash"`
 	PayloadOmitted bool   `json:"payload_omitted"`
 	MirrorKey      string `json:"mirror_key,omitempty"`
+	// Mirror is the snapshot of the object the event touched (MirrorKey)
+	// as it stands now; absent when the event touched none.
+	Mirror *mirror.Snapshot `json:"mirror,omitempty"`
 }
 
 // ToJSON converts a record to its JSON shape.
@@ -56,68 +57,121 @@ func ToJSON(r event.Record) EventJSON {
 	}
 }
 
-func ts(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339Nano)
-}
-
 func (a *app) eventCmd() *cobra.Command {
-	var asJSON bool
+	var asJSON, payload bool
 	cmd := &cobra.Command{
 		Use:   "event <event-id>",
-		Short: "Show one event's record: status, attempts, times, last error, outcome",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.event(cmd.Context(), args[0], asJSON)
+		Short: "Show one event: status, source, attempts, times, last error, outcome, and the object it touched",
+		Example: `  inboxctl event evt_1Q2w3e4r5t6y7u8i
+  inboxctl event evt_1Q2w3e4r5t6y7u8i --json | jq .status
+  inboxctl event evt_1Q2w3e4r5t6y7u8i --payload > captured.json`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, v []string) error {
+			if asJSON && payload {
+				return usagef("--json and --payload exclude each other")
+			}
+			return a.event(cmd.Context(), v[0], asJSON, payload)
 		},
 	}
-	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON (EventJSON in docs/cli.md)")
+	cmd.Flags().BoolVar(&payload, "payload", false, "print only the raw payload, exactly as it was signed and stored")
 	return cmd
 }
 
-func (a *app) event(ctx context.Context, id string, asJSON bool) error {
-	db, err := a.dynamo(ctx)
+func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error {
+	events, err := a.eventsStore(ctx)
 	if err != nil {
 		return err
 	}
-	table, _, _, err := a.resources(ctx)
-	if err != nil {
-		return err
-	}
-	events := &store.Events{DB: db, Table: table}
 	rec, err := events.Get(ctx, event.ProviderStripe, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("no event %s in table %s (check the id, or --stage/--events-table)", id, table)
+		return fmt.Errorf("no event %s in table %s: check the id, and --stage or --events-table", id, events.Table)
 	}
 	if err != nil {
-		return hint(err)
+		return a.tableHint(events.Table, err)
+	}
+	if payload {
+		if rec.PayloadOmitted {
+			return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
+		}
+		_, err := a.stdout.Write(rec.Payload)
+		return err
 	}
 	j := ToJSON(rec)
+	if rec.MirrorKey != "" {
+		mr, err := a.mirrorReader(ctx)
+		if err != nil {
+			return err
+		}
+		snap, err := mr.Object(ctx, rec.MirrorKey)
+		switch {
+		case errors.Is(err, mirror.ErrNotFound):
+		case err != nil:
+			return a.tableHint(mr.Table, err)
+		default:
+			j.Mirror = &snap
+		}
+	}
 	if asJSON {
 		return writeJSON(a.stdout, j)
 	}
-	tw := tabwriter.NewWriter(a.stdout, 0, 4, 2, ' ', 0)
-	rows := [][2]string{
-		{"id", j.ID}, {"type", j.Type}, {"status", j.Status}, {"outcome", j.Outcome}, {"source", j.Source},
-		{"attempts", fmt.Sprint(j.Attempts)}, {"created", time.Unix(j.Created, 0).UTC().Format(time.RFC3339)},
-		{"livemode", fmt.Sprint(j.Livemode)}, {"api_version", j.APIVersion}, {"object", j.ObjectType + " " + j.ObjectID},
-		{"received_at", j.ReceivedAt}, {"claimed_at", j.ClaimedAt}, {"processed_at", j.ProcessedAt},
-		{"lease", j.LeaseOwner + " " + j.LeaseUntil}, {"last_error", j.LastError}, {"last_error_at", j.LastErrorAt},
-		{"payload_hash", j.PayloadHash}, {"payload_omitted", fmt.Sprint(j.PayloadOmitted)}, {"mirror", j.MirrorKey},
+	now := a.now()
+	lease := ""
+	if j.LeaseOwner != "" {
+		lease = fmt.Sprintf("%s until %s", j.LeaseOwner, when(rec.LeaseUntil))
 	}
-	for _, r := range rows {
-		if r[1] == "" || r[1] == " " {
-			continue
-		}
-		fmt.Fprintf(tw, "%s\t%s\n", r[0], r[1])
+	object := j.ObjectID
+	if j.ObjectType != "" {
+		object = j.ObjectType + " " + j.ObjectID
 	}
-	return tw.Flush()
+	pairs := [][2]string{
+		{"id", j.ID}, {"type", j.Type}, {"status", a.status(j.Status) + sinceText(now, rec.StatusAt)},
+		{"outcome", j.Outcome}, {"source", j.Source}, {"attempts", fmt.Sprint(j.Attempts)},
+		{"created", unix(j.Created)}, {"livemode", fmt.Sprint(j.Livemode)}, {"api_version", j.APIVersion},
+		{"account", j.Account}, {"object", object},
+		{"received_at", when(rec.ReceivedAt)}, {"claimed_at", when(rec.ClaimedAt)}, {"processed_at", when(rec.ProcessedAt)},
+		{"lease", lease}, {"last_error", a.paint(red, j.LastError)}, {"last_error_at", when(rec.LastErrorAt)},
+		{"payload_hash", j.PayloadHash},
+	}
+	if rec.PayloadOmitted {
+		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
+	}
+	switch {
+	case rec.MirrorKey == "":
+	case j.Mirror == nil:
+		pairs = append(pairs, [2]string{"mirror", rec.MirrorKey + " (no longer in the mirror)"})
+	default:
+		pairs = append(pairs, mirrorRows(j.Mirror, rec.ID)...)
+	}
+	return a.rows(pairs)
 }
 
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+func sinceText(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " (since " + when(t) + ", " + ago(now, t) + ")"
+}
+
+// mirrorRows describe a snapshot, and whether eventID is the event it
+// reflects.
+func mirrorRows(s *mirror.Snapshot, eventID string) [][2]string {
+	state := "current"
+	if s.Deleted {
+		state = "deleted"
+	}
+	latest := fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))
+	rows := [][2]string{
+		{"mirror", fmt.Sprintf("%s %s, %s", s.Object, s.ID, state)},
+		{"mirror_customer", s.Customer},
+		{"mirror_last_event", latest},
+	}
+	if eventID != "" {
+		if s.LastEventID == eventID {
+			rows = append(rows, [2]string{"mirror_reflects", "this event"})
+		} else {
+			rows = append(rows, [2]string{"mirror_reflects", "a later event: " + s.LastEventID})
+		}
+	}
+	return rows
 }

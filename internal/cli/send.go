@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -28,8 +28,9 @@ type sendOpts struct {
 	repeat                    int
 }
 
-// sent is the JSON shape of one delivery made by send.
-type sent struct {
+// SendJSON is the stable JSON shape of one delivery made by send --json
+// (one per line).
+type SendJSON struct {
 	ID     string `json:"id"`
 	Type   string `json:"type"`
 	Status int    `json:"status"`
@@ -49,13 +50,13 @@ several event types, sends them in random order (reordering).`,
 		Example: `  inboxctl send customer.subscription.created
   inboxctl send invoice.paid --customer cus_123 --repeat 3
   inboxctl send customer.subscription.created customer.subscription.updated --object-id sub_1 --shuffle`,
-		Args: cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			return a.send(cmd.Context(), args, o)
+		Args: args(cobra.MinimumNArgs(1)),
+		RunE: func(cmd *cobra.Command, types []string) error {
+			return a.send(cmd.Context(), types, o)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.url, "url", "", "webhook URL (default: WEBHOOK_URL, else "+DefaultWebhookURL+")")
+	f.StringVar(&o.url, "url", "", "webhook URL (default: WEBHOOK_URL, else --stage's WebhookUrl output, else "+DefaultWebhookURL+")")
 	f.StringVar(&o.secret, "secret", "", "signing secret (default: STRIPE_WEBHOOK_SECRET, else the local stack's)")
 	f.StringVar(&o.id, "id", "", "event id (default: random; with several types, a suffix per type)")
 	f.StringVar(&o.objectID, "object-id", "", "data.object.id (default: the sample's)")
@@ -74,11 +75,22 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 	if o.repeat < 1 {
 		return usageError{fmt.Errorf("--repeat must be at least 1")}
 	}
-	url := firstOf(o.url, a.getenv("WEBHOOK_URL"), DefaultWebhookURL)
-	secret := firstOf(o.secret, defaultSecret(a.getenv))
+	url := firstOf(o.url, a.getenv("WEBHOOK_URL"))
+	if url == "" && a.stage != "" {
+		var err error
+		if url, err = a.resolve(ctx, "", outWebhookURL, "", ""); err != nil {
+			return err
+		}
+	}
+	url = firstOf(url, DefaultWebhookURL)
+	if a.stage != "" && o.secret == "" && a.getenv("STRIPE_WEBHOOK_SECRET") == "" {
+		return usagef("--stage %s: pass the endpoint's signing secret with --secret (or STRIPE_WEBHOOK_SECRET)", a.stage)
+	}
+	// A delivery is signed with one secret: the current one.
+	secret := firstOf(o.secret, a.secrets(nil)[0])
 	created := o.created
 	if created == 0 {
-		created = time.Now().Unix() - int64(len(types))
+		created = a.now().Unix() - int64(len(types))
 	}
 	type delivery struct {
 		id, typ string
@@ -106,12 +118,12 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		}
 	}
 	if o.shuffle {
-		rand.Shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
 	}
 	client := &http.Client{Timeout: 35 * time.Second}
 	failed := 0
 	for _, d := range deliveries {
-		status, body, err := post(ctx, client, url, d.body, signature.Sign(d.body, secret, time.Now()))
+		status, body, err := post(ctx, client, url, d.body, signature.Sign(d.body, secret, a.now()))
 		if err != nil {
 			return fmt.Errorf("POST %s: %w\n(is the local stack running? start it with `make dev`, or pass --url)", url, err)
 		}
@@ -119,7 +131,7 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 			failed++
 		}
 		if o.asJSON {
-			line, _ := json.Marshal(sent{ID: d.id, Type: d.typ, Status: status, Body: body})
+			line, _ := json.Marshal(SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
 			fmt.Fprintln(a.stdout, string(line))
 		} else {
 			fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", d.id, d.typ, status, body)
@@ -145,5 +157,5 @@ func post(ctx context.Context, client *http.Client, url string, body []byte, sig
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, string(b), nil
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
 }

@@ -126,12 +126,15 @@ func Build(eventType string, o Options) ([]byte, error) {
 	if _, has := obj["livemode"]; has {
 		obj["livemode"] = o.Livemode
 	}
-	for k, v := range o.Set {
-		obj[k] = v
-	}
 	created := o.Created
 	if created == 0 {
 		created = time.Now().Unix()
+	}
+	if name == "subscription" {
+		periods(obj, created, status)
+	}
+	for k, v := range o.Set {
+		obj[k] = v
 	}
 	id := o.ID
 	if id == "" {
@@ -160,6 +163,23 @@ func Build(eventType string, o Options) ([]byte, error) {
 		return nil, fmt.Errorf("stripefixture: encode: %w", err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// periods gives a subscription a current period around the event's time (the
+// sample's dates are from 2000), and a trial end when it is trialing.
+func periods(obj map[string]any, created int64, status string) {
+	start, end := created-24*3600, created+30*24*3600
+	obj["current_period_start"], obj["current_period_end"] = start, end
+	if status == "trialing" {
+		obj["trial_start"], obj["trial_end"] = start, created+14*24*3600
+	}
+	items, _ := obj["items"].(map[string]any)
+	data, _ := items["data"].([]any)
+	for _, it := range data {
+		if m, ok := it.(map[string]any); ok {
+			m["current_period_start"], m["current_period_end"] = start, end
+		}
+	}
 }
 
 const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"

@@ -6,6 +6,11 @@
 // comparison itself is stripe-go's (hmac.Equal over every v1 signature); this
 // package adds what stripe-go leaves out: several secrets at once for
 // rotation, a bound on timestamps in the future, and an injectable clock.
+//
+// Diagnose is the operator's side of the same check (inboxctl verify): given
+// a captured delivery it says exactly why it fails, including bodies changed
+// on their way by proxies and frameworks, which it detects by undoing the
+// usual changes until the signature verifies.
 package signature
 
 import (

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -255,59 +254,4 @@ func truncate(v string, max int) string {
 		return v
 	}
 	return v[:max] + "…"
-}
-
-// IndexObject lists the events of an object by their provider's creation
-// time; it projects only what ObjectEvent holds.
-const IndexObject = "by_object"
-
-// ObjectEvent is one event that shaped an object, as IndexObject holds it.
-// Its JSON is what inboxctl prints.
-type ObjectEvent struct {
-	ID      string        `json:"id"`
-	Type    string        `json:"type"`
-	Created int64         `json:"created"`
-	Status  event.Status  `json:"status"`
-	Outcome event.Outcome `json:"outcome,omitempty"`
-}
-
-// ByObject lists the events recorded for objectID (ignored ones included),
-// oldest first; events created in the same second are ordered by id, the
-// order the mirror's guard applies them in. It reads every page of the
-// index, which is eventually consistent: an event stored a moment ago may
-// be missing or show its previous status.
-func (e *Events) ByObject(ctx context.Context, objectID string) ([]ObjectEvent, error) {
-	var out []ObjectEvent
-	in := &dynamodb.QueryInput{
-		TableName:                 aws.String(e.Table),
-		IndexName:                 aws.String(IndexObject),
-		KeyConditionExpression:    aws.String("object_id = :o"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":o": s(objectID)},
-	}
-	for {
-		page, err := e.DB.Query(ctx, in)
-		if err != nil {
-			return nil, fmt.Errorf("store: list events of object %s: %w", objectID, err)
-		}
-		for _, item := range page.Items {
-			out = append(out, ObjectEvent{
-				ID:      getS(item, attrID),
-				Type:    getS(item, attrType),
-				Created: getN(item, attrCreated),
-				Status:  event.Status(getS(item, attrStatus)),
-				Outcome: event.Outcome(getS(item, attrOutcome)),
-			})
-		}
-		if len(page.LastEvaluatedKey) == 0 {
-			break
-		}
-		in.ExclusiveStartKey = page.LastEvaluatedKey
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Created != out[j].Created {
-			return out[i].Created < out[j].Created
-		}
-		return out[i].ID < out[j].ID
-	})
-	return out, nil
 }

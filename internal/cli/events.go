@@ -1,0 +1,153 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// EventSummaryJSON is the stable JSON shape of one event in a list
+// (inboxctl events --json): what the by_status index holds of it.
+type EventSummaryJSON struct {
+	ID         string `json:"id"`
+	Type       string `json:"type"`
+	Status     string `json:"status"`
+	StatusAt   string `json:"status_at"`
+	Source     string `json:"source"`
+	Attempts   int    `json:"attempts"`
+	Outcome    string `json:"outcome,omitempty"`
+	LastError  string `json:"last_error,omitempty"`
+	ReceivedAt string `json:"received_at"`
+	Created    int64  `json:"created"`
+	ObjectID   string `json:"object_id,omitempty"`
+}
+
+// EventListJSON is the stable JSON shape of inboxctl events --json. Next,
+// when not empty, is the --next of the following page.
+type EventListJSON struct {
+	Events []EventSummaryJSON `json:"events"`
+	Next   string             `json:"next,omitempty"`
+}
+
+func summary(r event.Record) EventSummaryJSON {
+	return EventSummaryJSON{
+		ID: r.ID, Type: r.Type, Status: string(r.Status), StatusAt: ts(r.StatusAt), Source: string(r.Source),
+		Attempts: r.Attempts, Outcome: string(r.Outcome), LastError: r.LastError, ReceivedAt: ts(r.ReceivedAt),
+		Created: r.Created, ObjectID: r.ObjectID,
+	}
+}
+
+type eventsOpts struct {
+	status, since, typ, next string
+	limit                    int
+	asJSON                   bool
+}
+
+func (a *app) eventsCmd() *cobra.Command {
+	var o eventsOpts
+	cmd := &cobra.Command{
+		Use:   "events --status <status> [--since 24h] [--type <event-type>]",
+		Short: "List events in a status, newest first, a page at a time",
+		Long: `events lists the events whose current status is --status and whose last
+transition happened within --since, newest first. It reads the by_status
+index one day at a time and never scans the table.
+
+Statuses: ` + statusNames() + `.
+
+A full page ends with the command for the next one (--next <cursor>).`,
+		Example: `  inboxctl events --status failed
+  inboxctl events --status dead_lettered --since 7d --type invoice.paid
+  inboxctl events --status processed --since 2h --limit 100 --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.events(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.status, "status", "", "status to list (required)")
+	f.StringVar(&o.since, "since", "24h", "how far back: a duration (24h, 90m, 7d) or an RFC 3339 time")
+	f.StringVar(&o.typ, "type", "", "only events of this type")
+	f.IntVar(&o.limit, "limit", store.DefaultPageSize, "page size")
+	f.StringVar(&o.next, "next", "", "cursor of the next page, from the previous page")
+	f.BoolVar(&o.asJSON, "json", false, "print the page as JSON (EventListJSON in docs/cli.md)")
+	return cmd
+}
+
+func statusNames() string {
+	names := make([]string, len(event.Statuses))
+	for i, s := range event.Statuses {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
+}
+
+func (a *app) events(ctx context.Context, o eventsOpts) error {
+	if o.status == "" {
+		return usagef("--status is required (one of %s)", statusNames())
+	}
+	st, err := event.ParseStatus(o.status)
+	if err != nil {
+		return usagef("--status: %w", err)
+	}
+	if o.limit < 1 || o.limit > 1000 {
+		return usagef("--limit %d: want 1 to 1000", o.limit)
+	}
+	now := a.now()
+	since, err := parseSince(o.since, now)
+	if err != nil {
+		return err
+	}
+	if since.After(now) {
+		return usagef("--since %s is in the future", o.since)
+	}
+	events, err := a.eventsStore(ctx)
+	if err != nil {
+		return err
+	}
+	page, err := events.ListByStatus(ctx, store.StatusQuery{Status: st, Since: since, Until: now, Type: o.typ, Limit: o.limit, Cursor: o.next})
+	if errors.Is(err, store.ErrBadCursor) {
+		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since and --type of the page that printed it")
+	}
+	if err != nil {
+		return a.tableHint(events.Table, err)
+	}
+	if o.asJSON {
+		out := EventListJSON{Events: []EventSummaryJSON{}, Next: page.Next}
+		for _, r := range page.Records {
+			out.Events = append(out.Events, summary(r))
+		}
+		return writeJSON(a.stdout, out)
+	}
+	if len(page.Records) == 0 {
+		fmt.Fprintf(a.stdout, "no %s events since %s\n", st, when(since))
+		return nil
+	}
+	var rows [][]string
+	for _, r := range page.Records {
+		rows = append(rows, []string{
+			when(r.StatusAt), ago(now, r.StatusAt), r.ID, r.Type, a.status(string(r.Status)), string(r.Source),
+			fmt.Sprint(r.Attempts), string(r.Outcome), clip(r.LastError, 60),
+		})
+	}
+	if err := a.table([]string{"STATUS_AT", "AGE", "ID", "TYPE", "STATUS", "SOURCE", "ATTEMPTS", "OUTCOME", "LAST_ERROR"}, rows); err != nil {
+		return err
+	}
+	if page.Next != "" {
+		// The absolute time keeps the window of the next page where it was.
+		next := fmt.Sprintf("inboxctl events --status %s --since %s", st, when(since))
+		if o.typ != "" {
+			next += " --type " + o.typ
+		}
+		if o.limit != store.DefaultPageSize {
+			next += fmt.Sprintf(" --limit %d", o.limit)
+		}
+		fmt.Fprintf(a.stdout, "\nnext page: %s --next %s\n", next, page.Next)
+	}
+	return nil
+}

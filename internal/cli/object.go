@@ -1,0 +1,242 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+)
+
+// ObjectEventJSON is one event that shaped an object, as the by_object index
+// holds it.
+type ObjectEventJSON struct {
+	ID      string `json:"id"`
+	Type    string `json:"type"`
+	Created int64  `json:"created"`
+	Status  string `json:"status"`
+	Outcome string `json:"outcome,omitempty"`
+	// ObjectID is the object the event is about.
+	ObjectID string `json:"object_id"`
+}
+
+// ObjectJSON is the stable JSON shape of inboxctl object --json: the
+// mirrored snapshot (null when the mirror has none) and every stored event
+// about the object, oldest first by Stripe's created time.
+type ObjectJSON struct {
+	Object *mirror.Snapshot  `json:"object"`
+	Events []ObjectEventJSON `json:"events"`
+}
+
+// EntitlementJSON is the stable JSON shape of inboxctl entitlement --json:
+// the derived entitlement and the events of the customer's subscriptions,
+// oldest first.
+type EntitlementJSON struct {
+	mirror.Entitlement
+	Events []ObjectEventJSON `json:"events"`
+}
+
+func objectEvents(rs []event.Record) []ObjectEventJSON {
+	out := []ObjectEventJSON{}
+	for _, r := range rs {
+		out = append(out, ObjectEventJSON{ID: r.ID, Type: r.Type, Created: r.Created, Status: string(r.Status), Outcome: string(r.Outcome), ObjectID: r.ObjectID})
+	}
+	return out
+}
+
+func (a *app) objectCmd() *cobra.Command {
+	var asJSON, data bool
+	cmd := &cobra.Command{
+		Use:   "object <object-id>",
+		Short: "Show a mirrored Stripe object and the events that shaped it",
+		Long: `object shows the mirror's snapshot of a Stripe object (customer,
+subscription, invoice, checkout session, product, price): the event it
+reflects, whether it is deleted, its status; with --data its whole data.
+Then every stored event about the object, oldest first, with what
+processing did with each: applied, or superseded by a later event.`,
+		Example: `  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs
+  inboxctl object cus_NffrFeUfNV2Hib --data
+  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --json | jq .object.data.status`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, v []string) error {
+			return a.object(cmd.Context(), v[0], asJSON, data)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (ObjectJSON in docs/cli.md), data included")
+	cmd.Flags().BoolVar(&data, "data", false, "print the object's whole data, as mirrored")
+	return cmd
+}
+
+func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
+	mr, err := a.mirrorReader(ctx)
+	if err != nil {
+		return err
+	}
+	events, err := a.eventsStore(ctx)
+	if err != nil {
+		return err
+	}
+	out := ObjectJSON{}
+	snap, err := mr.Object(ctx, id)
+	switch {
+	case errors.Is(err, mirror.ErrNotFound):
+	case err != nil:
+		return a.tableHint(mr.Table, err)
+	default:
+		out.Object = &snap
+	}
+	recs, err := events.ByObject(ctx, id)
+	if err != nil {
+		return a.tableHint(events.Table, err)
+	}
+	out.Events = objectEvents(recs)
+	if out.Object == nil && len(out.Events) == 0 {
+		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags", id, mr.Table, events.Table)
+	}
+	if asJSON {
+		return writeJSON(a.stdout, out)
+	}
+	if out.Object == nil {
+		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", id)
+	} else {
+		s := out.Object
+		var fields struct {
+			Status           string `json:"status"`
+			CurrentPeriodEnd int64  `json:"current_period_end"`
+		}
+		_ = json.Unmarshal(s.Data, &fields)
+		if err := a.rows([][2]string{
+			{"id", s.ID}, {"object", s.Object}, {"status", fields.Status}, {"customer", s.Customer},
+			{"current_period_end", unix(fields.CurrentPeriodEnd)},
+			{"deleted", fmt.Sprint(s.Deleted)}, {"livemode", fmt.Sprint(s.Livemode)},
+			{"last_event", fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))},
+		}); err != nil {
+			return err
+		}
+		var pretty bytes.Buffer
+		if data && json.Indent(&pretty, s.Data, "", "  ") == nil {
+			fmt.Fprintf(a.stdout, "data\n%s\n", pretty.String())
+		}
+	}
+	last := ""
+	if out.Object != nil {
+		last = out.Object.LastEventID
+	}
+	return a.eventTable(out.Events, last)
+}
+
+// eventTable lists an object's events; the one the mirror reflects is
+// marked with *.
+func (a *app) eventTable(evs []ObjectEventJSON, reflected string) error {
+	fmt.Fprintf(a.stdout, "\nevents (oldest first, * = the one the mirror reflects)\n")
+	if len(evs) == 0 {
+		fmt.Fprintln(a.stdout, "none stored (older than the retention, or it arrived before the inbox)")
+		return nil
+	}
+	var rows [][]string
+	for _, e := range evs {
+		mark := " "
+		if e.ID == reflected {
+			mark = "*"
+		}
+		rows = append(rows, []string{mark, unix(e.Created), e.ID, e.Type, e.ObjectID, a.status(e.Status), e.Outcome})
+	}
+	return a.table([]string{" ", "CREATED", "ID", "TYPE", "OBJECT", "STATUS", "OUTCOME"}, rows)
+}
+
+func (a *app) entitlementCmd() *cobra.Command {
+	var asJSON bool
+	cmd := &cobra.Command{
+		Use:   "entitlement <customer-id>",
+		Short: "Show what a customer is entitled to, why, and the events behind it",
+		Long: `entitlement derives a customer's access from the mirrored states of all
+their subscriptions (active or trialing grants access; otherwise the most
+recent subscription's status says why not), and lists the events of those
+subscriptions, oldest first: the answer to "I paid but my account is locked".`,
+		Example: `  inboxctl entitlement cus_NffrFeUfNV2Hib
+  inboxctl entitlement cus_NffrFeUfNV2Hib --json | jq .active`,
+		Args: args(cobra.ExactArgs(1)),
+		RunE: func(cmd *cobra.Command, v []string) error {
+			return a.entitlement(cmd.Context(), v[0], asJSON)
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (EntitlementJSON in docs/cli.md)")
+	return cmd
+}
+
+func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) error {
+	mr, err := a.mirrorReader(ctx)
+	if err != nil {
+		return err
+	}
+	events, err := a.eventsStore(ctx)
+	if err != nil {
+		return err
+	}
+	ent, err := mr.Entitlement(ctx, customer)
+	if err != nil {
+		return a.tableHint(mr.Table, err)
+	}
+	out := EntitlementJSON{Entitlement: ent, Events: []ObjectEventJSON{}}
+	var recs []event.Record
+	for _, s := range ent.Subscriptions {
+		rs, err := events.ByObject(ctx, s.ID)
+		if err != nil {
+			return a.tableHint(events.Table, err)
+		}
+		recs = append(recs, rs...)
+	}
+	sort.SliceStable(recs, func(i, j int) bool {
+		if recs[i].Created != recs[j].Created {
+			return recs[i].Created < recs[j].Created
+		}
+		return recs[i].ID < recs[j].ID
+	})
+	out.Events = objectEvents(recs)
+	if asJSON {
+		return writeJSON(a.stdout, out)
+	}
+	access := a.paint(red, "no")
+	if ent.Active {
+		access = a.paint(green, "yes")
+	}
+	if err := a.rows([][2]string{
+		{"customer", ent.Customer}, {"active", access}, {"reason", ent.Reason},
+		{"price", ent.Price}, {"product", ent.Product}, {"until", unix(ent.Until)},
+	}); err != nil {
+		return err
+	}
+	if len(ent.Subscriptions) > 0 {
+		fmt.Fprintln(a.stdout, "\nsubscriptions (most recent first)")
+		var rows [][]string
+		for _, s := range ent.Subscriptions {
+			rows = append(rows, []string{s.ID, s.Status, fmt.Sprint(s.Deleted), s.Price, unix(s.CurrentPeriodEnd), unix(s.TrialEnd), fmt.Sprint(s.CancelAtPeriodEnd), s.EventID})
+		}
+		if err := a.table([]string{"ID", "STATUS", "DELETED", "PRICE", "PERIOD_END", "TRIAL_END", "CANCEL_AT_END", "LAST_EVENT"}, rows); err != nil {
+			return err
+		}
+	}
+	reflected := map[string]bool{}
+	for _, s := range ent.Subscriptions {
+		reflected[s.EventID] = true
+	}
+	if len(out.Events) == 0 {
+		return nil
+	}
+	fmt.Fprintf(a.stdout, "\nevents (oldest first, * = reflected in the entitlement)\n")
+	var rows [][]string
+	for _, e := range out.Events {
+		mark := " "
+		if reflected[e.ID] {
+			mark = "*"
+		}
+		rows = append(rows, []string{mark, unix(e.Created), e.ID, e.Type, e.ObjectID, a.status(e.Status), e.Outcome})
+	}
+	return a.table([]string{" ", "CREATED", "ID", "TYPE", "OBJECT", "STATUS", "OUTCOME"}, rows)
+}

@@ -1,0 +1,129 @@
+package cli
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+)
+
+// deployStage creates, in the emulator's CloudFormation, a stack named as
+// a deployed stage's is, whose outputs name the world's resources: what
+// `sam deploy` leaves behind, without the functions.
+func deployStage(t *testing.T, w *world, outputs map[string]string) string {
+	t.Helper()
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	stage := "t" + hex.EncodeToString(b[:])
+	outs := map[string]any{}
+	for k, v := range outputs {
+		outs[k] = map[string]any{"Value": v}
+	}
+	tmpl, _ := json.Marshal(map[string]any{
+		"AWSTemplateFormatVersion": "2010-09-09",
+		"Resources":                map[string]any{"Placeholder": map[string]any{"Type": "AWS::SQS::Queue"}},
+		"Outputs":                  outs,
+	})
+	if _, err := cloudformation.NewFromConfig(w.s.AWS).CreateStack(context.Background(), &cloudformation.CreateStackInput{
+		StackName: aws.String(StackName(stage)), TemplateBody: aws.String(string(tmpl)),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return stage
+}
+
+func TestStageResolvesResourcesFromTheStacksOutputs(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := context.Background()
+	stage := deployStage(t, w, map[string]string{
+		"EventsTableName":    w.s.Table("EventsTable"),
+		"MirrorTableName":    w.s.Table("MirrorTable"),
+		"QueueUrl":           w.s.Queue("WebhookQueue").URL,
+		"DeadLetterQueueUrl": w.s.Queue("DeadLetterQueue").URL,
+		"WebhookUrl":         "http://127.0.0.1:1/webhooks/stripe",
+	})
+	b := body(t, "invoice.paid", stripefixture.Options{ID: "evt_staged", Customer: "cus_staged", Created: time.Now().Unix()})
+	w.store(b, event.SourceWebhook, event.StatusFailed, time.Now())
+	if _, err := w.s.SQS.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(w.s.Queue("DeadLetterQueue").URL), MessageBody: aws.String(pointerBody(t, "evt_staged"))}); err != nil {
+		t.Fatal(err)
+	}
+
+	c := w.cli()
+	c.now = time.Now()
+	// No prefix and no environment naming the resources: only the stack's
+	// outputs can lead to them. A stray local EVENTS_TABLE must not win
+	// over an explicit --stage.
+	c.prefix = ""
+	c.env = map[string]string{"AWS_REGION": "us-east-1", "EVENTS_TABLE": "not-this-one"}
+	endpoint := w.cli().env["AWS_ENDPOINT_URL"]
+	stageArgs := func(args ...string) []string {
+		return append([]string{"--stage", stage, "--endpoint", endpoint}, args...)
+	}
+
+	r := c.run(ctx, stageArgs("event", "evt_staged", "--json")...).must(t, 0)
+	var ev EventJSON
+	if err := json.Unmarshal([]byte(r.stdout), &ev); err != nil || ev.Status != "failed" {
+		t.Fatalf("event via --stage: got %s (%v)", r.stdout, err)
+	}
+	r = c.run(ctx, stageArgs("events", "--status", "failed", "--json")...).must(t, 0)
+	if !strings.Contains(r.stdout, "evt_staged") {
+		t.Errorf("events via --stage: got %s", r.stdout)
+	}
+	r = c.run(ctx, stageArgs("dlq", "list", "--json")...).must(t, 0)
+	if !strings.Contains(r.stdout, `"event_status": "failed"`) {
+		t.Errorf("dlq list via --stage: got %s", r.stdout)
+	}
+	c.run(ctx, stageArgs("replay", "evt_staged")...).must(t, 0)
+	var found bool
+	for _, body := range bodies(t, w.s.SQS, w.s.Queue("WebhookQueue").URL) {
+		if p, err := queue.Decode(body); err == nil && p.ID == "evt_staged" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("replay via --stage did not enqueue to the stack's QueueUrl")
+	}
+	// send goes to the stack's WebhookUrl, and insists on a real secret.
+	r = c.run(ctx, stageArgs("send", "invoice.paid")...).must(t, 2)
+	if !strings.Contains(r.stderr, "--secret") {
+		t.Errorf("send via --stage without a secret: got %s", r.stderr)
+	}
+	r = c.run(ctx, stageArgs("send", "invoice.paid", "--secret", "whsec_x")...).must(t, 1)
+	if !strings.Contains(r.stderr, "127.0.0.1:1/webhooks/stripe") {
+		t.Errorf("send via --stage: got %s, want a POST to the stack's WebhookUrl", r.stderr)
+	}
+
+	// An explicit flag still wins over the stage.
+	r = c.run(ctx, stageArgs("--events-table", "flag-table", "event", "evt_staged")...).must(t, 1)
+	if !strings.Contains(r.stderr, "flag-table") {
+		t.Errorf("--events-table with --stage: got %s", r.stderr)
+	}
+}
+
+func TestStageErrorsSayWhatToDo(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := context.Background()
+	partial := deployStage(t, w, map[string]string{"EventsTableName": w.s.Table("EventsTable")})
+	c := w.cli()
+	c.prefix = ""
+	endpoint := c.env["AWS_ENDPOINT_URL"]
+	c.env = map[string]string{"AWS_REGION": "us-east-1"}
+
+	r := c.run(ctx, "--stage", "nosuchstage", "--endpoint", endpoint, "event", "evt_1").must(t, 1)
+	c.golden("stage_missing", r, endpoint, "ENDPOINT")
+	r = c.run(ctx, "--stage", "Prod!", "--endpoint", endpoint, "event", "evt_1").must(t, 2)
+	c.golden("stage_invalid", r, endpoint, "ENDPOINT")
+	r = c.run(ctx, "--stage", partial, "--endpoint", endpoint, "object", "sub_1").must(t, 1)
+	c.golden("stage_missing_output", r, partial, "STAGE", endpoint, "ENDPOINT")
+}

@@ -1,0 +1,188 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// at returns a record in status st since t.
+func at(id, typ string, st event.Status, t time.Time) event.Record {
+	r := record(id, t)
+	r.Type = typ
+	r.Status = st
+	r.StatusAt = t
+	return r
+}
+
+func TestListByStatusPagesNewestFirstAcrossDays(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Date(2026, 5, 3, 10, 0, 0, 0, time.UTC)
+	var failed []string // newest first
+	var records []event.Record
+	// Seven failed records over three days, newest first, one of another type.
+	for i, offset := range []time.Duration{1 * time.Minute, 2 * time.Hour, 9 * time.Hour, 11 * time.Hour, 20 * time.Hour, 30 * time.Hour, 40 * time.Hour} {
+		id := fmt.Sprintf("evt_f%d", i)
+		typ := "invoice.paid"
+		if i == 3 {
+			typ = "customer.subscription.updated"
+		}
+		records = append(records, at(id, typ, event.StatusFailed, now.Add(-offset)))
+		failed = append(failed, id)
+	}
+	records = append(records,
+		at("evt_too_old", "invoice.paid", event.StatusFailed, now.Add(-49*time.Hour)),
+		at("evt_processed", "invoice.paid", event.StatusProcessed, now.Add(-time.Hour)),
+		at("evt_future", "invoice.paid", event.StatusFailed, now.Add(time.Hour)),
+	)
+	for _, r := range records {
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	since := now.Add(-48 * time.Hour)
+
+	for _, limit := range []int{1, 3, 7, 50} {
+		t.Run(fmt.Sprintf("limit %d", limit), func(t *testing.T) {
+			var got []string
+			cursor := ""
+			for pages := 0; ; pages++ {
+				if pages > 10 {
+					t.Fatal("more than 10 pages")
+				}
+				page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Limit: limit, Cursor: cursor})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page.Records) == 0 {
+					t.Fatalf("page %d is empty: a cursor led to no records", pages)
+				}
+				if page.Next != "" && len(page.Records) != limit {
+					t.Fatalf("page %d: got %d records with a next page, want a full page of %d", pages, len(page.Records), limit)
+				}
+				for _, r := range page.Records {
+					got = append(got, r.ID)
+					if r.Status != event.StatusFailed || r.Type == "" || r.StatusAt.IsZero() || r.Source != event.SourceWebhook {
+						t.Errorf("%s: projection lost fields: %+v", r.ID, r)
+					}
+				}
+				if cursor = page.Next; cursor == "" {
+					break
+				}
+			}
+			if !slices.Equal(got, failed) {
+				t.Errorf("got %v, want %v", got, failed)
+			}
+		})
+	}
+
+	t.Run("type filter", func(t *testing.T) {
+		page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Type: "customer.subscription.updated", Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page.Records) != 1 || page.Records[0].ID != "evt_f3" || page.Next != "" {
+			t.Errorf("got %d records (%v), next %q; want evt_f3 only", len(page.Records), page.Records, page.Next)
+		}
+	})
+
+	t.Run("foreign cursor", func(t *testing.T) {
+		page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Limit: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []string{"garbage!", "e30", page.Next} {
+			_, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusProcessed, Since: since, Until: now, Cursor: c})
+			if !errors.Is(err, store.ErrBadCursor) {
+				t.Errorf("cursor %q: got %v, want ErrBadCursor", c, err)
+			}
+		}
+	})
+}
+
+func TestByObjectListsEventsInTheProvidersOrder(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	for _, c := range []struct {
+		id      string
+		obj     string
+		created int64
+		status  event.Status
+	}{
+		{"evt_b", "sub_1", 200, event.StatusProcessed},
+		{"evt_a", "sub_1", 100, event.StatusProcessed},
+		{"evt_c", "sub_1", 300, event.StatusFailed},
+		{"evt_other", "sub_2", 150, event.StatusReceived},
+	} {
+		r := record(c.id, now)
+		r.ObjectID, r.Created, r.Status, r.Outcome = c.obj, c.created, c.status, event.OutcomeApplied
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := ev.ByObject(ctx, "sub_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range got {
+		ids = append(ids, r.ID)
+		if r.Provider != event.ProviderStripe || r.Type != "invoice.paid" || r.Status == "" || r.Outcome != event.OutcomeApplied || r.ObjectID != "sub_1" {
+			t.Errorf("%s: got %+v, want provider, type, status, outcome and object from the index", r.ID, r)
+		}
+	}
+	if want := []string{"evt_a", "evt_b", "evt_c"}; !slices.Equal(ids, want) {
+		t.Errorf("got %v, want %v", ids, want)
+	}
+	if none, err := ev.ByObject(ctx, "sub_none"); err != nil || len(none) != 0 {
+		t.Errorf("object with no events: got %v, %v; want none", none, err)
+	}
+}
+
+func TestReopenMovesOnlyFailedPermanentBackToFailed(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	r := at("evt_perm", "invoice.paid", event.StatusFailedPermanent, now.Add(-time.Hour))
+	r.LastError = "decode"
+	if _, err := ev.Create(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ev.Reopen(ctx, "stripe", "evt_perm", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != event.StatusFailed || !got.StatusAt.Equal(now) {
+		t.Fatalf("after Reopen: got %s at %v, want failed at %v", got.Status, got.StatusAt, now)
+	}
+	page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: now.Add(-time.Minute), Until: now})
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("reopened record in by_status(failed): got %v, %v; want it listed", page.Records, err)
+	}
+	// Only once: it is failed now, which the processor claims by itself.
+	var nc *store.NotClaimableError
+	if _, err := ev.Reopen(ctx, "stripe", "evt_perm", now); !errors.As(err, &nc) || nc.Current.Status != event.StatusFailed {
+		t.Fatalf("second Reopen: got %v, want NotClaimableError(failed)", err)
+	}
+	if _, err := ev.Claim(ctx, "stripe", "evt_perm", "w1", now, now.Add(time.Minute)); err != nil {
+		t.Fatalf("claim after Reopen: %v", err)
+	}
+	processed := at("evt_done", "invoice.paid", event.StatusProcessed, now)
+	if _, err := ev.Create(ctx, &processed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ev.Reopen(ctx, "stripe", "evt_done", now); !errors.As(err, &nc) || nc.Current.Status != event.StatusProcessed {
+		t.Fatalf("Reopen of a processed event: got %v, want NotClaimableError(processed): it must never run twice", err)
+	}
+	if _, err := ev.Reopen(ctx, "stripe", "evt_missing", now); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("Reopen of a missing event: got %v, want ErrNotFound", err)
+	}
+}
