@@ -54,7 +54,7 @@ bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
 
 ## build: the three Lambda binaries for linux/arm64, as sam build makes them
-build: build-ReceiverFunction build-ProcessorFunction
+build: build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction
 	@ls -l .aws-sam/build/*/bootstrap 2>/dev/null || true
 
 # sam build (BuildMethod: makefile) calls these with ARTIFACTS_DIR set.

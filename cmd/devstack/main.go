@@ -1,8 +1,10 @@
 // Command devstack runs the whole pipeline locally in the foreground (make
 // dev): an AWS emulator unless AWS_ENDPOINT_URL names one, the template's
 // resources on it, the webhook endpoint at
-// http://127.0.0.1:3000/webhooks/stripe and the processor consuming the
-// queue. Ctrl-C stops everything and leaves no process behind.
+// http://127.0.0.1:3000/webhooks/stripe, the processor consuming the queue,
+// and the reconciler on the template's schedule when a Stripe API key or a
+// local Stripe stand-in (STRIPE_API_BASE) is configured. Ctrl-C stops
+// everything and leaves no process behind.
 package main
 
 import (
@@ -31,6 +33,7 @@ func run() int {
 	prefix := flag.String("prefix", "webhook-inbox-local", "name prefix of the provisioned tables and queues")
 	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
 	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
+	reconcileEvery := flag.Duration("reconcile-every", 0, "run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))
@@ -71,21 +74,23 @@ func run() int {
 	}
 
 	env := map[string]string{}
-	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY", "RECONCILE_SINCE"} {
+	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY",
+		"RECONCILE_SINCE", "RECONCILE_OVERLAP", "RECONCILE_SETTLE", "RECONCILE_STUCK_AFTER", "RECONCILE_MAX_PAGES"} {
 		if v := os.Getenv(k); v != "" {
 			env[k] = v
 		}
 	}
 	stack, err := devstack.Start(ctx, devstack.Options{
-		Template:      filepath.Join(root, "template.yaml"),
-		Overrides:     overrides,
-		Prefix:        *prefix,
-		Addr:          *addr,
-		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
-		APIKey:        os.Getenv("STRIPE_API_KEY"),
-		Env:           env,
-		AWS:           cfg,
-		Logger:        log,
+		Template:       filepath.Join(root, "template.yaml"),
+		Overrides:      overrides,
+		Prefix:         *prefix,
+		Addr:           *addr,
+		WebhookSecret:  os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		APIKey:         os.Getenv("STRIPE_API_KEY"),
+		Env:            env,
+		ReconcileEvery: *reconcileEvery,
+		AWS:            cfg,
+		Logger:         log,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
@@ -100,6 +105,10 @@ func run() int {
 
 func banner(s *devstack.Stack, emu *emulator.Emulator) {
 	env := s.FunctionEnv[devstack.ProcessorID]
+	reconciler := "off (set STRIPE_API_KEY or STRIPE_API_BASE)"
+	if s.ReconcileEvery > 0 {
+		reconciler = "every " + s.ReconcileEvery.String()
+	}
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox local stack is up
   webhook endpoint  %s/webhooks/stripe
@@ -108,12 +117,13 @@ webhook-inbox local stack is up
   events table      %s
   mirror table      %s
   queue             %s
+  reconciler        %s
 
 Try:  go run ./cmd/inboxctl send customer.subscription.created
       stripe listen --forward-to localhost:3000/webhooks/stripe
 Ctrl-C stops everything.
 
-`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"])
+`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler)
 }
 
 func setDefault(k, v string) {

@@ -7,12 +7,15 @@ package devstack
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -62,6 +65,10 @@ type Options struct {
 	Env map[string]string
 	// Effects are the processor's own effects; nil for none.
 	Effects *effect.Registry
+	// ReconcileEvery overrides the reconciler's schedule (the template's
+	// ScheduleExpression); zero keeps it, negative turns the reconciler off.
+	// The reconciler runs only when APIKey or Env["STRIPE_API_BASE"] is set.
+	ReconcileEvery time.Duration
 	// AWS is the configuration the stack's clients use.
 	AWS    aws.Config
 	Logger *slog.Logger
@@ -74,6 +81,8 @@ type Stack struct {
 	Resources *provision.Resources
 	// FunctionEnv is each function's resolved environment.
 	FunctionEnv map[string]map[string]string
+	// ReconcileEvery is the reconciler's period; zero when it is off.
+	ReconcileEvery time.Duration
 
 	server *http.Server
 	cancel context.CancelFunc
@@ -88,6 +97,11 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	if opts.WebhookSecret == "" {
 		opts.WebhookSecret = DefaultWebhookSecret
+	}
+	// A local Stripe stand-in (stripefake, stripe-mock) needs some key, and
+	// the reconciler reads it from Parameter Store as in a deployment.
+	if opts.APIKey == "" && opts.Env["STRIPE_API_BASE"] != "" {
+		opts.APIKey = placeholderAPIKey
 	}
 	t, err := template.Load(opts.Template, opts.Overrides)
 	if err != nil {
@@ -110,6 +124,13 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		env, err := res.Environment(f)
 		if err != nil {
 			return nil, err
+		}
+		if id == ReconcilerID && env["RECONCILE_SINCE"] == "" {
+			// The emulator forgets everything when it stops, so every local
+			// stack starts without a checkpoint: looking back Stripe's full
+			// 30 days would ingest a month of a test account's events on
+			// each start.
+			env["RECONCILE_SINCE"] = DefaultLocalReconcileSince.String()
 		}
 		for k, v := range opts.Env {
 			env[k] = v
@@ -170,6 +191,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		p.Run(runCtx)
 	}()
 
+	if err := s.startReconciler(ctx, runCtx, t, opts); err != nil {
+		cancel()
+		s.wg.Wait()
+		return nil, err
+	}
+
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		cancel()
@@ -199,6 +226,101 @@ func (s *Stack) Close() {
 	}
 	s.cancel()
 	s.wg.Wait()
+}
+
+// placeholderAPIKey is the API key given to a local Stripe stand-in when no
+// real key is configured.
+const placeholderAPIKey = "sk_test_local_placeholder"
+
+// DefaultLocalReconcileSince is how far back the local reconciler's first
+// run looks, unless RECONCILE_SINCE says otherwise.
+const DefaultLocalReconcileSince = time.Hour
+
+// startReconciler runs the reconciler on its schedule, one run at a time,
+// each with the function's timeout as its deadline, as EventBridge Scheduler
+// and Lambda would; or logs once why it does not.
+func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Template, opts Options) error {
+	log := opts.Logger.With(slog.String("lambda", ReconcilerID))
+	fn, err := t.Function(ReconcilerID)
+	if err != nil {
+		log.InfoContext(ctx, "reconciler off: the template has no "+ReconcilerID)
+		return nil
+	}
+	switch {
+	case opts.ReconcileEvery < 0:
+		log.InfoContext(ctx, "reconciler off: turned off by its schedule override")
+		return nil
+	case opts.APIKey == "":
+		log.InfoContext(ctx, "reconciler off: no Stripe API key (set STRIPE_API_KEY to a test-mode restricted key, or STRIPE_API_BASE to a local Stripe stand-in)")
+		return nil
+	}
+	every := opts.ReconcileEvery
+	if every == 0 {
+		expr, ok := fn.Schedule()
+		if !ok {
+			log.InfoContext(ctx, "reconciler off: "+ReconcilerID+" has no schedule")
+			return nil
+		}
+		if every, err = ScheduleInterval(expr); err != nil {
+			log.WarnContext(ctx, "reconciler off: its schedule cannot run locally (override it with -reconcile-every)", slog.String("error", err.Error()))
+			return nil
+		}
+	}
+	rec, err := boot.Reconciler(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(fn.Timeout) * time.Second
+	s.ReconcileEvery = every
+	log.InfoContext(ctx, "reconciler scheduled", slog.Duration("every", every), slog.Duration("timeout", timeout))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+			}
+			invCtx, cancel := context.WithTimeout(runCtx, timeout)
+			// The run logs its own line, errors included.
+			_ = rec.Handle(invCtx, json.RawMessage(`{}`))
+			cancel()
+		}
+	}()
+	return nil
+}
+
+// ScheduleInterval returns the period of an EventBridge rate expression,
+// like rate(10 minutes) or rate(1 hour). Seconds are accepted too, for local
+// use only (EventBridge's finest rate is a minute). cron() and at()
+// expressions are not periodic in this sense and are refused.
+func ScheduleInterval(expr string) (time.Duration, error) {
+	inner, ok := strings.CutPrefix(strings.TrimSpace(expr), "rate(")
+	if !ok || !strings.HasSuffix(inner, ")") {
+		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
+	}
+	fields := strings.Fields(strings.TrimSuffix(inner, ")"))
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("devstack: schedule %q: %q is not a positive integer", expr, fields[0])
+	}
+	units := map[string]time.Duration{
+		"second": time.Second, "seconds": time.Second,
+		"minute": time.Minute, "minutes": time.Minute,
+		"hour": time.Hour, "hours": time.Hour,
+		"day": 24 * time.Hour, "days": 24 * time.Hour,
+	}
+	unit, ok := units[fields[1]]
+	if !ok {
+		return 0, fmt.Errorf("devstack: schedule %q: unknown unit %q", expr, fields[1])
+	}
+	return time.Duration(n) * unit, nil
 }
 
 func envOf(m map[string]string) boot.Env {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -264,4 +266,86 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 		BackoffBase:     backoff,
 		Logger:          logger,
 	})
+}
+
+// HandledTypeList lists the types HandledTypes(env, nil) accepts, sorted:
+// EVENT_TYPES, or the types the mirror handles. The reconciler lists exactly
+// these, so it repairs what the receiver would have accepted.
+func HandledTypeList(env Env) []string {
+	var out []string
+	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				out = append(out, t)
+			}
+		}
+	} else {
+		out = append(out, mirror.Types...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Stripe's request-rate limits per account, and the reconciler's default
+// share of them: it leaves headroom for the team's own API calls.
+const (
+	StripeRateLimitTest = 25
+	StripeRateLimitLive = 100
+	reconcileRateTest   = 20
+	reconcileRateLive   = 80
+)
+
+// Reconciler builds the reconciler's handler. Its configuration, beyond the
+// common variables: the API key (STRIPE_API_KEY locally, else the SSM
+// parameter STRIPE_API_KEY_PARAMETER), STRIPE_API_BASE, EVENT_TYPES, and
+// RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_SINCE (how far back a
+// first run looks), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
+// RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
+// RECONCILE_DEADLINE_MARGIN. inboxctl builds it the same way to run once.
+func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger) (*reconcile.Reconciler, error) {
+	r := &reader{env: env}
+	c := r.common()
+	rc := reconcile.Config{
+		Overlap:        r.duration("RECONCILE_OVERLAP", reconcile.DefaultOverlap),
+		Settle:         r.duration("RECONCILE_SETTLE", reconcile.DefaultSettle),
+		Lookback:       r.duration("RECONCILE_SINCE", reconcile.Retention),
+		StuckAfter:     r.duration("RECONCILE_STUCK_AFTER", reconcile.DefaultStuckAfter),
+		MaxPages:       r.integer("RECONCILE_MAX_PAGES", reconcile.DefaultMaxPages),
+		MaxStuck:       r.integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
+		DeadlineMargin: r.duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin),
+		Types:          HandledTypeList(env),
+		Livemode:       c.Livemode,
+		Provider:       event.ProviderStripe,
+		Table:          c.EventsTable,
+		Logger:         logger,
+	}
+	limit, ceiling := reconcileRateTest, StripeRateLimitTest
+	if c.Livemode {
+		limit, ceiling = reconcileRateLive, StripeRateLimitLive
+	}
+	limit = r.integer("RECONCILE_RATE_LIMIT", limit)
+	if limit <= 0 || limit >= ceiling {
+		r.errs = append(r.errs, fmt.Errorf("RECONCILE_RATE_LIMIT=%d: want 1 to %d requests/s, under Stripe's limit in this mode", limit, ceiling-1))
+	}
+	apiBase := r.optional("STRIPE_API_BASE", "")
+	if err := r.err("reconciler"); err != nil {
+		return nil, err
+	}
+	key, err := secret(ctx, r, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER")
+	if err == nil {
+		err = r.err("reconciler")
+	}
+	if err != nil {
+		return nil, err
+	}
+	rc.Stripe = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase, RateLimit: float64(limit)})
+	in := NewIngester(cfg, c, HandledTypes(env, nil))
+	rc.Ingester = in
+	rc.Queue = in.Queue
+	rc.DB = dynamodb.NewFromConfig(cfg)
+	rec, err := reconcile.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("boot reconciler: %w", err)
+	}
+	return rec, nil
 }

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
 
 func envMap(m map[string]string) Env { return func(k string) string { return m[k] } }
@@ -57,5 +59,60 @@ func TestSecretNeverInTheError(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "whsec") {
 		t.Errorf("error leaks a secret: %v", err)
+	}
+}
+
+func TestReconcilerReportsEveryProblemAtOnce(t *testing.T) {
+	_, err := Reconciler(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
+		"RECONCILE_OVERLAP":    "an hour",
+		"RECONCILE_MAX_PAGES":  "many",
+		"RECONCILE_RATE_LIMIT": "25", // Stripe's own test-mode limit: too close
+	}), aws.Config{}, slog.Default())
+	if err == nil {
+		t.Fatal("got nil error")
+	}
+	for _, want := range []string{"RECONCILE_OVERLAP", "RECONCILE_MAX_PAGES", "RECONCILE_RATE_LIMIT"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+	_, err = Reconciler(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_MODE": "live", "RECONCILE_RATE_LIMIT": "90",
+	}), aws.Config{}, slog.Default())
+	if err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY_PARAMETER") || strings.Contains(err.Error(), "RECONCILE_RATE_LIMIT") {
+		t.Fatalf("live mode, 90/s, no key: got %v, want only the missing key parameter", err)
+	}
+}
+
+func TestReconcilerBuildsFromALocalKey(t *testing.T) {
+	r, err := Reconciler(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
+		"STRIPE_API_KEY": "sk_test_local", "STRIPE_API_BASE": "http://127.0.0.1:1",
+	}), aws.Config{Region: "us-east-1"}, slog.Default())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The mirror's 24 types take two types[] filters.
+	if n := len(r.Groups()); n != 2 {
+		t.Errorf("groups: got %d, want 2", n)
+	}
+}
+
+func TestHandledTypeListMatchesHandledTypes(t *testing.T) {
+	for _, env := range []map[string]string{nil, {"EVENT_TYPES": " invoice.paid,charge.refunded,invoice.paid, "}} {
+		accepts := HandledTypes(envMap(env), nil)
+		list := HandledTypeList(envMap(env))
+		for _, ty := range list {
+			if !accepts(ty) {
+				t.Errorf("EVENT_TYPES=%q: %s listed but not accepted", env["EVENT_TYPES"], ty)
+			}
+		}
+		if env == nil && len(list) != len(mirror.Types) {
+			t.Errorf("default list: got %d types, want the mirror's %d", len(list), len(mirror.Types))
+		}
+		if env != nil && strings.Join(list, ",") != "charge.refunded,invoice.paid" {
+			t.Errorf("EVENT_TYPES list: got %v", list)
+		}
 	}
 }

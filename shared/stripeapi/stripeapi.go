@@ -1,6 +1,8 @@
 // Package stripeapi reads events from Stripe's API with a per-instance
 // stripe-go client (never the global stripe.Key), so two configurations can
-// live in one process and tests can point it at a local server.
+// live in one process and tests can point it at a local server. It fetches
+// one event (the processor, for events too large to store) and lists events
+// page by page, as raw JSON (the reconciler), under a request-rate cap.
 package stripeapi
 
 import (
@@ -26,7 +28,11 @@ type Config struct {
 	// 429 and 5xx. Zero means 2, stripe-go's default; a negative value
 	// disables them (the caller retries, as the processor does through SQS).
 	MaxNetworkRetries int64
-	HTTPClient        *http.Client
+	// RateLimit caps the requests per second this client sends, retries
+	// included (Stripe allows 25 in test mode and 100 in live mode per
+	// account). Zero means no cap.
+	RateLimit  float64
+	HTTPClient *http.Client
 }
 
 // Client reads events from Stripe.
@@ -49,6 +55,15 @@ func New(cfg Config) *Client {
 	}
 	if bc.HTTPClient == nil {
 		bc.HTTPClient = &http.Client{Timeout: 20 * time.Second}
+	}
+	if cfg.RateLimit > 0 {
+		hc := *bc.HTTPClient
+		base := hc.Transport
+		if base == nil {
+			base = http.DefaultTransport
+		}
+		hc.Transport = &limitedTransport{base: base, limiter: newLimiter(cfg.RateLimit)}
+		bc.HTTPClient = &hc
 	}
 	if cfg.BaseURL != "" {
 		bc.URL = stripe.String(cfg.BaseURL)

@@ -1,0 +1,441 @@
+// Package stripefake is a stateful stand-in for Stripe's Events API, for
+// tests and the local stack: GET /v1/events with the filters, cursors and
+// ordering Stripe applies, and GET /v1/events/{id}.
+//
+// stripe-mock cannot serve reconciliation tests: it answers every list with
+// one fixed event and ignores filters and cursors. This server keeps the
+// events it is given and answers like Stripe does:
+//
+//   - newest first (created descending; among events of the same second, the
+//     one added later first, as Stripe's ids are ordered);
+//   - created, created[gt], created[gte], created[lt], created[lte];
+//   - types[] (as stripe-go encodes it, types[0]=...&types[1]=..., or
+//     types[]=...), at most 20, or type with a trailing * wildcard;
+//   - limit (1 to 100, default 10), starting_after, ending_before, has_more;
+//   - Stripe's error bodies for bad parameters, unknown cursors and ids, a
+//     missing API key, and injected 429s and 5xx.
+//
+// Every request is logged, with its query, so a test can count calls and
+// assert on exactly what was asked.
+package stripefake
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Limits of Stripe's list API.
+const (
+	DefaultLimit = 10
+	MaxLimit     = 100
+	MaxTypes     = 20
+)
+
+// Request is one request the server answered.
+type Request struct {
+	Method string
+	Path   string
+	Query  url.Values
+	Status int
+	At     time.Time
+}
+
+// Created returns the request's created[op] filter ("gte", "lt", ...; "" for
+// the exact created=) and whether it was present.
+func (r Request) Created(op string) (int64, bool) {
+	key := "created"
+	if op != "" {
+		key += "[" + op + "]"
+	}
+	v := r.Query.Get(key)
+	if v == "" {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	return n, err == nil
+}
+
+// Types returns the request's types[] filter.
+func (r Request) Types() []string { return typesOf(r.Query) }
+
+// IsList reports whether r was a GET /v1/events.
+func (r Request) IsList() bool { return r.Method == http.MethodGet && r.Path == "/v1/events" }
+
+// Server is a running fake. Its methods are safe for concurrent use.
+type Server struct {
+	// URL is the base URL to give stripe-go (STRIPE_API_BASE).
+	URL string
+
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	events   []stored
+	byID     map[string]int
+	seq      int
+	requests []Request
+	faults   []int
+	hook     func(*http.Request)
+	key      string
+}
+
+type stored struct {
+	id      string
+	typ     string
+	created int64
+	seq     int
+	raw     json.RawMessage
+}
+
+// New starts a server on 127.0.0.1; Close stops it.
+func New() *Server {
+	s := &Server{byID: map[string]int{}}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// RequireKey makes the server answer 401 unless requests carry this API key.
+// By default any non-empty key is accepted.
+func (s *Server) RequireKey(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = key
+}
+
+// Add stores events, each the raw JSON of one Stripe event object (as
+// stripefixture.Build makes them). They are served byte for byte.
+func (s *Server) Add(payloads ...[]byte) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range payloads {
+		var head struct {
+			ID      string `json:"id"`
+			Type    string `json:"type"`
+			Created int64  `json:"created"`
+		}
+		if err := json.Unmarshal(p, &head); err != nil {
+			return fmt.Errorf("stripefake: add: not an event: %w", err)
+		}
+		if head.ID == "" || head.Type == "" {
+			return fmt.Errorf("stripefake: add: event without id or type")
+		}
+		if _, dup := s.byID[head.ID]; dup {
+			return fmt.Errorf("stripefake: add: event %s already added", head.ID)
+		}
+		s.seq++
+		s.byID[head.ID] = len(s.events)
+		s.events = append(s.events, stored{id: head.ID, typ: head.Type, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
+	}
+	return nil
+}
+
+// FailNext answers the next n requests with status (429 or 5xx) and Stripe's
+// error body for it, before looking at them. Calls add up in order.
+func (s *Server) FailNext(n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults = append(s.faults, status)
+	}
+}
+
+// OnRequest sets a function called at the start of every request, before
+// any fault or answer; tests use it to pause a caller at a chosen point.
+// nil removes it.
+func (s *Server) OnRequest(f func(*http.Request)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = f
+}
+
+// Requests returns the requests answered so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
+}
+
+// Lists returns the GET /v1/events requests answered so far.
+func (s *Server) Lists() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.IsList() {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// ResetRequests clears the request log.
+func (s *Server) ResetRequests() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.requests = nil
+}
+
+var eventPath = regexp.MustCompile(`^/v1/events/([^/]+)$`)
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	hook := s.hook
+	s.mu.Unlock()
+	if hook != nil {
+		hook(r)
+	}
+	status, body := s.answer(r)
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now()})
+	s.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", time.Now().UnixNano()))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func (s *Server) answer(r *http.Request) (int, []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.faults) > 0 {
+		status := s.faults[0]
+		s.faults = s.faults[1:]
+		return status, faultBody(status)
+	}
+	auth := r.Header.Get("Authorization")
+	key, ok := strings.CutPrefix(auth, "Bearer ")
+	if !ok || key == "" || (s.key != "" && key != s.key) {
+		return http.StatusUnauthorized, errorBody("invalid_request_error", "", "Invalid API Key provided.", "")
+	}
+	if r.Method != http.MethodGet {
+		return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (%s: %s).", r.Method, r.URL.Path), "")
+	}
+	if r.URL.Path == "/v1/events" {
+		return s.list(r.URL.Query())
+	}
+	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
+		i, ok := s.byID[m[1]]
+		if !ok {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
+		}
+		return http.StatusOK, s.events[i].raw
+	}
+	return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (GET: %s).", r.URL.Path), "")
+}
+
+// list answers GET /v1/events with Stripe's semantics.
+func (s *Server) list(q url.Values) (int, []byte) {
+	bad := func(msg, param string) (int, []byte) {
+		return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", msg, param)
+	}
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return bad("Invalid limit: must be between 1 and 100", "limit")
+		}
+		limit = n
+	}
+	types := typesOf(q)
+	if len(types) > MaxTypes {
+		return bad("Invalid array: types can have at most 20 elements", "types")
+	}
+	single := q.Get("type")
+	if single != "" && len(types) > 0 {
+		return bad("You may pass either `type` or `types`, but not both.", "types")
+	}
+	after, before := q.Get("starting_after"), q.Get("ending_before")
+	if after != "" && before != "" {
+		return bad("You may only specify one of these parameters: starting_after, ending_before.", "starting_after")
+	}
+	var bounds []func(int64) bool
+	for _, op := range []string{"", "gt", "gte", "lt", "lte"} {
+		key := "created"
+		if op != "" {
+			key += "[" + op + "]"
+		}
+		v := q.Get(key)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return bad("Invalid integer: "+v, key)
+		}
+		switch op {
+		case "":
+			bounds = append(bounds, func(c int64) bool { return c == n })
+		case "gt":
+			bounds = append(bounds, func(c int64) bool { return c > n })
+		case "gte":
+			bounds = append(bounds, func(c int64) bool { return c >= n })
+		case "lt":
+			bounds = append(bounds, func(c int64) bool { return c < n })
+		case "lte":
+			bounds = append(bounds, func(c int64) bool { return c <= n })
+		}
+	}
+	typeSet := map[string]bool{}
+	for _, t := range types {
+		typeSet[t] = true
+	}
+	match := func(e stored) bool {
+		for _, b := range bounds {
+			if !b(e.created) {
+				return false
+			}
+		}
+		switch {
+		case len(typeSet) > 0:
+			return typeSet[e.typ]
+		case strings.HasSuffix(single, "*"):
+			return strings.HasPrefix(e.typ, strings.TrimSuffix(single, "*"))
+		case single != "":
+			return e.typ == single
+		}
+		return true
+	}
+
+	// Newest first. A cursor is a position in this order whether or not the
+	// cursor's event matches the filters, as with Stripe.
+	all := append([]stored(nil), s.events...)
+	sort.Slice(all, func(i, j int) bool { return newer(all[i], all[j]) })
+	var matched []stored
+	for _, e := range all {
+		if match(e) {
+			matched = append(matched, e)
+		}
+	}
+	cursorOf := func(id string) (stored, bool) {
+		i, ok := s.byID[id]
+		if !ok {
+			return stored{}, false
+		}
+		return s.events[i], true
+	}
+	var page []stored
+	hasMore := false
+	switch {
+	case after != "":
+		c, ok := cursorOf(after)
+		if !ok {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", after), "starting_after")
+		}
+		var rest []stored
+		for _, e := range matched {
+			if newer(c, e) {
+				rest = append(rest, e)
+			}
+		}
+		page, hasMore = head(rest, limit)
+	case before != "":
+		c, ok := cursorOf(before)
+		if !ok {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", before), "ending_before")
+		}
+		// The limit events just newer than the cursor, still newest first.
+		var rest []stored
+		for _, e := range matched {
+			if newer(e, c) {
+				rest = append(rest, e)
+			}
+		}
+		if len(rest) > limit {
+			page, hasMore = rest[len(rest)-limit:], true
+		} else {
+			page = rest
+		}
+	default:
+		page, hasMore = head(matched, limit)
+	}
+
+	var b bytes.Buffer
+	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
+	for i, e := range page {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(e.raw)
+	}
+	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/events\"\n}", hasMore)
+	return http.StatusOK, b.Bytes()
+}
+
+func newer(a, b stored) bool {
+	if a.created != b.created {
+		return a.created > b.created
+	}
+	return a.seq > b.seq
+}
+
+func head(es []stored, limit int) ([]stored, bool) {
+	if len(es) > limit {
+		return es[:limit], true
+	}
+	return es, false
+}
+
+// typesOf reads types[] in any of the encodings Stripe accepts: types[]=a,
+// types[0]=a&types[1]=b, in index order.
+func typesOf(q url.Values) []string {
+	type indexed struct {
+		i int
+		v string
+	}
+	var out []indexed
+	for k, vs := range q {
+		rest, ok := strings.CutPrefix(k, "types[")
+		if !ok || !strings.HasSuffix(rest, "]") {
+			continue
+		}
+		idx := strings.TrimSuffix(rest, "]")
+		i := -1
+		if idx != "" {
+			n, err := strconv.Atoi(idx)
+			if err != nil {
+				continue
+			}
+			i = n
+		}
+		for _, v := range vs {
+			out = append(out, indexed{i, v})
+		}
+	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].i < out[b].i })
+	types := make([]string, len(out))
+	for i, t := range out {
+		types[i] = t.v
+	}
+	return types
+}
+
+func faultBody(status int) []byte {
+	if status == http.StatusTooManyRequests {
+		return errorBody("invalid_request_error", "rate_limit", "Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.", "")
+	}
+	return errorBody("api_error", "", "An unknown error occurred (injected by stripefake).", "")
+}
+
+func errorBody(typ, code, msg, param string) []byte {
+	e := map[string]string{"type": typ, "message": msg}
+	if code != "" {
+		e["code"] = code
+	}
+	if param != "" {
+		e["param"] = param
+	}
+	b, _ := json.Marshal(map[string]any{"error": e})
+	return b
+}

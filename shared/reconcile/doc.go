@@ -1,0 +1,50 @@
+// Package reconcile proves, on a schedule, that no event was lost: it lists
+// the provider's events, compares them with the store, ingests what never
+// arrived, and re-enqueues what arrived but got stuck.
+//
+// Webhooks bring speed; only reconciliation brings completeness. Stripe stops
+// retrying a delivery after three days (a few hours in test mode), endpoints
+// get misconfigured, and a deploy can drop deliveries.
+//
+// # Missing events
+//
+// The handled types are split into groups of at most 20, the most one list
+// request may filter on, and each group is reconciled on its own. A group
+// lists a window of creation times, newest first, 100 events per request:
+// from its checkpoint minus an overlap (events can show up in the list a
+// little after their creation time) to a little before now (events that
+// young may still be on their way as webhooks), and never older than
+// Stripe's 30-day retention. Each page is compared with the store in one
+// BatchGetItem. Events not in the store are ingested through package ingest,
+// the receiver's own path (same conditional put, same enqueue), with source
+// "reconciler", so a late webhook for the same event is a plain duplicate.
+//
+// # Checkpoint
+//
+// Each group's progress is one item in the events table (see Checkpoint),
+// written after each page is fully handled with a conditional write on its
+// sequence number: a run only ever replaces the state it read, so two
+// overlapping runs cannot move a checkpoint backwards or skip a page; the
+// one that loses the race stops and leaves the rest to the other. A window
+// is worked newest first, so until it is finished the checkpoint holds the
+// window and a cursor, and a run that stops (near its deadline, after its
+// page budget, under a storm of 429s) is resumed from there by the next.
+//
+// # Stuck events
+//
+// Records still received, failed or processing a while after their last
+// transition (15 minutes by default) have lost their queue message: the
+// process died between the put and the send, the message went to the DLQ
+// while the record said otherwise, or a worker died on the last receive.
+// They are found through the sparse "pending" index, which holds only
+// unfinished records, never by a scan, and their pointer is sent again; the
+// processor's claim makes a pointer sent twice harmless.
+//
+// # Reporting
+//
+// Every run ends with one JSON log line carrying its metrics in the
+// Embedded Metric Format (namespace WebhookInbox, dimension function =
+// reconciler): listed, missing_found, stuck_requeued, pages, run_duration,
+// checkpoint_age, throttled, raced. missing_found above zero means webhooks
+// are being lost upstream; the template alarms on it.
+package reconcile

@@ -1,0 +1,672 @@
+package reconcile
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+)
+
+// Lister lists the provider's events; *stripeapi.Client implements it.
+type Lister interface {
+	ListEvents(ctx context.Context, q stripeapi.EventQuery, page func(stripeapi.Page) (bool, error)) error
+}
+
+// DynamoDB is the part of *dynamodb.Client the reconciler uses: BatchGetItem
+// on the events table, Query on its pending index, GetItem and PutItem of
+// the checkpoints.
+type DynamoDB interface {
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
+	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+}
+
+// Ingester puts a missing event into the pipeline; *ingest.Ingester, the
+// receiver's own, implements it.
+type Ingester interface {
+	Ingest(ctx context.Context, env event.Envelope, payload []byte, source event.Source) (ingest.Result, error)
+}
+
+// Queue re-enqueues stuck records; *queue.Queue implements it.
+type Queue interface {
+	Send(ctx context.Context, p event.Pointer) error
+}
+
+// Retention is how long Stripe keeps events: a listing never asks for older
+// ones.
+const Retention = 30 * 24 * time.Hour
+
+// retentionMargin keeps the oldest bound a little inside the retention, so
+// a request never names a time Stripe is deleting events at.
+const retentionMargin = time.Minute
+
+// Defaults for Config.
+const (
+	DefaultOverlap         = time.Hour
+	DefaultStuckAfter      = 15 * time.Minute
+	DefaultSettle          = 5 * time.Minute
+	DefaultMaxPages        = 50
+	DefaultMaxStuck        = 1000
+	DefaultDeadlineMargin  = 20 * time.Second
+	DefaultThrottleBackoff = time.Second
+	DefaultMaxThrottles    = 5
+	DefaultBatchBackoff    = 50 * time.Millisecond
+)
+
+// Config configures a Reconciler. Stripe, DB, Table, Ingester, Queue and
+// Types are required; zero durations and counts take the defaults.
+type Config struct {
+	Stripe   Lister
+	DB       DynamoDB
+	Table    string
+	Ingester Ingester
+	Queue    Queue
+	// Provider names the provider in keys; event.ProviderStripe when empty.
+	Provider string
+	// Types are the handled event types, the receiver's allowlist: only
+	// these are listed.
+	Types []string
+	// Livemode is the mode this deployment serves; listing events of the
+	// other mode (the wrong API key) fails the run.
+	Livemode bool
+	// Overlap is listed again below the checkpoint each window, for events
+	// that appear in the list a little after their creation time.
+	Overlap time.Duration
+	// Settle leaves out events younger than this: their webhook may still
+	// be on its way, and ingesting them would report a loss that is not.
+	Settle time.Duration
+	// Lookback is how far back a group with no checkpoint starts; at most
+	// (and by default) Retention.
+	Lookback time.Duration
+	// StuckAfter is how long a record may stay unfinished since its last
+	// transition before it is re-enqueued.
+	StuckAfter time.Duration
+	// MaxPages bounds the list requests answered per run, over all groups.
+	MaxPages int
+	// MaxStuck bounds the records re-enqueued per run.
+	MaxStuck int
+	// DeadlineMargin: a run stops starting new pages this long before its
+	// context's deadline (the Lambda timeout), so it always ends cleanly.
+	DeadlineMargin time.Duration
+	// ThrottleBackoff is the first wait after a 429; it doubles with each
+	// 429 in a row, and after MaxThrottles in a row the run stops.
+	ThrottleBackoff time.Duration
+	MaxThrottles    int
+	// BatchBackoff is the first wait before retrying unprocessed keys.
+	BatchBackoff time.Duration
+	Logger       *slog.Logger
+	Now          func() time.Time
+}
+
+// Reconciler runs reconciliations.
+type Reconciler struct {
+	cfg    Config
+	groups []Group
+}
+
+// New returns a Reconciler; zero fields of cfg take their defaults.
+func New(cfg Config) (*Reconciler, error) {
+	var missing []string
+	if cfg.Stripe == nil {
+		missing = append(missing, "Stripe")
+	}
+	if cfg.DB == nil {
+		missing = append(missing, "DB")
+	}
+	if cfg.Table == "" {
+		missing = append(missing, "Table")
+	}
+	if cfg.Ingester == nil {
+		missing = append(missing, "Ingester")
+	}
+	if cfg.Queue == nil {
+		missing = append(missing, "Queue")
+	}
+	if cfg.Provider == "" {
+		cfg.Provider = event.ProviderStripe
+	}
+	groups := Groups(cfg.Provider, cfg.Types)
+	if len(groups) == 0 {
+		missing = append(missing, "Types")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("reconcile: config without %s", strings.Join(missing, ", "))
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&cfg.Overlap, DefaultOverlap)
+	def(&cfg.Settle, DefaultSettle)
+	def(&cfg.Lookback, Retention)
+	def(&cfg.StuckAfter, DefaultStuckAfter)
+	def(&cfg.DeadlineMargin, DefaultDeadlineMargin)
+	def(&cfg.ThrottleBackoff, DefaultThrottleBackoff)
+	def(&cfg.BatchBackoff, DefaultBatchBackoff)
+	cfg.Lookback = min(cfg.Lookback, Retention)
+	if cfg.MaxPages <= 0 {
+		cfg.MaxPages = DefaultMaxPages
+	}
+	if cfg.MaxStuck <= 0 {
+		cfg.MaxStuck = DefaultMaxStuck
+	}
+	if cfg.MaxThrottles <= 0 {
+		cfg.MaxThrottles = DefaultMaxThrottles
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Reconciler{cfg: cfg, groups: groups}, nil
+}
+
+// Groups returns the groups of types the reconciler lists, in order.
+func (r *Reconciler) Groups() []Group { return r.groups }
+
+// Why a run stopped before reconciling every group up to the present
+// (Result.Stopped). Each is a clean stop: the checkpoint holds the last page
+// fully handled and the next run resumes from it.
+const (
+	StopDeadline        = "deadline"         // its context's deadline was near
+	StopMaxPages        = "max_pages"        // it used its page budget
+	StopRateLimited     = "rate_limited"     // Stripe kept answering 429
+	StopCheckpointMoved = "checkpoint_moved" // another run is at work
+	StopCanceled        = "canceled"         // its context was canceled
+	stopNone            = ""
+)
+
+// Outcomes of a run, as logged.
+const (
+	outcomeComplete = "complete"
+	outcomePartial  = "partial"
+	outcomeFailed   = "failed"
+)
+
+// metricsFunction is the value of the metrics' function dimension.
+const metricsFunction = "reconciler"
+
+// RunOptions adjust one run.
+type RunOptions struct {
+	// Since, when positive, lists the events created in this last stretch
+	// of time (at most Retention) instead of the checkpoint's window, and
+	// leaves the checkpoints untouched: an operator's one-off sweep.
+	Since time.Duration
+	// MaxPages, when positive, replaces Config.MaxPages for this run (an
+	// operator's sweep may want more than a scheduled run's budget).
+	MaxPages int
+	// Progress, when set, is called after each page and after the stuck
+	// records are re-enqueued, from the goroutine that called Run.
+	Progress func(Progress)
+}
+
+// Progress reports a run under way.
+type Progress struct {
+	// Group is the index of the group being listed in Groups, of Groups.
+	Group, Groups int
+	// From and To bound the window being listed; Through is the creation
+	// time of the oldest event handled in it so far (the listing goes
+	// newest first).
+	From, To, Through time.Time
+	// Totals of the run so far.
+	Pages, Listed, Missing, Stuck int
+}
+
+// Result is what a run did.
+type Result struct {
+	RunID string
+	// Listed counts the events listed from the provider.
+	Listed int
+	// Missing counts the events ingested because the store had no record:
+	// webhooks lost upstream.
+	Missing int
+	// Raced counts events missing from the store when looked up but stored
+	// by a webhook before the reconciler could: not losses.
+	Raced int
+	// Stuck counts the unfinished records re-enqueued.
+	Stuck int
+	// Pages counts the pages listed (one request each).
+	Pages int
+	// Throttled counts 429 answers that made the run back off.
+	Throttled int
+	// Stopped says why the run stopped early (Stop*), "" when it reached the
+	// present in every group.
+	Stopped string
+	// CheckpointAge is how far behind the least advanced group's checkpoint
+	// is at the end of the run: Retention for a group that never completed
+	// a window.
+	CheckpointAge time.Duration
+	Duration      time.Duration
+}
+
+// Input is the scheduled invocation's payload: EventBridge Scheduler
+// delivers the schedule's Input, by default none or an empty object.
+type Input struct {
+	// Since, a Go duration like "24h", runs a one-off sweep (RunOptions).
+	Since string `json:"since,omitempty"`
+}
+
+// Handle is the Lambda handler: one run per scheduled invocation. It
+// returns an error only when the run failed, so the invocation is counted
+// as an error; a run that stopped early to resume later is a success.
+func (r *Reconciler) Handle(ctx context.Context, payload json.RawMessage) error {
+	var in Input
+	if len(payload) > 0 && string(payload) != "null" {
+		if err := json.Unmarshal(payload, &in); err != nil {
+			r.cfg.Logger.ErrorContext(ctx, "reconcile: bad input", slog.String("error", err.Error()))
+			return fmt.Errorf("reconcile: decode input: %w", err)
+		}
+	}
+	var opts RunOptions
+	if in.Since != "" {
+		d, err := time.ParseDuration(in.Since)
+		if err != nil || d <= 0 {
+			r.cfg.Logger.ErrorContext(ctx, "reconcile: bad input", slog.String("since", in.Since))
+			return fmt.Errorf("reconcile: input since=%q is not a positive duration like 24h", in.Since)
+		}
+		opts.Since = d
+	}
+	_, err := r.Run(ctx, opts)
+	return err
+}
+
+// run is one run's state.
+type run struct {
+	r      *Reconciler
+	opts   RunOptions
+	res    Result
+	stopAt time.Time // zero: no deadline
+	// throttles counts 429s in a row.
+	throttles int
+	// oldest is the least advanced done_through over the groups.
+	oldest    int64
+	anyNever  bool
+	groupIdx  int
+	progress  Progress
+	startedAt time.Time
+}
+
+// Run reconciles once: it re-enqueues stuck records, then lists each group's
+// window and ingests what is missing, until every group reaches the present
+// or the run must stop (see Result.Stopped). It logs one line with the run's
+// metrics. An error means the run could not go on (Stripe or AWS failed);
+// whatever it finished before is kept and the next run resumes from there.
+func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
+	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now()}
+	rn.res.RunID = newRunID()
+	rn.progress.Groups = len(r.groups)
+	if dl, ok := ctx.Deadline(); ok {
+		rn.stopAt = dl.Add(-r.cfg.DeadlineMargin)
+	}
+	err := rn.do(ctx)
+	if err != nil && ctx.Err() != nil {
+		// The context ended mid-call: nothing is half-written (a checkpoint
+		// is written only after its page is fully handled), so this is a
+		// stop like any other, not a failure.
+		err = nil
+		rn.res.Stopped = StopCanceled
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			rn.res.Stopped = StopDeadline
+		}
+	}
+	now := r.cfg.Now()
+	rn.res.Duration = now.Sub(rn.startedAt)
+	switch {
+	case rn.anyNever || rn.oldest == 0:
+		rn.res.CheckpointAge = Retention
+	default:
+		rn.res.CheckpointAge = now.Sub(time.Unix(rn.oldest, 0))
+	}
+	r.report(ctx, rn, err)
+	return rn.res, err
+}
+
+func (rn *run) do(ctx context.Context) error {
+	if err := rn.requeueStuck(ctx); err != nil {
+		return err
+	}
+	for i, g := range rn.r.groups {
+		if ctx.Err() != nil {
+			break
+		}
+		rn.groupIdx = i
+		cp, err := rn.r.LoadCheckpoint(ctx, g)
+		if err != nil {
+			return err
+		}
+		if rn.res.Stopped == stopNone && rn.mayContinue(ctx) {
+			if cp, err = rn.group(ctx, g, cp); err != nil {
+				rn.track(cp)
+				return err
+			}
+		}
+		rn.track(cp)
+	}
+	return nil
+}
+
+// track keeps the least advanced checkpoint for the run's checkpoint age.
+func (rn *run) track(cp Checkpoint) {
+	if cp.DoneThrough == 0 {
+		rn.anyNever = true
+		return
+	}
+	if rn.oldest == 0 || cp.DoneThrough < rn.oldest {
+		rn.oldest = cp.DoneThrough
+	}
+}
+
+// mayContinue reports whether the run may make another list request, and
+// records why not.
+func (rn *run) mayContinue(ctx context.Context) bool {
+	switch {
+	case rn.res.Stopped != stopNone:
+		return false
+	case ctx.Err() != nil:
+		rn.res.Stopped = StopCanceled
+	case !rn.stopAt.IsZero() && !rn.r.cfg.Now().Before(rn.stopAt):
+		rn.res.Stopped = StopDeadline
+	case rn.res.Pages >= rn.maxPages():
+		rn.res.Stopped = StopMaxPages
+	default:
+		return true
+	}
+	return false
+}
+
+func (rn *run) maxPages() int {
+	if rn.opts.MaxPages > 0 {
+		return rn.opts.MaxPages
+	}
+	return rn.r.cfg.MaxPages
+}
+
+// requeueStuck sends the pointer of every record stuck unfinished again.
+func (rn *run) requeueStuck(ctx context.Context) error {
+	r := rn.r
+	cutoff := r.cfg.Now().Add(-r.cfg.StuckAfter)
+	err := r.stuck(ctx, cutoff, r.cfg.MaxStuck, func(rec event.Record) (bool, error) {
+		if !rec.Status.Pending() {
+			return true, nil
+		}
+		if err := r.cfg.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
+			return false, fmt.Errorf("reconcile: re-enqueue stuck event %s: %w", rec.ID, err)
+		}
+		rn.res.Stuck++
+		r.cfg.Logger.WarnContext(ctx, "stuck event re-enqueued",
+			slog.String("run_id", rn.res.RunID),
+			slog.String("event_id", rec.ID), slog.String("event_type", rec.Type),
+			slog.String("status", string(rec.Status)), slog.Time("status_at", rec.StatusAt))
+		return rn.stopAt.IsZero() || r.cfg.Now().Before(rn.stopAt), nil
+	})
+	if err != nil {
+		return err
+	}
+	rn.report()
+	return nil
+}
+
+// window is the stretch of creation times a group lists in one go.
+type window struct {
+	from, to      int64
+	cursor        string
+	cursorCreated int64
+}
+
+// group reconciles one group and returns its checkpoint as it left it.
+func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, error) {
+	r := rn.r
+	now := r.cfg.Now()
+	floor := now.Add(-Retention + retentionMargin).Unix()
+	settled := now.Add(-r.cfg.Settle).Unix()
+	persist := rn.opts.Since <= 0
+	var w window
+	switch {
+	case !persist:
+		w = window{from: now.Add(-min(rn.opts.Since, Retention)).Unix(), to: settled}
+	case cp.inProgress():
+		w = window{from: cp.WindowFrom, to: cp.WindowTo, cursor: cp.Cursor, cursorCreated: cp.CursorCreated}
+	case cp.DoneThrough > 0:
+		w = window{from: cp.DoneThrough - int64(r.cfg.Overlap/time.Second), to: settled}
+	default:
+		w = window{from: now.Add(-r.cfg.Lookback).Unix(), to: settled}
+	}
+	w.from = max(w.from, floor)
+	// What is left of the window has left Stripe's retention: nothing more
+	// can be listed, so the window is as done as it will ever be.
+	expired := w.to < floor || (w.cursor != "" && w.cursorCreated < floor)
+	if expired || w.to < w.from {
+		if persist && (expired || cp.inProgress()) {
+			next := cp
+			next.DoneThrough = max(cp.DoneThrough, w.to)
+			next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
+			saved, err := rn.save(ctx, cp, next)
+			if errors.Is(err, ErrCheckpointMoved) {
+				rn.res.Stopped = StopCheckpointMoved
+				return cp, nil
+			}
+			return saved, err
+		}
+		return cp, nil
+	}
+	rn.progress.From, rn.progress.To, rn.progress.Through = time.Unix(w.from, 0), time.Unix(w.to, 0), time.Unix(w.to, 0)
+	backoff := r.cfg.ThrottleBackoff
+	for {
+		q := stripeapi.EventQuery{CreatedGTE: w.from, CreatedLTE: w.to, Types: g.Types, StartingAfter: w.cursor}
+		err := r.cfg.Stripe.ListEvents(ctx, q, func(p stripeapi.Page) (bool, error) {
+			rn.throttles = 0
+			backoff = r.cfg.ThrottleBackoff
+			last, err := rn.page(ctx, p)
+			if err != nil {
+				return false, err
+			}
+			rn.res.Pages++
+			if last.ID != "" {
+				w.cursor, w.cursorCreated = last.ID, last.Created
+				rn.progress.Through = time.Unix(last.Created, 0)
+			}
+			if persist {
+				next := cp
+				if p.HasMore {
+					next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = w.from, w.to, w.cursor, w.cursorCreated
+				} else {
+					next.DoneThrough = max(cp.DoneThrough, w.to)
+					next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
+				}
+				if cp, err = rn.save(ctx, cp, next); err != nil {
+					return false, err
+				}
+			}
+			rn.report()
+			if !p.HasMore {
+				return false, nil
+			}
+			return rn.mayContinue(ctx), nil
+		})
+		switch {
+		case errors.Is(err, ErrCheckpointMoved):
+			rn.res.Stopped = StopCheckpointMoved
+			return cp, nil
+		case stripeapi.RateLimited(err):
+			rn.res.Throttled++
+			rn.throttles++
+			r.cfg.Logger.WarnContext(ctx, "rate limited by Stripe: backing off",
+				slog.String("run_id", rn.res.RunID), slog.Int("in_a_row", rn.throttles), slog.Duration("backoff", backoff))
+			if rn.throttles >= r.cfg.MaxThrottles {
+				rn.res.Stopped = StopRateLimited
+				return cp, nil
+			}
+			if !rn.stopAt.IsZero() && !r.cfg.Now().Add(backoff).Before(rn.stopAt) {
+				rn.res.Stopped = StopDeadline
+				return cp, nil
+			}
+			if sleep(ctx, backoff) != nil {
+				rn.res.Stopped = StopCanceled
+				return cp, nil
+			}
+			backoff *= 2
+			if !rn.mayContinue(ctx) {
+				return cp, nil
+			}
+			continue
+		case err != nil && ctx.Err() != nil:
+			// Out of time or canceled mid-page: nothing is half-written, the
+			// checkpoint holds the last page fully handled.
+			rn.res.Stopped = StopCanceled
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				rn.res.Stopped = StopDeadline
+			}
+			return cp, nil
+		case err != nil:
+			return cp, fmt.Errorf("reconcile: group %s: %w", g.Key, err)
+		}
+		return cp, nil
+	}
+}
+
+// save writes the checkpoint, or reports that another run moved it.
+func (rn *run) save(ctx context.Context, prev, next Checkpoint) (Checkpoint, error) {
+	return rn.r.saveCheckpoint(ctx, prev, next, rn.r.cfg.Now(), rn.res.RunID)
+}
+
+// page compares one page with the store and ingests what is missing, oldest
+// first. It returns the envelope of the page's oldest event (the next cursor).
+func (rn *run) page(ctx context.Context, p stripeapi.Page) (event.Envelope, error) {
+	r := rn.r
+	if len(p.Events) == 0 {
+		return event.Envelope{}, nil
+	}
+	envs := make([]event.Envelope, len(p.Events))
+	ids := make([]string, len(p.Events))
+	for i, raw := range p.Events {
+		env, err := event.DecodeEnvelope(raw)
+		if err != nil {
+			return event.Envelope{}, fmt.Errorf("reconcile: event %d of a page: %w", i, err)
+		}
+		if env.Livemode != r.cfg.Livemode {
+			return event.Envelope{}, fmt.Errorf("%w: event %s has livemode=%t", ErrWrongMode, env.ID, env.Livemode)
+		}
+		envs[i], ids[i] = env, env.ID
+	}
+	rn.res.Listed += len(envs)
+	have, err := r.existing(ctx, ids)
+	if err != nil {
+		return event.Envelope{}, err
+	}
+	// The page is newest first; ingesting oldest first hands the processor
+	// an object's events in the order they happened.
+	for i := len(envs) - 1; i >= 0; i-- {
+		env := envs[i]
+		if have[env.ID] {
+			continue
+		}
+		res, err := r.cfg.Ingester.Ingest(ctx, env, p.Events[i], event.SourceReconciler)
+		if err != nil {
+			return event.Envelope{}, fmt.Errorf("reconcile: ingest event %s: %w", env.ID, err)
+		}
+		attrs := []any{slog.String("run_id", rn.res.RunID), slog.String("event_id", env.ID), slog.String("event_type", env.Type),
+			slog.Time("created", time.Unix(env.Created, 0)), slog.String("outcome", string(res.Outcome))}
+		switch res.Outcome {
+		case ingest.Stored, ingest.Ignored:
+			rn.res.Missing++
+			r.cfg.Logger.WarnContext(ctx, "missing event ingested", attrs...)
+		default:
+			rn.res.Raced++
+			r.cfg.Logger.InfoContext(ctx, "event stored by its webhook meanwhile", attrs...)
+		}
+	}
+	return envs[len(envs)-1], nil
+}
+
+// ErrWrongMode means the provider listed events of the other mode than the
+// deployment serves: the API key belongs to the wrong mode.
+var ErrWrongMode = errors.New("reconcile: listed events of the wrong mode (check the API key against STRIPE_MODE)")
+
+// report calls the progress callback.
+func (rn *run) report() {
+	if rn.opts.Progress == nil {
+		return
+	}
+	p := rn.progress
+	p.Group = rn.groupIdx
+	p.Pages, p.Listed, p.Missing, p.Stuck = rn.res.Pages, rn.res.Listed, rn.res.Missing, rn.res.Stuck
+	rn.opts.Progress(p)
+}
+
+// report logs the run's one line, with its metrics.
+func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
+	res := rn.res
+	outcome := outcomeComplete
+	level := slog.LevelInfo
+	switch {
+	case err != nil:
+		outcome, level = outcomeFailed, slog.LevelError
+	case res.Stopped != stopNone:
+		outcome = outcomePartial
+	}
+	if res.Missing > 0 && level < slog.LevelWarn {
+		level = slog.LevelWarn
+	}
+	attrs := []any{
+		slog.String("run_id", res.RunID),
+		slog.String("outcome", outcome),
+		slog.Int("groups", len(r.groups)),
+	}
+	if res.Stopped != stopNone {
+		attrs = append(attrs, slog.String("stopped", res.Stopped))
+	}
+	if rn.opts.Since > 0 {
+		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
+	}
+	if rn.oldest > 0 && !rn.anyNever {
+		attrs = append(attrs, slog.Time("checkpoint", time.Unix(rn.oldest, 0)))
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}},
+		metrics.C(MetricListed, res.Listed),
+		metrics.C(MetricMissing, res.Missing),
+		metrics.C(MetricRaced, res.Raced),
+		metrics.C(MetricStuck, res.Stuck),
+		metrics.C(MetricPages, res.Pages),
+		metrics.C(MetricThrottled, res.Throttled),
+		metrics.Ms(MetricDuration, res.Duration),
+		metrics.Metric{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
+	)...)
+	r.cfg.Logger.Log(ctx, level, "reconcile run", attrs...)
+}
+
+// Metric names of a run's log line (namespace metrics.Namespace, dimension
+// function=reconciler).
+const (
+	MetricListed        = "listed"
+	MetricMissing       = "missing_found"
+	MetricRaced         = "raced"
+	MetricStuck         = "stuck_requeued"
+	MetricPages         = "pages"
+	MetricThrottled     = "throttled"
+	MetricDuration      = "run_duration"
+	MetricCheckpointAge = "checkpoint_age"
+)
+
+func newRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "run_" + hex.EncodeToString(b[:])
+}
