@@ -33,10 +33,25 @@ dev: venv
 test: venv
 	$(GO) run ./internal/withemulator -- $(GO) test $(TEST_FLAGS) ./...
 
-## fuzz: a short run of each fuzz target
+## fuzz: a short run of each fuzz target (package:Target)
 FUZZTIME ?= 20s
+FUZZ_TARGETS := ./shared/event:FuzzDecodeEnvelope ./shared/receiver:FuzzHandle
+# Go 1.26's fuzz coordinator can fail a duration-limited run with a bare
+# "context deadline exceeded" when the time runs out mid-execution on a busy
+# machine (golang/go#75804, fixed in Go 1.27). That, and only that, is
+# forgiven: a real failure prints something else or writes the failing input
+# to testdata/fuzz.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeEnvelope$$' -fuzztime $(FUZZTIME) ./shared/event
+	@set -o pipefail; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
+	  corpus=$$pkg/testdata/fuzz/$$fn; before=$$(ls $$corpus 2>/dev/null | wc -l); \
+	  log=$$(mktemp); echo "== $$fn ($$pkg, $(FUZZTIME))"; \
+	  if ! $(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg 2>&1 | tee $$log; then \
+	    after=$$(ls $$corpus 2>/dev/null | wc -l); \
+	    if [ "$$after" = "$$before" ] && grep -q '^--- FAIL: '"$$fn"' (' $$log && \
+	       [ "$$(grep -v '^\(fuzz: \|--- FAIL\|FAIL\|exit status\)' $$log | sed 's/^ *//' | grep -v '^$$')" = "context deadline exceeded" ]; then \
+	      echo "   (Go's fuzz coordinator deadline race, golang/go#75804: no failing input; not a failure)"; \
+	    else rm -f $$log; exit 1; fi; \
+	  fi; rm -f $$log; done
 
 ## lint: formatting, vet, staticcheck, and a tidy go.mod
 lint:
@@ -49,9 +64,11 @@ lint:
 	    echo "go mod tidy changed go.mod/go.sum: commit the tidy result"; git --no-pager diff go.mod go.sum; exit 1; fi; \
 	  rm -f /tmp/go.mod.lint.$$$$ /tmp/go.sum.lint.$$$$
 
-## bench: the benchmark table
+## bench: the benchmark table, then the receiver's ratios to HMAC-SHA256
+BENCH_COUNT ?= 3
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./shared/...
+	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./shared/... \
+	  | $(GO) run ./shared/receiver/internal/benchratio
 
 ## build: the three Lambda binaries for linux/arm64, as sam build makes them
 build: build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction

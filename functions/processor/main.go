@@ -11,7 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 )
 
 func main() {
@@ -22,11 +22,8 @@ func main() {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	// Register your own effects here, for example:
-	//   effects.On(effect.Func{HandlerName: "provision", Fn: provision}, "invoice.paid")
-	// Each runs once per event and gets a stable idempotency key.
-	effects := &effect.Registry{}
-	p, err := boot.Processor(ctx, boot.OSEnv, cfg, logger, effects)
+	// The team's own effects are registered in shared/hooks.
+	p, err := boot.Processor(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

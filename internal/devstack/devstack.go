@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -32,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 )
 
 // DefaultWebhookSecret is the signing secret of the local stack, for local
@@ -63,7 +65,8 @@ type Options struct {
 	APIKey string
 	// Env overrides function environment variables (STRIPE_API_BASE, ...).
 	Env map[string]string
-	// Effects are the processor's own effects; nil for none.
+	// Effects are the processor's own effects; nil for the team's
+	// (shared/hooks).
 	Effects *effect.Registry
 	// ReconcileEvery overrides the reconciler's schedule (the template's
 	// ScheduleExpression); zero keeps it, negative turns the reconciler off.
@@ -173,13 +176,17 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cancel()
 		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
 	}
-	proc, err := boot.Processor(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
+	effects := opts.Effects
+	if effects == nil {
+		effects = hooks.Registry()
+	}
+	proc, err := boot.Processor(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), effects)
 	if err != nil {
 		cancel()
 		return nil, err
 	}
 	p := &poller.Poller{
-		SQS: sqs.NewFromConfig(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
+		SQS: longPoll(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
 		Handler: proc.Handle, Function: ProcessorID,
 		Timeout: time.Duration(procFn.Timeout) * time.Second,
 		Workers: min(src.MaxConcurrency, 4),
@@ -349,4 +356,12 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 		return err
 	}
 	return put("ApiKeyParameter", opts.APIKey)
+}
+
+// longPoll is an SQS client for 20-second long polls: the functions' HTTP
+// client times an attempt out sooner than a long poll answers.
+func longPoll(cfg aws.Config) *sqs.Client {
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(30 * time.Second)
+	})
 }

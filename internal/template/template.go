@@ -15,6 +15,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/awslabs/goformation/v7/intrinsics"
 )
@@ -51,12 +52,18 @@ func Load(path string, overrides map[string]string) (*Template, error) {
 	return Parse(data, overrides)
 }
 
-// Parse processes a template document.
+// parseMu serializes goformation's processor, which writes a package-level
+// map (its YAML tag registry) on every call.
+var parseMu sync.Mutex
+
+// Parse processes a template document. It is safe for concurrent use.
 func Parse(data []byte, overrides map[string]string) (*Template, error) {
 	params := map[string]any{}
 	for k, v := range overrides {
 		params[k] = v
 	}
+	parseMu.Lock()
+	defer parseMu.Unlock()
 	out, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{
 		ParameterOverrides: params,
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{

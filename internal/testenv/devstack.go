@@ -64,6 +64,8 @@ type DevstackOptions struct {
 	Overrides map[string]string
 	// Env is added to the process environment.
 	Env map[string]string
+	// Args are more devstack flags, like -reconcile-every 1s.
+	Args []string
 }
 
 // Devstack is a local stack running as its own process (bin/devstack, as
@@ -105,8 +107,9 @@ func (d *Devstack) start(t testing.TB) {
 		overrides = append(overrides, k+"="+v)
 	}
 	sort.Strings(overrides)
-	cmd := exec.Command(DevstackBinary(t), "-addr", fmt.Sprintf("127.0.0.1:%d", port), "-prefix", d.Prefix,
-		"-parameter-overrides", strings.Join(overrides, " "))
+	args := append([]string{"-addr", fmt.Sprintf("127.0.0.1:%d", port), "-prefix", d.Prefix,
+		"-parameter-overrides", strings.Join(overrides, " ")}, d.Opts.Args...)
+	cmd := exec.Command(DevstackBinary(t), args...)
 	root, _ := repo.Root()
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+d.Opts.Endpoint, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "LOG_LEVEL=DEBUG")

@@ -27,6 +27,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -127,11 +128,15 @@ func (r *reader) common() Common {
 	return c
 }
 
+// AttemptTimeout bounds one HTTP attempt of an AWS call.
+const AttemptTimeout = 3 * time.Second
+
 // HTTPClient is shared by every AWS client of a function: connections are
-// reused across invocations, and the timeouts bound a call even when the
-// caller's context has none.
+// reused across invocations. Its per-attempt timeout is a third of the
+// receiver's default budget, so one hung connection leaves room for the SDK
+// to retry within the budget instead of using it all up.
 func HTTPClient() *awshttp.BuildableClient {
-	return awshttp.NewBuildableClient().WithTimeout(10 * time.Second).WithTransportOptions(func(t *http.Transport) {
+	return awshttp.NewBuildableClient().WithTimeout(AttemptTimeout).WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 64
 		t.IdleConnTimeout = 90 * time.Second
 	})
@@ -161,23 +166,12 @@ func secret(ctx context.Context, r *reader, client secrets.SSM, localKey, paramK
 	return secrets.Read(ctx, client, name)
 }
 
-// HandledTypes returns the event-type allowlist: EVENT_TYPES (comma
-// separated) or the types the mirror and the effects handle.
+// HandledTypes returns the event-type allowlist of HandledTypeList as a
+// predicate.
 func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
 	set := map[string]bool{}
-	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
-		for _, t := range strings.Split(v, ",") {
-			set[strings.TrimSpace(t)] = true
-		}
-	} else {
-		for _, t := range mirror.Types {
-			set[t] = true
-		}
-		if effects != nil {
-			for _, t := range effects.Types() {
-				set[t] = true
-			}
-		}
+	for _, t := range HandledTypeList(env, effects) {
+		set[t] = true
 	}
 	return func(t string) bool { return set[t] }
 }
@@ -206,7 +200,7 @@ func Receiver(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger)
 	}
 	return receiver.New(receiver.Config{
 		Verifier:     v,
-		Ingester:     NewIngester(cfg, c, HandledTypes(env, nil)),
+		Ingester:     NewIngester(cfg, c, HandledTypes(env, hooks.Registry())),
 		Livemode:     c.Livemode,
 		APIVersion:   stripe.APIVersion,
 		MaxBodyBytes: maxBody,
@@ -227,7 +221,8 @@ func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.In
 }
 
 // Processor builds the processor's handler, with the effects registered in
-// effects (nil for none).
+// effects (nil for none). When FORWARD_URL is set, it also registers the
+// built-in forward effect (see effect.Forward) for every type, in effects.
 func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
 	r := &reader{env: env}
 	c := r.common()
@@ -249,6 +244,19 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	} else if err != nil {
 		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
 	}
+	if url := strings.TrimSpace(env("FORWARD_URL")); url != "" {
+		fwdSecret, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "FORWARD_SECRET", "FORWARD_SECRET_PARAMETER")
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: forward secret: %w", err)
+		}
+		if fwdSecret == "" {
+			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned")
+		}
+		if effects == nil {
+			effects = &effect.Registry{}
+		}
+		effects.On(&effect.Forward{URL: url, Secret: fwdSecret, Client: &http.Client{Timeout: 10 * time.Second}}, "*")
+	}
 	var eff processor.Effects
 	if effects != nil {
 		eff = effects
@@ -268,10 +276,12 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	})
 }
 
-// HandledTypeList lists the types HandledTypes(env, nil) accepts, sorted:
-// EVENT_TYPES, or the types the mirror handles. The reconciler lists exactly
-// these, so it repairs what the receiver would have accepted.
-func HandledTypeList(env Env) []string {
+// HandledTypeList lists the event types the pipeline handles, sorted:
+// EVENT_TYPES (comma separated) when set, else the types the mirror handles
+// and those the team's effects are registered for. The receiver accepts
+// exactly these (others are recorded as ignored) and the reconciler lists
+// exactly these, so it repairs what the receiver would have accepted.
+func HandledTypeList(env Env, effects *effect.Registry) []string {
 	var out []string
 	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
 		for _, t := range strings.Split(v, ",") {
@@ -281,6 +291,9 @@ func HandledTypeList(env Env) []string {
 		}
 	} else {
 		out = append(out, mirror.Types...)
+		if effects != nil {
+			out = append(out, effects.Types()...)
+		}
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -313,7 +326,7 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 		MaxPages:       r.integer("RECONCILE_MAX_PAGES", reconcile.DefaultMaxPages),
 		MaxStuck:       r.integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
 		DeadlineMargin: r.duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin),
-		Types:          HandledTypeList(env),
+		Types:          HandledTypeList(env, hooks.Registry()),
 		Livemode:       c.Livemode,
 		Provider:       event.ProviderStripe,
 		Table:          c.EventsTable,
@@ -339,7 +352,7 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 		return nil, err
 	}
 	rc.Stripe = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase, RateLimit: float64(limit)})
-	in := NewIngester(cfg, c, HandledTypes(env, nil))
+	in := NewIngester(cfg, c, HandledTypes(env, hooks.Registry()))
 	rc.Ingester = in
 	rc.Queue = in.Queue
 	rc.DB = dynamodb.NewFromConfig(cfg)

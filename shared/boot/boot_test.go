@@ -7,7 +7,9 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
 
@@ -102,7 +104,7 @@ func TestReconcilerBuildsFromALocalKey(t *testing.T) {
 func TestHandledTypeListMatchesHandledTypes(t *testing.T) {
 	for _, env := range []map[string]string{nil, {"EVENT_TYPES": " invoice.paid,charge.refunded,invoice.paid, "}} {
 		accepts := HandledTypes(envMap(env), nil)
-		list := HandledTypeList(envMap(env))
+		list := HandledTypeList(envMap(env), nil)
 		for _, ty := range list {
 			if !accepts(ty) {
 				t.Errorf("EVENT_TYPES=%q: %s listed but not accepted", env["EVENT_TYPES"], ty)
@@ -114,5 +116,16 @@ func TestHandledTypeListMatchesHandledTypes(t *testing.T) {
 		if env != nil && strings.Join(list, ",") != "charge.refunded,invoice.paid" {
 			t.Errorf("EVENT_TYPES list: got %v", list)
 		}
+	}
+}
+
+func TestEffectTypesAreHandled(t *testing.T) {
+	reg := &effect.Registry{}
+	reg.On(effect.Func{HandlerName: "refund-notice", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }}, "charge.refunded")
+	if !HandledTypes(envMap(nil), reg)("charge.refunded") {
+		t.Error("a type the team registered an effect for is not accepted: its events would be recorded as ignored")
+	}
+	if got := HandledTypeList(envMap(nil), reg); len(got) != len(mirror.Types)+1 {
+		t.Errorf("list: got %d types, want the mirror's and the effect's", len(got))
 	}
 }

@@ -1,6 +1,7 @@
 package event
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,6 +83,11 @@ func DecodeEnvelope(payload []byte) (Envelope, error) {
 		return Envelope{}, s.fail("data after the top-level value")
 	}
 	if object != "" && object != "event" {
+		// The value comes from the payload: quote only a short prefix, so
+		// an error never carries a payload into a log.
+		if len(object) > 32 {
+			object = object[:32] + "…"
+		}
 		return Envelope{}, fmt.Errorf("%w: object is %q", ErrMalformed, object)
 	}
 	if e.ID == "" || e.Type == "" {
@@ -133,14 +139,45 @@ func (s *scanner) fail(why string) error {
 }
 
 func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
+	b, i := s.b, s.i
+	for i < len(b) {
+		c := b[i]
+		// Every byte that is not whitespace is above ' ': one comparison
+		// settles the common case.
+		if c > ' ' {
+			break
 		}
+		// Stripe pretty-prints its events: most whitespace is indentation,
+		// runs of spaces that go eight at a time.
+		if c == ' ' && i+8 <= len(b) && binary.LittleEndian.Uint64(b[i:]) == spaces8 {
+			i += 8
+			continue
+		}
+		if c != ' ' && c != '\t' && c != '\n' && c != '\r' {
+			break
+		}
+		i++
 	}
+	s.i = i
+}
+
+const (
+	spaces8 = 0x2020202020202020
+	ones8   = 0x0101010101010101
+	highs8  = 0x8080808080808080
+)
+
+// plain8 reports whether none of the eight bytes of x ends a string or
+// needs a closer look: no '"', no '\\' and no control character. It is the
+// classic SWAR test: (v - 0x01..) & ^v & 0x80.. is non-zero exactly when
+// some byte of v is zero (or, with n*0x01.., below n).
+func plain8(x uint64) bool {
+	quote := x ^ (ones8 * '"')
+	backslash := x ^ (ones8 * '\\')
+	special := (quote - ones8) & ^quote
+	special |= (backslash - ones8) & ^backslash
+	special |= (x - ones8*0x20) & ^x
+	return special&highs8 == 0
 }
 
 func (s *scanner) peek(c byte) bool { return s.i < len(s.b) && s.b[s.i] == c }
@@ -196,6 +233,50 @@ func (s *scanner) object(depth int, member func(key []byte) error) error {
 	}
 }
 
+// skipObject scans and discards an object starting at '{'. It is object
+// without the keys: they are validated as strings but neither unescaped nor
+// checked for UTF-8, since nothing reads them. Almost every byte of an event
+// is inside data.object, so this is the decoder's hot loop.
+func (s *scanner) skipObject(depth int) error {
+	if depth >= maxDepth {
+		return s.fail("nesting too deep")
+	}
+	s.i++ // '{'
+	s.ws()
+	if s.peek('}') {
+		s.i++
+		return nil
+	}
+	for {
+		if !s.peek('"') {
+			return s.fail("object key is not a string")
+		}
+		if _, _, err := s.rawString(); err != nil {
+			return err
+		}
+		s.ws()
+		if !s.peek(':') {
+			return s.fail("missing ':' after key")
+		}
+		s.i++
+		s.ws()
+		if err := s.value(depth + 1); err != nil {
+			return err
+		}
+		s.ws()
+		if s.peek(',') {
+			s.i++
+			s.ws()
+			continue
+		}
+		if s.peek('}') {
+			s.i++
+			return nil
+		}
+		return s.fail("missing ',' or '}' in object")
+	}
+}
+
 // value scans and discards any JSON value.
 func (s *scanner) value(depth int) error {
 	if s.i >= len(s.b) {
@@ -203,7 +284,7 @@ func (s *scanner) value(depth int) error {
 	}
 	switch c := s.b[s.i]; {
 	case c == '{':
-		return s.object(depth, func([]byte) error { return s.value(depth + 1) })
+		return s.skipObject(depth)
 	case c == '[':
 		return s.array(depth)
 	case c == '"':
@@ -285,6 +366,10 @@ func (s *scanner) rawString() ([]byte, bool, error) {
 	start := s.i
 	escaped := false
 	for s.i < len(s.b) {
+		if s.i+8 <= len(s.b) && plain8(binary.LittleEndian.Uint64(s.b[s.i:])) {
+			s.i += 8
+			continue
+		}
 		c := s.b[s.i]
 		switch stringByte[c] {
 		case 0:

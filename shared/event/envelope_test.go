@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -189,5 +190,77 @@ func TestDecodeEnvelopeInvalidUTF8(t *testing.T) {
 	want, _ := oracleEnvelope(payload)
 	if err != nil || got != want {
 		t.Fatalf("got %+v, %v; want %+v", got, err, want)
+	}
+}
+
+// BenchmarkDecodeEnvelope measures the receiver's one JSON pass over a
+// realistic, pretty-printed event, beside encoding/json decoding only the
+// same envelope fields (which must still tokenize all of data.object).
+func BenchmarkDecodeEnvelope(b *testing.B) {
+	sample, err := os.ReadFile("testdata/subscription_updated.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var indented bytes.Buffer
+	if err := json.Indent(&indented, sample, "", "  "); err != nil {
+		b.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		payload []byte
+	}{{"compact", sample}, {"indented", indented.Bytes()}} {
+		b.Run(tc.name+"/DecodeEnvelope", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.payload)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := DecodeEnvelope(tc.payload); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(tc.name+"/json.Unmarshal", func(b *testing.B) {
+			b.SetBytes(int64(len(tc.payload)))
+			b.ReportAllocs()
+			for b.Loop() {
+				var e struct {
+					ID, Type, Object string
+					APIVersion       string `json:"api_version"`
+					Account          string
+					Created          int64
+					Livemode         bool
+					Data             struct {
+						Object struct{ ID, Object string }
+					}
+				}
+				if err := json.Unmarshal(tc.payload, &e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestDecodeEnvelopeStringBoundaries puts every byte that ends a string or
+// needs a closer look at every offset of the eight-byte fast path, in a
+// skipped value, a key and an envelope field, and holds the result to the
+// oracle.
+func TestDecodeEnvelopeStringBoundaries(t *testing.T) {
+	specials := []string{`"`, `\\`, `\"`, `\u0041`, "\x00", "\x1f", "\n", " ", "\x7f", "\x80", "\xff", "é", "\\x"}
+	for pos := range 18 {
+		for _, sp := range specials {
+			str := strings.Repeat("a", pos) + sp + strings.Repeat("b", 17-pos)
+			for _, doc := range []string{
+				`{"id":"evt_1","type":"t","data":{"object":{"id":"o","x":"` + str + `"}}}`,
+				`{"id":"evt_1","type":"t","data":{"object":{"id":"o","` + str + `":1}}}`,
+				`{"id":"evt_` + str + `","type":"t"}`,
+				`{"id":"evt_1","type":"t",` + strings.Repeat(" ", pos) + `"x":` + strings.Repeat(" ", 17-pos) + `1}`,
+			} {
+				got, err := DecodeEnvelope([]byte(doc))
+				want, ok := oracleEnvelope([]byte(doc))
+				if ok != (err == nil) || got != want {
+					t.Errorf("%q: got %+v, %v; oracle %+v, valid=%v", doc, got, err, want, ok)
+				}
+			}
+		}
 	}
 }

@@ -248,6 +248,10 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
 	rec, err := p.cfg.Store.Claim(ctx, ptr.Provider, ptr.ID, owner, now, until)
 	var nc *store.NotClaimableError
 	switch {
+	case errors.As(err, &nc) && nc.Current.Status == event.StatusProcessing && nc.Current.LeaseOwner == owner:
+		// Our claim took effect but its answer was lost, and the SDK's retry
+		// met our own lease: the claim is ours (owners are unique per claim).
+		rec, err = nc.Current, nil
 	case errors.As(err, &nc):
 		if nc.Current.Status == event.StatusProcessing {
 			log.InfoContext(ctx, "event leased by another worker", slog.Time("lease_until", nc.Current.LeaseUntil))

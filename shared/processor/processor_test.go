@@ -27,6 +27,9 @@ type fakeStore struct {
 	records  map[string]*event.Record
 	claimErr error
 	failed   map[string]event.Status
+	// lostAnswer makes the next claim take effect, then fail as the SDK's
+	// retry of a claim whose answer was lost does: on our own lease.
+	lostAnswer bool
 }
 
 func newFakeStore(recs ...event.Record) *fakeStore {
@@ -56,6 +59,10 @@ func (f *fakeStore) Claim(_ context.Context, _, id, owner string, now, until tim
 	}
 	r.Status, r.LeaseOwner, r.LeaseUntil = event.StatusProcessing, owner, until
 	r.Attempts++
+	if f.lostAnswer {
+		f.lostAnswer = false
+		return event.Record{}, &store.NotClaimableError{Current: *r}
+	}
 	return *r, nil
 }
 
@@ -302,5 +309,19 @@ func TestClass(t *testing.T) {
 		if got := Class(tc.err); got != tc.want {
 			t.Errorf("Class(%v): got %s, want %s", tc.err, got, tc.want)
 		}
+	}
+}
+
+func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
+	st := newFakeStore(rec("evt_1", event.StatusReceived))
+	st.lostAnswer = true
+	eff := &effects{}
+	p := newProcessor(t, st, eff)
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1)}})
+	if f := failures(resp); len(f) != 0 {
+		t.Errorf("failures: got %v, want none", f)
+	}
+	if st.records["evt_1"].Status != event.StatusProcessed || eff.calls["evt_1"] != 1 {
+		t.Errorf("got status %s and %d effects; want processed once (not acknowledged as leased by another worker)", st.records["evt_1"].Status, eff.calls["evt_1"])
 	}
 }

@@ -4,7 +4,21 @@
 //
 // Every request gets exactly one JSON log line carrying its metrics (see
 // package metrics). The answer to a bad request is deliberately generic: which
-// check failed is in the log, never in the response.
+// check failed is in the log, never in the response. The line never carries
+// the signing secret, the signature header or the payload.
+//
+// The answers:
+//
+//	200  stored and enqueued; a duplicate (by the stored record's status);
+//	     a type outside the allowlist, recorded as ignored
+//	400  missing, malformed or non-matching signature; stale or future
+//	     timestamp; malformed JSON or base64; no event id or type; wrong mode
+//	413  body over the size limit
+//	500  the record could not be stored, or its pointer not enqueued
+//	503  DynamoDB or SQS throttled us
+//	504  the time budget (or the Lambda deadline) ran out
+//
+// Every 5xx makes the provider retry, and nothing was acknowledged.
 package receiver
 
 import (
@@ -12,6 +26,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -29,6 +44,12 @@ const (
 	DefaultBudget       = 8 * time.Second
 )
 
+// answerReserve is kept back from the invocation's own deadline (Lambda's
+// timeout): a function killed at its deadline logs nothing and the provider
+// sees an opaque gateway error, so the AWS calls stop this much earlier and
+// the request still gets its 504 and its log line.
+const answerReserve = 500 * time.Millisecond
+
 // Config configures a Handler.
 type Config struct {
 	Verifier *signature.Verifier
@@ -41,7 +62,10 @@ type Config struct {
 	APIVersion   string
 	MaxBodyBytes int
 	// Budget bounds all AWS calls of one request, retries included, well
-	// inside API Gateway's 30 s limit and the provider's own timeout.
+	// inside API Gateway's 30 s limit and the provider's own timeout. The
+	// SDK's retries and backoff sleeps end when it does. When the request's
+	// context has an earlier deadline (Lambda's), that deadline minus a
+	// reserve for answering wins.
 	Budget time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -74,6 +98,7 @@ const (
 	OutcomeRequeued         = "requeued"
 	OutcomeIgnored          = "ignored"
 	OutcomeMissingSignature = "rejected_missing_signature"
+	OutcomeMalformedHeader  = "rejected_malformed_signature"
 	OutcomeBadSignature     = "rejected_signature"
 	OutcomeStale            = "rejected_stale_timestamp"
 	OutcomeFuture           = "rejected_future_timestamp"
@@ -87,6 +112,13 @@ const (
 	OutcomeTimeout          = "timeout"
 )
 
+// Stages at which an accepted event can fail to enter the pipeline, as
+// logged (failed_at) and counted.
+const (
+	stagePersist = "persist"
+	stageEnqueue = "enqueue"
+)
+
 // result is what one request produced, for the answer and the log line.
 type result struct {
 	status  int
@@ -94,6 +126,9 @@ type result struct {
 	env     event.Envelope
 	err     error
 	ing     ingest.Result
+	// stage is where a 5xx failed: throttling and timeouts have their own
+	// outcomes, and this still says which call it was.
+	stage string
 }
 
 // Handle answers one delivery.
@@ -105,14 +140,14 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 }
 
 func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) result {
-	body, ok := h.body(req)
-	if !ok {
-		return result{status: 413, outcome: OutcomeTooLarge}
+	body, err := h.body(req)
+	if errors.Is(err, errTooLarge) {
+		return result{status: 413, outcome: OutcomeTooLarge, err: err}
 	}
-	if body == nil {
-		return result{status: 400, outcome: OutcomeMalformed, err: errors.New("body is not valid base64")}
+	if err != nil {
+		return result{status: 400, outcome: OutcomeMalformed, err: err}
 	}
-	if err := h.cfg.Verifier.Verify(body, req.Headers["stripe-signature"]); err != nil {
+	if err := h.cfg.Verifier.Verify(body, header(req.Headers, "stripe-signature")); err != nil {
 		return result{status: 400, outcome: signatureOutcome(err), err: err}
 	}
 	env, err := event.DecodeEnvelope(body)
@@ -124,21 +159,21 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return result{status: 400, outcome: outcome, err: err}
 	}
 	if env.Livemode != h.cfg.Livemode {
-		return result{status: 400, outcome: OutcomeWrongMode, env: env}
+		return result{status: 400, outcome: OutcomeWrongMode, env: env, err: errWrongMode}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.Budget)
+	ctx, cancel := h.budget(ctx)
 	defer cancel()
 	res, err := h.cfg.Ingester.Ingest(ctx, env, body, event.SourceWebhook)
 	if err != nil {
-		r := result{status: 500, outcome: OutcomePersistFailed, env: env, err: err, ing: res}
+		r := result{status: 500, outcome: OutcomePersistFailed, env: env, err: err, ing: res, stage: stagePersist}
 		if errors.Is(err, ingest.ErrEnqueue) {
-			r.outcome = OutcomeEnqueueFailed
+			r.outcome, r.stage = OutcomeEnqueueFailed, stageEnqueue
 		}
 		switch {
 		case fault.Throttled(err):
 			r.status, r.outcome = 503, OutcomeThrottled
-		case fault.Timeout(err):
+		case fault.Timeout(err) || ctx.Err() != nil:
 			r.status, r.outcome = 504, OutcomeTimeout
 		}
 		return r
@@ -146,32 +181,69 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	return result{status: 200, outcome: string(res.Outcome), env: env, ing: res}
 }
 
-// body returns the raw bytes that were signed; ok is false when they exceed
-// the size limit, and body is nil when a base64 body does not decode.
-func (h *Handler) body(req events.APIGatewayV2HTTPRequest) (body []byte, ok bool) {
+// budget bounds the AWS calls of one request: Budget from now, or the
+// request's own deadline less answerReserve when that comes first. Deadlines
+// are wall-clock, so this uses time.Now rather than the injectable clock.
+func (h *Handler) budget(ctx context.Context) (context.Context, context.CancelFunc) {
+	deadline := time.Now().Add(h.cfg.Budget)
+	if d, ok := ctx.Deadline(); ok && d.Add(-answerReserve).Before(deadline) {
+		deadline = d.Add(-answerReserve)
+	}
+	return context.WithDeadline(ctx, deadline)
+}
+
+var (
+	errTooLarge  = errors.New("receiver: body over the size limit")
+	errBadBase64 = errors.New("receiver: body is not valid base64")
+	errWrongMode = errors.New("receiver: event livemode does not match this deployment's mode")
+)
+
+// body returns the raw bytes that were signed: the body as API Gateway
+// passed it, decoded when it is base64. It fails with errTooLarge above the
+// size limit and errBadBase64 when a base64 body does not decode.
+func (h *Handler) body(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
 	if !req.IsBase64Encoded {
 		if len(req.Body) > h.cfg.MaxBodyBytes {
-			return nil, false
+			return nil, errTooLarge
 		}
-		return []byte(req.Body), true
+		return []byte(req.Body), nil
 	}
+	// Decide on the encoded length first, so an oversized body is never
+	// decoded into memory.
 	if base64.StdEncoding.DecodedLen(len(req.Body)) > h.cfg.MaxBodyBytes+2 {
-		return nil, false
+		return nil, errTooLarge
 	}
 	b, err := base64.StdEncoding.DecodeString(req.Body)
 	if err != nil {
-		return nil, true
+		return nil, errBadBase64
 	}
 	if len(b) > h.cfg.MaxBodyBytes {
-		return nil, false
+		return nil, errTooLarge
 	}
-	return b, true
+	return b, nil
+}
+
+// header returns the named header. API Gateway's HTTP API and function URLs
+// lower-case header names; other integrations (a REST API, a direct
+// invocation) may not, and a signature must not be missed for its case.
+func header(headers map[string]string, name string) string {
+	if v, ok := headers[name]; ok {
+		return v
+	}
+	for k, v := range headers {
+		if strings.EqualFold(k, name) {
+			return v
+		}
+	}
+	return ""
 }
 
 func signatureOutcome(err error) string {
 	switch {
 	case errors.Is(err, signature.ErrMissingHeader):
 		return OutcomeMissingSignature
+	case errors.Is(err, signature.ErrMalformedHeader):
+		return OutcomeMalformedHeader
 	case errors.Is(err, signature.ErrTooOld):
 		return OutcomeStale
 	case errors.Is(err, signature.ErrTooNew):
@@ -198,32 +270,60 @@ func answer(status int) events.APIGatewayV2HTTPResponse {
 	}
 }
 
+// maxLoggedError bounds the error text on the log line. Errors name ids and
+// causes, never payloads; the bound keeps it so whatever a dependency puts
+// in its message.
+const maxLoggedError = 512
+
 func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r result, latency time.Duration) {
-	attrs := []any{
+	// slog.Attr values, not ...any: LogAttrs spares boxing every field, a
+	// noticeable share of the receiver's compute per event.
+	attrs := make([]slog.Attr, 0, 20)
+	attrs = append(attrs,
 		slog.String("request_id", req.RequestContext.RequestID),
 		slog.Int("status_code", r.status),
 		slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
-	}
+	)
 	if r.env.ID != "" {
 		attrs = append(attrs, slog.String("event_id", r.env.ID), slog.String("event_type", r.env.Type))
 	}
 	if r.err != nil {
-		attrs = append(attrs, slog.String("error", r.err.Error()))
+		msg := r.err.Error()
+		if len(msg) > maxLoggedError {
+			msg = msg[:maxLoggedError] + "…"
+		}
+		attrs = append(attrs, slog.String("error", msg))
 	}
-	ms := []metrics.Metric{metrics.C("requests", 1), metrics.Ms("latency", latency)}
+	ms := make([]metrics.Metric, 0, 6)
+	ms = append(ms, metrics.C("requests", 1), metrics.Ms("latency", latency))
+	switch r.stage {
+	case stagePersist:
+		attrs = append(attrs, slog.String("failed_at", r.stage))
+		ms = append(ms, metrics.C("persist_failures", 1))
+	case stageEnqueue:
+		attrs = append(attrs, slog.String("failed_at", r.stage))
+		ms = append(ms, metrics.C("enqueue_failures", 1))
+	}
 	if r.env.APIVersion != "" && h.cfg.APIVersion != "" && r.env.APIVersion != h.cfg.APIVersion {
 		attrs = append(attrs, slog.String("api_version", r.env.APIVersion))
 		ms = append(ms, metrics.C("api_version_mismatch", 1))
 	}
+	// These metrics are their own log fields (value 1): a second field of
+	// the same name would make the line ambiguous JSON and the metric lost.
 	if r.ing.HashConflict {
-		attrs = append(attrs, slog.Bool("payload_hash_conflict", true))
 		ms = append(ms, metrics.C("payload_hash_conflict", 1))
 	}
 	if r.ing.Record.PayloadOmitted {
-		attrs = append(attrs, slog.Bool("payload_omitted", true))
 		ms = append(ms, metrics.C("payload_omitted", 1))
 	}
-	attrs = append(attrs, metrics.Attrs(h.cfg.Now(), []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}, ms...)...)
+	dims := []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}
+	for _, a := range metrics.Attrs(h.cfg.Now(), dims, ms...) {
+		if attr, ok := a.(slog.Attr); ok {
+			attrs = append(attrs, attr)
+		} else {
+			attrs = append(attrs, slog.Any("!BADKEY", a))
+		}
+	}
 	level := slog.LevelInfo
 	switch {
 	case r.status >= 500:
@@ -231,5 +331,5 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	case r.status >= 400:
 		level = slog.LevelWarn
 	}
-	h.cfg.Logger.Log(ctx, level, "webhook", attrs...)
+	h.cfg.Logger.LogAttrs(ctx, level, "webhook", attrs...)
 }

@@ -61,6 +61,15 @@ func (blockingQueue) Send(ctx context.Context, p event.Pointer) error {
 	return ctx.Err()
 }
 
+// blockingStore never answers before the context ends, like a DynamoDB
+// endpoint that stopped responding.
+type blockingStore struct{}
+
+func (blockingStore) Create(ctx context.Context, r *event.Record) (*event.Record, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
 func payload(id, typ string, livemode bool) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"id": id, "object": "event", "type": typ, "created": now.Unix() - 5, "livemode": livemode,
@@ -90,6 +99,10 @@ func TestAnswers(t *testing.T) {
 	existing := func(st event.Status) *event.Record {
 		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "customer.subscription.created", Status: st, PayloadHash: ingest.Hash(good), Source: event.SourceWebhook}
 	}
+	conflicting := existing(event.StatusProcessed)
+	conflicting.PayloadHash = ingest.Hash([]byte("another payload"))
+	capitalized := request(good, "")
+	capitalized.Headers["Stripe-Signature"] = sign(good)
 
 	tests := []struct {
 		name        string
@@ -97,11 +110,14 @@ func TestAnswers(t *testing.T) {
 		existing    *event.Record
 		storeErr    error
 		queueErr    error
+		store       ingest.Store
 		queue       ingest.Queue
 		wantStatus  int
 		wantOutcome string
 		wantStored  int
 		wantSent    int
+		// wantLog are further fields the log line must have.
+		wantLog map[string]any
 	}{
 		{name: "stored and enqueued", req: request(good, sign(good)), wantStatus: 200, wantOutcome: OutcomeStored, wantStored: 1, wantSent: 1},
 		{name: "base64 body", req: base64Req, wantStatus: 200, wantOutcome: OutcomeStored, wantStored: 1, wantSent: 1},
@@ -111,8 +127,14 @@ func TestAnswers(t *testing.T) {
 		{name: "duplicate while processing", req: request(good, sign(good)), existing: existing(event.StatusProcessing), wantStatus: 200, wantOutcome: OutcomeDuplicate},
 		{name: "exists as received because the enqueue failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusReceived), wantStatus: 200, wantOutcome: OutcomeRequeued, wantSent: 1},
 		{name: "exists as failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusFailed), wantStatus: 200, wantOutcome: OutcomeRequeued, wantSent: 1},
+		{name: "duplicate of failed_permanent", req: request(good, sign(good)), existing: existing(event.StatusFailedPermanent), wantStatus: 200, wantOutcome: OutcomeDuplicate},
+		{name: "duplicate of dead_lettered", req: request(good, sign(good)), existing: existing(event.StatusDeadLettered), wantStatus: 200, wantOutcome: OutcomeDuplicate},
+		{name: "same id, other payload: original kept, logged and counted", req: request(good, sign(good)), existing: conflicting, wantStatus: 200, wantOutcome: OutcomeDuplicate,
+			wantLog: map[string]any{"payload_hash_conflict": 1.0}},
+		{name: "header name not lower-cased", req: capitalized, wantStatus: 200, wantOutcome: OutcomeStored, wantStored: 1, wantSent: 1},
 		{name: "missing signature header", req: request(good, ""), wantStatus: 400, wantOutcome: OutcomeMissingSignature},
-		{name: "malformed signature header", req: request(good, "garbage"), wantStatus: 400, wantOutcome: OutcomeBadSignature},
+		{name: "malformed signature header", req: request(good, "garbage"), wantStatus: 400, wantOutcome: OutcomeMalformedHeader},
+		{name: "signature header without a timestamp", req: request(good, "v1="+strings.Repeat("ab", 32)), wantStatus: 400, wantOutcome: OutcomeMalformedHeader},
 		{name: "no matching signature", req: request(good, signature.Sign(good, "whsec_wrong", now)), wantStatus: 400, wantOutcome: OutcomeBadSignature},
 		{name: "body altered after signing", req: request(append(bytes.Clone(good), ' '), sign(good)), wantStatus: 400, wantOutcome: OutcomeBadSignature},
 		{name: "stale timestamp", req: request(good, signature.Sign(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: OutcomeStale},
@@ -123,21 +145,35 @@ func TestAnswers(t *testing.T) {
 		{name: "wrong mode", req: request(payload("evt_3", "invoice.paid", true), sign(payload("evt_3", "invoice.paid", true))), wantStatus: 400, wantOutcome: OutcomeWrongMode},
 		{name: "oversize body", req: request(bytes.Repeat([]byte("x"), 2048), sign(bytes.Repeat([]byte("x"), 2048))), wantStatus: 413, wantOutcome: OutcomeTooLarge},
 		{name: "oversize base64 body", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{}, Body: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 2048)), IsBase64Encoded: true}, wantStatus: 413, wantOutcome: OutcomeTooLarge},
-		{name: "DynamoDB failure", req: request(good, sign(good)), storeErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomePersistFailed},
-		{name: "DynamoDB throttling", req: request(good, sign(good)), storeErr: &retry.MaxAttemptsError{Attempt: 3, Err: throttling()}, wantStatus: 503, wantOutcome: OutcomeThrottled},
-		{name: "SQS failure", req: request(good, sign(good)), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomeEnqueueFailed, wantStored: 1},
-		{name: "time budget exhausted", req: request(good, sign(good)), queue: blockingQueue{}, wantStatus: 504, wantOutcome: OutcomeTimeout, wantStored: 1},
+		{name: "DynamoDB failure", req: request(good, sign(good)), storeErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomePersistFailed,
+			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
+		{name: "DynamoDB throttling", req: request(good, sign(good)), storeErr: &retry.MaxAttemptsError{Attempt: 3, Err: throttling()}, wantStatus: 503, wantOutcome: OutcomeThrottled,
+			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
+		{name: "DynamoDB time budget exhausted", req: request(good, sign(good)), store: blockingStore{}, wantStatus: 504, wantOutcome: OutcomeTimeout,
+			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
+		{name: "SQS failure", req: request(good, sign(good)), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomeEnqueueFailed, wantStored: 1,
+			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
+		{name: "SQS failure when re-enqueueing", req: request(good, sign(good)), existing: existing(event.StatusReceived), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: OutcomeEnqueueFailed,
+			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
+		{name: "SQS throttling", req: request(good, sign(good)), queueErr: &retry.MaxAttemptsError{Attempt: 3, Err: &smithy.GenericAPIError{Code: "ThrottlingException"}}, wantStatus: 503, wantOutcome: OutcomeThrottled, wantStored: 1,
+			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
+		{name: "SQS time budget exhausted", req: request(good, sign(good)), queue: blockingQueue{}, wantStatus: 504, wantOutcome: OutcomeTimeout, wantStored: 1,
+			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &fakeStore{existing: tc.existing, err: tc.storeErr}
 			fq := &fakeQueue{err: tc.queueErr}
+			var s ingest.Store = st
+			if tc.store != nil {
+				s = tc.store
+			}
 			var q ingest.Queue = fq
 			if tc.queue != nil {
 				q = tc.queue
 			}
 			var logs bytes.Buffer
-			h := newHandler(t, st, q, &logs)
+			h := newHandler(t, s, q, &logs)
 			resp, err := h.Handle(context.Background(), tc.req)
 			if err != nil {
 				t.Fatalf("Handle returned an error: %v (errors must become answers)", err)
@@ -155,11 +191,23 @@ func TestAnswers(t *testing.T) {
 			if line["outcome"] != tc.wantOutcome {
 				t.Errorf("logged outcome: got %v, want %s", line["outcome"], tc.wantOutcome)
 			}
-			if _, ok := line["_aws"]; !ok {
-				t.Error("log line carries no metrics (_aws)")
+			if line["status_code"] != float64(tc.wantStatus) {
+				t.Errorf("logged status_code: got %v, want %d", line["status_code"], tc.wantStatus)
+			}
+			assertMetrics(t, line, "requests", "latency")
+			for k, want := range tc.wantLog {
+				if line[k] != want {
+					t.Errorf("log field %s: got %v, want %v", k, line[k], want)
+				}
+			}
+			if _, ok := tc.wantLog["failed_at"]; !ok && line["failed_at"] != nil {
+				t.Errorf("log field failed_at: got %v, want none", line["failed_at"])
 			}
 			if resp.StatusCode == 400 && resp.Body != `{"error":"invalid webhook request"}` {
 				t.Errorf("400 body must be generic, got %s", resp.Body)
+			}
+			if resp.Body == "" || resp.Headers["content-type"] != "application/json" {
+				t.Errorf("answer %d has no JSON body: %q", resp.StatusCode, resp.Body)
 			}
 			assertNoSecrets(t, logs.String(), tc.req)
 		})
@@ -193,7 +241,56 @@ func lastLine(t *testing.T, logs *bytes.Buffer) map[string]any {
 	if err := json.Unmarshal([]byte(lines[0]), &m); err != nil {
 		t.Fatalf("log line is not JSON: %v\n%s", err, lines[0])
 	}
+	// encoding/json keeps the last of duplicate keys; CloudWatch need not.
+	dec := json.NewDecoder(strings.NewReader(lines[0]))
+	_, _ = dec.Token()
+	seen := map[string]bool{}
+	for dec.More() {
+		k, _ := dec.Token()
+		key := k.(string)
+		if seen[key] {
+			t.Errorf("log line has the field %q twice: %s", key, lines[0])
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			t.Fatal(err)
+		}
+	}
 	return m
+}
+
+// assertMetrics checks that the line is an EMF record with the receiver's
+// dimensions, declaring (and carrying a value for) each of names.
+func assertMetrics(t *testing.T, line map[string]any, names ...string) {
+	t.Helper()
+	var emf struct {
+		CloudWatchMetrics []struct {
+			Namespace  string
+			Dimensions [][]string
+			Metrics    []struct{ Name, Unit string }
+		}
+	}
+	raw, _ := json.Marshal(line["_aws"])
+	if err := json.Unmarshal(raw, &emf); err != nil || len(emf.CloudWatchMetrics) != 1 {
+		t.Fatalf("log line carries no EMF directive: %v (%s)", err, raw)
+	}
+	d := emf.CloudWatchMetrics[0]
+	if len(d.Dimensions) != 1 || strings.Join(d.Dimensions[0], ",") != "function,outcome" || line["function"] != "receiver" {
+		t.Errorf("EMF dimensions: got %v (function=%v), want [[function outcome]] (receiver)", d.Dimensions, line["function"])
+	}
+	declared := map[string]bool{}
+	for _, m := range d.Metrics {
+		declared[m.Name] = true
+		if _, ok := line[m.Name].(float64); !ok {
+			t.Errorf("metric %s is declared but the line has no value for it", m.Name)
+		}
+	}
+	for _, name := range names {
+		if !declared[name] {
+			t.Errorf("metric %s not declared; declared: %v", name, d.Metrics)
+		}
+	}
 }
 
 // assertNoSecrets checks that neither the secret, the signature header nor
@@ -203,8 +300,16 @@ func assertNoSecrets(t *testing.T, logs string, req events.APIGatewayV2HTTPReque
 	if strings.Contains(logs, secret) || strings.Contains(logs, "whsec_") {
 		t.Error("log contains a signing secret")
 	}
-	if sig := req.Headers["stripe-signature"]; len(sig) > 20 && strings.Contains(logs, sig) {
-		t.Error("log contains the signature header")
+	for _, sig := range []string{req.Headers["stripe-signature"], req.Headers["Stripe-Signature"]} {
+		if len(sig) > 20 && strings.Contains(logs, sig) {
+			t.Error("log contains the signature header")
+		}
+		// Not even one v1 signature on its own.
+		for part := range strings.SplitSeq(sig, ",") {
+			if v, ok := strings.CutPrefix(part, "v1="); ok && len(v) >= 16 && strings.Contains(logs, v) {
+				t.Error("log contains a v1 signature")
+			}
+		}
 	}
 	if len(req.Body) > 40 && strings.Contains(logs, req.Body) {
 		t.Error("log contains the payload")
@@ -235,5 +340,53 @@ func TestPreviousSecretIsAccepted(t *testing.T) {
 	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, "whsec_previous", now)))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status: got %d, want 200", resp.StatusCode)
+	}
+}
+
+// TestLambdaDeadlineIsHonoured gives the request far less time than its
+// budget, as an invocation close to its timeout has: the AWS calls must stop
+// early enough that the request still answers 504 and logs its line before
+// the invocation's deadline, when Lambda would kill it silently.
+func TestLambdaDeadlineIsHonoured(t *testing.T) {
+	body := payload("evt_deadline", "invoice.paid", false)
+	for _, tc := range []struct {
+		name  string
+		store ingest.Store
+		queue ingest.Queue
+	}{
+		{"DynamoDB hangs", blockingStore{}, &fakeQueue{}},
+		{"SQS hangs", &fakeStore{}, blockingQueue{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logs bytes.Buffer
+			h := newHandler(t, tc.store, tc.queue, &logs)
+			h.cfg.Budget = time.Hour
+			invocation, cancel := context.WithTimeout(context.Background(), answerReserve+200*time.Millisecond)
+			defer cancel()
+			resp, err := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+			if invocation.Err() != nil {
+				t.Fatal("Handle returned after the invocation's deadline: Lambda would have killed it without an answer")
+			}
+			if err != nil || resp.StatusCode != 504 {
+				t.Fatalf("got %d, %v; want 504", resp.StatusCode, err)
+			}
+			if line := lastLine(t, &logs); line["outcome"] != OutcomeTimeout || line["event_id"] != "evt_deadline" {
+				t.Errorf("log line: got outcome %v event %v", line["outcome"], line["event_id"])
+			}
+		})
+	}
+}
+
+// TestDeadlineAlreadyTooClose: an invocation with less time left than the
+// reserve makes no AWS call that could outlive it.
+func TestDeadlineAlreadyTooClose(t *testing.T) {
+	body := payload("evt_late", "invoice.paid", false)
+	var logs bytes.Buffer
+	h := newHandler(t, blockingStore{}, &fakeQueue{}, &logs)
+	invocation, cancel := context.WithTimeout(context.Background(), answerReserve/2)
+	defer cancel()
+	resp, _ := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+	if invocation.Err() != nil || resp.StatusCode != 504 {
+		t.Fatalf("got %d (invocation expired: %v), want 504 before the deadline", resp.StatusCode, invocation.Err() != nil)
 	}
 }

@@ -122,7 +122,10 @@ func (v *Verifier) Verify(payload []byte, header string) error {
 
 // Timestamp returns the t= timestamp of a Stripe-Signature header.
 func Timestamp(header string) (time.Time, error) {
-	for pair := range strings.SplitSeq(header, ",") {
+	rest := header
+	for rest != "" {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, ",")
 		k, val, ok := strings.Cut(pair, "=")
 		if !ok {
 			return time.Time{}, ErrMalformedHeader

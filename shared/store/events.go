@@ -67,9 +67,11 @@ func (e *Events) key(provider, id string) map[string]types.AttributeValue {
 }
 
 // Create stores r unless a record with its key exists. When one does, Create
-// returns it (decoded from the failed condition check: one call either way)
-// and a nil error. When the payload is too large for an item even
-// compressed, Create stores the record without it and sets r.PayloadOmitted.
+// returns it and a nil error: decoded from the failed condition check, so a
+// duplicate costs one call, and without its payload, which a duplicate never
+// needs (its status and payload hash decide). When the payload is too large
+// for an item even compressed, Create stores the record without it and sets
+// r.PayloadOmitted.
 func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.Record, err error) {
 	item, err := e.marshalNew(r)
 	if err != nil {
@@ -83,10 +85,19 @@ func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.R
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
-		old, err := Unmarshal(ccf.Item)
-		if err != nil {
-			return nil, err
+		if len(ccf.Item) == 0 {
+			// DynamoDB always returns the item here, but an endpoint that
+			// drops it (an emulator, a proxy) must not make the duplicate
+			// look like a record with no status, which would never be
+			// enqueued again: read it instead.
+			old, err := e.Get(ctx, r.Provider, r.ID)
+			if err != nil {
+				return nil, fmt.Errorf("store: read existing event %s: %w", r.ID, err)
+			}
+			old.Payload = nil
+			return &old, nil
 		}
+		old := unmarshalFields(ccf.Item)
 		return &old, nil
 	}
 	if err != nil {

@@ -51,6 +51,9 @@ func TestCreateIsConditionalAndReturnsTheExistingRecord(t *testing.T) {
 	if existing.PayloadHash != "hash-evt_create" || existing.Status != event.StatusReceived || !existing.ReceivedAt.Equal(now) {
 		t.Errorf("existing: got hash %q status %q received %v; want the original", existing.PayloadHash, existing.Status, existing.ReceivedAt)
 	}
+	if existing.ObjectID != "in_1" || existing.Type != "invoice.paid" || existing.Payload != nil {
+		t.Errorf("existing: got object %q type %q payload %d bytes; want the pointer's fields and no payload", existing.ObjectID, existing.Type, len(existing.Payload))
+	}
 	got, err := ev.Get(ctx, event.ProviderStripe, "evt_create")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -79,24 +80,28 @@ func StatusDay(st event.Status, t time.Time) string {
 	return string(st) + "#" + t.UTC().Format(time.DateOnly)
 }
 
+// newItemAttrs is the most attributes a new record's item has; sizing the
+// map once saves rehashing it on every delivery.
+const newItemAttrs = 20
+
 // marshalNew builds the item of a new record. It compresses or omits the
-// payload as its size requires.
+// payload as its size requires. It runs on every delivery, so it builds the
+// item by hand rather than through attributevalue's reflection.
 func (e *Events) marshalNew(r *event.Record) (map[string]types.AttributeValue, error) {
-	item := map[string]types.AttributeValue{
-		attrPK:          s(event.Key(r.Provider, r.ID)),
-		attrProvider:    s(r.Provider),
-		attrID:          s(r.ID),
-		attrType:        s(r.Type),
-		attrCreated:     n(r.Created),
-		attrLivemode:    b(r.Livemode),
-		attrStatus:      s(string(r.Status)),
-		attrStatusAt:    ms(r.StatusAt),
-		attrStatusDay:   s(StatusDay(r.Status, r.StatusAt)),
-		attrSource:      s(string(r.Source)),
-		attrPayloadHash: s(r.PayloadHash),
-		attrReceivedAt:  ms(r.ReceivedAt),
-		attrAttempts:    n(int64(r.Attempts)),
-	}
+	item := make(map[string]types.AttributeValue, newItemAttrs)
+	item[attrPK] = s(event.Key(r.Provider, r.ID))
+	item[attrProvider] = s(r.Provider)
+	item[attrID] = s(r.ID)
+	item[attrType] = s(r.Type)
+	item[attrCreated] = n(r.Created)
+	item[attrLivemode] = b(r.Livemode)
+	item[attrStatus] = s(string(r.Status))
+	item[attrStatusAt] = ms(r.StatusAt)
+	item[attrStatusDay] = s(StatusDay(r.Status, r.StatusAt))
+	item[attrSource] = s(string(r.Source))
+	item[attrPayloadHash] = s(r.PayloadHash)
+	item[attrReceivedAt] = ms(r.ReceivedAt)
+	item[attrAttempts] = n(int64(r.Attempts))
 	if e.Retention > 0 {
 		item[attrExpiresAt] = n(r.ReceivedAt.Add(e.Retention).Unix())
 	}
@@ -106,11 +111,10 @@ func (e *Events) marshalNew(r *event.Record) (map[string]types.AttributeValue, e
 	if r.Outcome != "" {
 		item[attrOutcome] = s(string(r.Outcome))
 	}
-	for name, v := range map[string]string{attrAPIVersion: r.APIVersion, attrAccount: r.Account, attrObjectID: r.ObjectID, attrObjectType: r.ObjectType} {
-		if v != "" {
-			item[name] = s(v)
-		}
-	}
+	optional(item, attrAPIVersion, r.APIVersion)
+	optional(item, attrAccount, r.Account)
+	optional(item, attrObjectID, r.ObjectID)
+	optional(item, attrObjectType, r.ObjectType)
 	payload, gz, err := encodePayload(r.Payload)
 	if err != nil {
 		return nil, err
@@ -128,17 +132,32 @@ func (e *Events) marshalNew(r *event.Record) (map[string]types.AttributeValue, e
 	return item, nil
 }
 
+// optional sets a string attribute only when it has a value.
+func optional(item map[string]types.AttributeValue, name, v string) {
+	if v != "" {
+		item[name] = s(v)
+	}
+}
+
+// gzipWriters are reused across deliveries: a new flate compressor
+// allocates and clears about a megabyte, which cost far more than
+// compressing a typical large event.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(nil, gzip.BestSpeed) // a constant, valid level
+	return zw
+}}
+
 // encodePayload returns the bytes to store for p, whether they are gzipped,
 // or nil when even the compressed payload is too large for an item.
 func encodePayload(p []byte) ([]byte, bool, error) {
 	if len(p) <= compressAbove {
 		return p, false, nil
 	}
-	var buf bytes.Buffer
-	zw, err := gzip.NewWriterLevel(&buf, gzip.BestSpeed)
-	if err != nil {
-		return nil, false, fmt.Errorf("store: gzip payload: %w", err)
-	}
+	// JSON events compress to well under half; start there.
+	buf := bytes.NewBuffer(make([]byte, 0, len(p)/3))
+	zw := gzipWriters.Get().(*gzip.Writer)
+	defer gzipWriters.Put(zw)
+	zw.Reset(buf)
 	if _, err := zw.Write(p); err != nil {
 		return nil, false, fmt.Errorf("store: gzip payload: %w", err)
 	}
@@ -153,6 +172,24 @@ func encodePayload(p []byte) ([]byte, bool, error) {
 
 // Unmarshal decodes an event record item.
 func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
+	r := unmarshalFields(item)
+	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
+		r.Payload = v.Value
+		if getB(item, attrPayloadGzip) {
+			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
+			if err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+			if r.Payload, err = io.ReadAll(zr); err != nil {
+				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// unmarshalFields decodes every attribute of a record item but the payload.
+func unmarshalFields(item map[string]types.AttributeValue) event.Record {
 	var r event.Record
 	r.Provider = getS(item, attrProvider)
 	r.ID = getS(item, attrID)
@@ -178,19 +215,7 @@ func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
 	r.LastError = getS(item, attrLastError)
 	r.LastErrorAt = getTime(item, attrLastErrorAt)
 	r.MirrorKey = getS(item, attrMirrorKey)
-	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
-		r.Payload = v.Value
-		if getB(item, attrPayloadGzip) {
-			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
-			if err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
-			}
-			if r.Payload, err = io.ReadAll(zr); err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
-			}
-		}
-	}
-	return r, nil
+	return r
 }
 
 func getS(item map[string]types.AttributeValue, k string) string {

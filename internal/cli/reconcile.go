@@ -1,0 +1,186 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+)
+
+// ReconcileJSON is the JSON shape of `inboxctl reconcile --json`.
+type ReconcileJSON struct {
+	RunID         string  `json:"run_id"`
+	Since         string  `json:"since,omitempty"`
+	Listed        int     `json:"listed"`
+	Missing       int     `json:"missing_found"`
+	Raced         int     `json:"raced"`
+	Stuck         int     `json:"stuck_requeued"`
+	Pages         int     `json:"pages"`
+	Throttled     int     `json:"throttled"`
+	Stopped       string  `json:"stopped,omitempty"`
+	DurationMs    float64 `json:"duration_ms"`
+	CheckpointAge string  `json:"checkpoint_age,omitempty"`
+}
+
+type reconcileOpts struct {
+	since    string
+	maxPages int
+	asJSON   bool
+}
+
+func (a *app) reconcileCmd() *cobra.Command {
+	var o reconcileOpts
+	cmd := &cobra.Command{
+		Use:   "reconcile [--since 24h]",
+		Short: "Run the reconciler once: find events Stripe has that the store lacks, and re-enqueue stuck ones",
+		Long: `reconcile runs one reconciliation, as the scheduled function does, from this
+machine: it lists Stripe's events of the handled types, ingests those the store
+has no record of (source reconciler, through the receiver's own path), and
+re-enqueues records stuck unfinished.
+
+Without --since it continues from the stored checkpoints, like a scheduled
+run. With --since it sweeps that last stretch of time (at most Stripe's 30-day
+retention) and leaves the checkpoints alone.
+
+It needs a Stripe API key with read access to events: STRIPE_API_KEY, or the
+SSM parameter named by STRIPE_API_KEY_PARAMETER. STRIPE_API_BASE points it at
+another API (a test server); STRIPE_MODE (test or live) selects the rate limit.`,
+		Example: `  inboxctl reconcile --since 24h
+  inboxctl --stage prod reconcile --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.reconcile(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.since, "since", "", "sweep events created in this last stretch (like 24h or 7d) instead of continuing from the checkpoints")
+	f.IntVar(&o.maxPages, "max-pages", 0, "list at most N pages of 100 events (default: the reconciler's own bound)")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (ReconcileJSON in docs/cli.md)")
+	return cmd
+}
+
+func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
+	var since time.Duration
+	if o.since != "" {
+		from, err := parseSince(o.since, a.now())
+		if err != nil {
+			return err
+		}
+		since = a.now().Sub(from)
+	}
+	if o.maxPages < 0 {
+		return usagef("--max-pages must not be negative")
+	}
+	if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
+		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) or STRIPE_API_KEY_PARAMETER (its SSM parameter)")
+	}
+	cfg, err := a.aws(ctx)
+	if err != nil {
+		return err
+	}
+	store, err := a.eventsStore(ctx)
+	if err != nil {
+		return err
+	}
+	client, err := a.sqs(ctx)
+	if err != nil {
+		return err
+	}
+	queue, err := a.queue(ctx, client)
+	if err != nil {
+		return err
+	}
+	mirror, err := a.mirrorReader(ctx)
+	if err != nil {
+		return err
+	}
+	env := map[string]string{"EVENTS_TABLE": store.Table, "MIRROR_TABLE": mirror.Table, "QUEUE_URL": queue}
+	r, err := boot.Reconciler(ctx, func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return a.getenv(k)
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	if err != nil {
+		return a.hint(err)
+	}
+	show := a.spinner("reconciling")
+	res, err := r.Run(ctx, reconcile.RunOptions{Since: since, MaxPages: o.maxPages, Progress: func(p reconcile.Progress) {
+		show(fmt.Sprintf("group %d/%d  pages %d  listed %d  missing %d  stuck %d", p.Group+1, p.Groups, p.Pages, p.Listed, p.Missing, p.Stuck))
+	}})
+	show("")
+	if err != nil {
+		return a.hint(fmt.Errorf("reconcile: %w", err))
+	}
+	out := ReconcileJSON{
+		RunID: res.RunID, Since: o.since, Listed: res.Listed, Missing: res.Missing, Raced: res.Raced,
+		Stuck: res.Stuck, Pages: res.Pages, Throttled: res.Throttled, Stopped: res.Stopped,
+		DurationMs: float64(res.Duration.Microseconds()) / 1000,
+	}
+	if since == 0 {
+		out.CheckpointAge = res.CheckpointAge.Round(time.Second).String()
+	}
+	if o.asJSON {
+		return writeJSON(a.stdout, out)
+	}
+	stopped := "reached the present"
+	if res.Stopped != "" {
+		stopped = "stopped early: " + res.Stopped + " (the next run resumes)"
+	}
+	pairs := [][2]string{
+		{"listed", fmt.Sprint(res.Listed)},
+		{"missing_found", a.count(res.Missing, red)},
+		{"stuck_requeued", a.count(res.Stuck, yellow)},
+		{"pages", fmt.Sprint(res.Pages)},
+		{"throttled", fmt.Sprint(res.Throttled)},
+		{"result", stopped},
+		{"checkpoint_age", out.CheckpointAge},
+		{"duration", res.Duration.Round(time.Millisecond).String()},
+	}
+	if err := a.rows(pairs); err != nil {
+		return err
+	}
+	if res.Missing > 0 {
+		fmt.Fprintf(a.stdout, "\n%d event(s) never arrived by webhook and were ingested now: check the endpoint in Stripe's dashboard.\n", res.Missing)
+	}
+	return nil
+}
+
+// count renders a number, coloured when it is not zero.
+func (a *app) count(n int, colour string) string {
+	if n == 0 {
+		return "0"
+	}
+	return a.paint(colour, fmt.Sprint(n))
+}
+
+// spinner returns a function that shows a status line on a terminal (an
+// empty line clears it), and does nothing when stderr is piped.
+func (a *app) spinner(what string) func(string) {
+	if !a.bars {
+		return func(string) {}
+	}
+	bar := progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(a.stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	return func(status string) {
+		if status == "" {
+			_ = bar.Finish()
+			return
+		}
+		bar.Describe(strings.TrimSpace(what + "  " + status))
+		_ = bar.Add(1)
+	}
+}

@@ -1,0 +1,87 @@
+package faultproxy_test
+
+import (
+	"context"
+	"errors"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+)
+
+func through(t *testing.T, p *faultproxy.Proxy) aws.Config {
+	t.Helper()
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithBaseEndpoint(srv.URL), config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+		})))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
+	s := testenv.Provision(t, nil)
+	p, err := faultproxy.New(testenv.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := through(t, p)
+	db := dynamodb.NewFromConfig(cfg)
+	q := sqs.NewFromConfig(cfg)
+	ctx := context.Background()
+	put := func() error {
+		_, err := db.PutItem(ctx, &dynamodb.PutItemInput{
+			TableName: aws.String(s.Table("EventsTable")),
+			Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "x"}},
+		})
+		return err
+	}
+	if err := put(); err != nil {
+		t.Fatalf("no rules: %v", err)
+	}
+
+	p.Set(faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle})
+	err = put()
+	var pte *types.ProvisionedThroughputExceededException
+	if !errors.As(err, &pte) || !fault.Throttled(err) {
+		t.Fatalf("throttle rule: got %v, want ProvisionedThroughputExceededException", err)
+	}
+
+	// Two faults, then success: the SDK's own retries absorb them.
+	p.Set(faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Error, Count: 2})
+	if err := put(); err != nil {
+		t.Fatalf("two transient errors within the SDK's retries: %v", err)
+	}
+
+	p.Set(faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Drop})
+	_, err = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.Queue("WebhookQueue").URL), MessageBody: aws.String("x")})
+	if err == nil {
+		t.Fatal("drop rule: got nil error")
+	}
+
+	p.Set(faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Delay, Delay: 50 * time.Millisecond})
+	if _, err := q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.Queue("WebhookQueue").URL), MessageBody: aws.String("x")}); err != nil {
+		t.Fatalf("delay rule: %v", err)
+	}
+	_, injected := p.Stats()
+	if injected["dynamodb.PutItem"] < 3 || injected["sqs.SendMessage"] < 2 {
+		t.Errorf("injected: got %v", injected)
+	}
+	p.Clear()
+	if err := put(); err != nil {
+		t.Fatalf("after Clear: %v", err)
+	}
+}

@@ -1,0 +1,28 @@
+// Package hooks is where a team registers its own effects: code that runs
+// exactly once per event of a type (see package effect), such as unlocking an
+// account when an invoice is paid.
+//
+// Edit Register, and nothing else: the receiver accepts the event types
+// registered here (on top of the ones the mirror handles), the reconciler
+// lists them, and the processor runs the handlers. All three call Registry,
+// so they never disagree about which types matter.
+package hooks
+
+import "github.com/webhook-inbox/webhook-inbox/shared/effect"
+
+// Register adds the team's effects to r. For example:
+//
+//	r.On(effect.Func{HandlerName: "unlock-account", Fn: unlockAccount}, "invoice.paid")
+//
+// where unlockAccount returns the DynamoDB writes to commit with the event
+// (exactly once), and passes ev.IdempotencyKey to any outside call it makes.
+func Register(r *effect.Registry) {
+	_ = r // no effects registered yet
+}
+
+// Registry returns a registry holding the team's effects.
+func Registry() *effect.Registry {
+	r := &effect.Registry{}
+	Register(r)
+	return r
+}
