@@ -10,4 +10,17 @@
 // object. Together these make the final state independent of the order in
 // which events arrive: every permutation of an object's events ends where
 // chronological order ends.
+//
+// An event that loses the guard cancels the processor's transaction on its
+// snapshot write; the processor then commits the event as superseded, with
+// its effects but without the snapshot.
+//
+// A customer's entitlement item holds one map per subscription (sub_<id>),
+// each behind the same guard as that subscription's snapshot, and the
+// entitlement is derived from them when read (DeriveEntitlement), so
+// concurrent events of two subscriptions never overwrite each other.
+//
+// Reader reads it back: Object for one snapshot, CustomerObjects for a
+// customer's objects (the by_customer index), Entitlement for a customer.
+// Their JSON is what inboxctl prints; see Snapshot and Entitlement.
 package mirror

@@ -43,7 +43,22 @@ func (s SubscriptionEntry) attr() types.AttributeValue {
 }
 
 // Entitlement is what a customer is entitled to, derived from the states of
-// all their subscriptions.
+// all their subscriptions. Its JSON is what inboxctl entitlement --json
+// prints:
+//
+//	{
+//	  "customer": "cus_123",
+//	  "active": true,              // some subscription is active or trialing
+//	  "price": "price_123",        // of the granting subscription (or the latest)
+//	  "product": "prod_123",
+//	  "until": 1735689600,         // end of its current period or trial, Unix seconds
+//	  "reason": "past_due",        // only when not active: why not
+//	  "subscriptions": [           // every subscription seen, latest event first
+//	    {"id": "sub_123", "status": "active", "price": "price_123", "product": "prod_123",
+//	     "current_period_end": 1735689600, "cancel_at_period_end": false,
+//	     "deleted": false, "last_event_created": 1700000000, "last_event_id": "evt_123"}
+//	  ]
+//	}
 type Entitlement struct {
 	Customer string `json:"customer"`
 	// Active: some subscription is active or trialing.

@@ -138,12 +138,13 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if customer != "" {
 		item[attrCustomer] = str(customer)
 	}
-	cond, names, values := g.condition("", "attribute_not_exists(pk)")
+	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
+	// does not, in transactions).
+	cond, values := g.condition("", "attribute_not_exists(pk)")
 	writes := []types.TransactWriteItem{{Put: &types.Put{
 		TableName:                 aws.String(m.Table),
 		Item:                      item,
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 	}}}
 
@@ -177,8 +178,7 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	if deleted && entry.Status == "" {
 		entry.Status = "canceled"
 	}
-	cond, names, values := g.condition("#sub", "attribute_not_exists(#sub)")
-	names["#sub"] = subAttrPrefix + o.ID
+	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
 	values[":entry"] = entry.attr()
 	values[":cus"] = str(customer)
 	values[":now"] = num(now.UnixMilli())
@@ -187,7 +187,7 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 		Key:                       map[string]types.AttributeValue{attrPK: str(EntitlementKey(customer))},
 		UpdateExpression:          aws.String("SET #sub = :entry, customer = :cus, updated_at = :now"),
 		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeNames:  names,
+		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
 		ExpressionAttributeValues: values,
 	}}
 }
@@ -210,15 +210,8 @@ func newGuard(r event.Record, deleted bool) guard {
 // A later event replaces state unless that state is a tombstone; a deletion
 // replaces anything but a later tombstone. So the final state is the newest
 // deletion if there is any, else the newest event: the same for every order.
-func (g guard) condition(path, absent string) (string, map[string]string, map[string]types.AttributeValue) {
-	field := func(name string) string {
-		if path == "" {
-			return name
-		}
-		return path + "." + name
-	}
-	names := map[string]string{}
-	c, e, d := field(attrLastEventCreated), field(attrLastEventID), field(attrDeleted)
+func (g guard) condition(path, absent string) (string, map[string]types.AttributeValue) {
+	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if path != "" {
 		c, e, d = path+".c", path+".e", path+".deleted"
 	}
@@ -234,7 +227,7 @@ func (g guard) condition(path, absent string) (string, map[string]string, map[st
 	} else {
 		expr = fmt.Sprintf("%s OR (%s = :g_f AND %s)", absent, d, newer)
 	}
-	return expr, names, values
+	return expr, values
 }
 
 // idOf reads an id from a field that is either an id string or an expanded

@@ -14,18 +14,36 @@ import (
 // ErrNotFound: no such object or entitlement in the mirror.
 var ErrNotFound = errors.New("mirror: not found")
 
-// Getter is the part of *dynamodb.Client a Reader uses.
-type Getter interface {
+// DB is the part of *dynamodb.Client a Reader uses.
+type DB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// Reader reads the mirror.
+// Reader reads the mirror. It needs dynamodb:GetItem on the mirror table and
+// dynamodb:Query on its by_customer index.
 type Reader struct {
-	DB    Getter
+	DB    DB
 	Table string
 }
 
-// Snapshot is the mirrored state of one object.
+// Snapshot is the mirrored state of one object, and its JSON is what
+// inboxctl object --json prints:
+//
+//	{
+//	  "id": "sub_123",                 // the Stripe object's id
+//	  "object": "subscription",        // its Stripe type
+//	  "customer": "cus_123",           // omitted when the object has none
+//	  "deleted": false,                // true: a tombstone left by a *.deleted event
+//	  "last_event_id": "evt_123",      // the event the snapshot is from
+//	  "last_event_created": 1700000000,// its created time, Unix seconds
+//	  "last_event_type": "customer.subscription.updated",
+//	  "livemode": false,
+//	  "data": { ... }                  // data.object of that event, as Stripe sent it
+//	}
+//
+// The snapshot is the newest event applied (by created, then event id), or
+// the newest deletion once there is one.
 type Snapshot struct {
 	ID               string          `json:"id"`
 	Object           string          `json:"object"`
@@ -73,6 +91,45 @@ func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
 		s.Data = json.RawMessage("null")
 	}
 	return s
+}
+
+// CustomerObjects lists the snapshots of customer's objects (the customer
+// itself, subscriptions, invoices, checkout sessions), ordered by id, with
+// tombstones of deleted ones. objectType ("subscription", "invoice", ...)
+// narrows the list; "" lists every type. It reads the by_customer index,
+// which is eventually consistent: a write of a moment ago may not show yet.
+// Objects without a customer (products, prices, guest checkout sessions)
+// are only found by id, with Object.
+func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType string) ([]Snapshot, error) {
+	in := &dynamodb.QueryInput{
+		TableName:                 aws.String(r.Table),
+		IndexName:                 aws.String(IndexCustomer),
+		KeyConditionExpression:    aws.String("customer = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": str(customer)},
+	}
+	// The entitlement item carries the customer attribute too, but no
+	// object type: the filter leaves it out.
+	if objectType == "" {
+		in.FilterExpression = aws.String("attribute_exists(#o)")
+	} else {
+		in.FilterExpression = aws.String("#o = :t")
+		in.ExpressionAttributeValues[":t"] = str(objectType)
+	}
+	in.ExpressionAttributeNames = map[string]string{"#o": attrObject}
+	out := []Snapshot{}
+	for {
+		page, err := r.DB.Query(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: list objects of customer %s: %w", customer, err)
+		}
+		for _, item := range page.Items {
+			out = append(out, SnapshotFrom(item))
+		}
+		if len(page.LastEvaluatedKey) == 0 {
+			return out, nil
+		}
+		in.ExclusiveStartKey = page.LastEvaluatedKey
+	}
 }
 
 // Entitlement reads and derives a customer's entitlement. A customer the

@@ -10,6 +10,15 @@
 // and on the last receive the redrive policy allows the record is marked
 // dead_lettered before the message moves to the DLQ, so the store and the
 // DLQ agree.
+//
+// On the happy path an event costs two DynamoDB requests: the claim (an
+// UpdateItem that returns the record, payload included) and the transaction.
+// A duplicate costs one, the failed claim; a superseded event three.
+//
+// Failures are classified (Class): an error marked *fault.Permanent makes
+// the record failed_permanent and the message is acknowledged; any other
+// error is retried with exponential backoff (ChangeMessageVisibility) until
+// the last receive the redrive policy allows.
 package processor
 
 import (
@@ -284,7 +293,7 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		}
 		var err error
 		if payload, err = p.cfg.Fetcher.Fetch(ctx, rec.ID); err != nil {
-			return "", fmt.Errorf("fetch event from provider: %w", err)
+			return "", fmt.Errorf("processor: fetch event %s from the provider: %w", rec.ID, err)
 		}
 	}
 	var plan Plan
@@ -332,7 +341,8 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 		// mark the record first so the store and the DLQ agree.
 		status, result = event.StatusDeadLettered, ResultDeadLettered
 	}
-	log = log.With(slog.String("error", cause.Error()), slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
+	log = log.With(slog.String("error", cause.Error()), slog.String("error_class", Class(cause)),
+		slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
 	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), p.cfg.Now()); err != nil {
 		// The record stays processing under our lease, which expires; the
 		// message is retried either way.
@@ -344,25 +354,33 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 		log.ErrorContext(ctx, "event failed permanently")
 	case ResultDeadLettered:
 		log.ErrorContext(ctx, "event dead-lettered after its last allowed receive")
+		// Visible again at once, the message moves to the DLQ on the next
+		// receive instead of after the queue's whole visibility timeout.
+		p.delay(ctx, m, 0)
 	default:
 		log.WarnContext(ctx, "event failed; will retry")
-		p.backoff(ctx, m, receives)
+		p.delay(ctx, m, p.backoff(receives))
 	}
 	return result
 }
 
-// backoff delays the next receive of a failed message exponentially in its
-// receive count, rather than waiting the queue's whole visibility timeout
-// (which must be long, at least six times the function's timeout).
-func (p *Processor) backoff(ctx context.Context, m events.SQSMessage, receives int) {
-	if p.cfg.Visibility == nil || p.cfg.QueueURL == "" || m.ReceiptHandle == "" {
-		return
-	}
+// backoff is the delay before the next receive of a message that failed on
+// its receives-th receive: exponential in the receive count, rather than the
+// queue's whole visibility timeout (which must be long, at least six times
+// the function's timeout).
+func (p *Processor) backoff(receives int) time.Duration {
 	d := p.cfg.BackoffBase
 	for i := 1; i < receives && d < p.cfg.BackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, p.cfg.BackoffMax)
+	return min(d, p.cfg.BackoffMax)
+}
+
+// delay makes a failed message visible again after d (whole seconds).
+func (p *Processor) delay(ctx context.Context, m events.SQSMessage, d time.Duration) {
+	if p.cfg.Visibility == nil || p.cfg.QueueURL == "" || m.ReceiptHandle == "" {
+		return
+	}
 	_, err := p.cfg.Visibility.ChangeMessageVisibility(ctx, &sqs.ChangeMessageVisibilityInput{
 		QueueUrl:          aws.String(p.cfg.QueueURL),
 		ReceiptHandle:     aws.String(m.ReceiptHandle),
@@ -370,8 +388,28 @@ func (p *Processor) backoff(ctx context.Context, m events.SQSMessage, receives i
 	})
 	if err != nil {
 		// Harmless: the message returns after the queue's own timeout.
-		p.cfg.Logger.WarnContext(ctx, "could not shorten the retry delay", slog.String("message_id", m.MessageId), slog.String("error", err.Error()))
+		p.cfg.Logger.WarnContext(ctx, "could not change the message's visibility", slog.String("message_id", m.MessageId), slog.String("error", err.Error()))
 	}
+}
+
+// Class names the kind of a failure for logs and operators: "permanent"
+// (marked *fault.Permanent: retrying cannot help), "throttled", "timeout",
+// "transient" (a dependency's 5xx or a connection error, as the AWS SDK
+// classifies them) or "other". Every class but "permanent" is retried: an
+// error nobody classified is assumed to be worth another try, and the DLQ
+// bounds the cost of being wrong.
+func Class(err error) string {
+	switch {
+	case fault.IsPermanent(err):
+		return "permanent"
+	case fault.Throttled(err):
+		return "throttled"
+	case fault.Timeout(err):
+		return "timeout"
+	case fault.Retryable(err):
+		return "transient"
+	}
+	return "other"
 }
 
 func nonce() string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -12,6 +13,8 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
@@ -199,6 +202,113 @@ func TestClaimErrorRetriesOnlyThatMessage(t *testing.T) {
 	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1)}})
 	if f := failures(resp); len(f) != 1 {
 		t.Errorf("failures: got %v, want the message", f)
+	}
+}
+
+// leaseStore records the lease a claim asks for.
+type leaseStore struct {
+	*fakeStore
+	until time.Time
+}
+
+func (l *leaseStore) Claim(ctx context.Context, provider, id, owner string, now, until time.Time) (event.Record, error) {
+	l.until = until
+	return l.fakeStore.Claim(ctx, provider, id, owner, now, until)
+}
+
+func TestLeaseEndsByTheInvocationDeadline(t *testing.T) {
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name     string
+		deadline time.Duration // from now; 0 for none
+		want     time.Duration
+	}{
+		{"deadline sooner than LeaseMax", 30 * time.Second, 30 * time.Second},
+		{"LeaseMax sooner than the deadline", time.Hour, DefaultLeaseMax},
+		{"no deadline", 0, DefaultLeaseMax},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &leaseStore{fakeStore: newFakeStore(rec("evt_1", event.StatusReceived))}
+			p, err := New(Config{Store: st, MaxReceiveCount: 3, Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			if tc.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithDeadline(ctx, now.Add(tc.deadline))
+				defer cancel()
+			}
+			p.message(ctx, msg("evt_1", 1))
+			if got := st.until.Sub(now); got != tc.want {
+				t.Errorf("lease: got %v from now, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// visibility records the delays asked for.
+type visibility struct {
+	mu      sync.Mutex
+	timeout []int32
+}
+
+func (v *visibility) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.timeout = append(v.timeout, in.VisibilityTimeout)
+	return &sqs.ChangeMessageVisibilityOutput{}, nil
+}
+
+func TestRetriesBackOffExponentiallyAndTheLastReceiveGoesStraightToTheDLQ(t *testing.T) {
+	st := newFakeStore(rec("evt_1", event.StatusReceived))
+	vis := &visibility{}
+	p, err := New(Config{
+		Store: st, Effects: &effects{err: errors.New("downstream 500")}, MaxReceiveCount: 5,
+		Visibility: vis, QueueURL: "https://queue", BackoffBase: 2 * time.Second, BackoffMax: 10 * time.Second,
+		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for receive := 1; receive <= 5; receive++ {
+		m := msg("evt_1", receive)
+		m.ReceiptHandle = "rh"
+		p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+	}
+	// 2 s doubled per receive up to the 10 s cap; then 0 on the last receive,
+	// so SQS moves the message to the DLQ on the next receive.
+	if got, want := fmt.Sprint(vis.timeout), "[2 4 8 10 0]"; got != want {
+		t.Errorf("visibility timeouts: got %s, want %s", got, want)
+	}
+	if got := st.records["evt_1"].Status; got != event.StatusDeadLettered {
+		t.Errorf("status: got %s, want dead_lettered", got)
+	}
+}
+
+// statusError is an HTTP response error as the SDK's retryer sees one.
+type statusError int
+
+func (s statusError) Error() string       { return fmt.Sprintf("http %d", int(s)) }
+func (s statusError) HTTPStatusCode() int { return int(s) }
+
+func TestClass(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{&fault.Permanent{Err: errors.New("bad payload")}, "permanent"},
+		{fmt.Errorf("effect x: %w", &fault.Permanent{Err: errors.New("bad")}), "permanent"},
+		{fmt.Errorf("call: %w", context.DeadlineExceeded), "timeout"},
+		{fmt.Errorf("claim: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}), "throttled"},
+		{fmt.Errorf("commit: %w", statusError(503)), "transient"},
+		{errors.New("something else"), "other"},
+	}
+	for _, tc := range tests {
+		if got := Class(tc.err); got != tc.want {
+			t.Errorf("Class(%v): got %s, want %s", tc.err, got, tc.want)
+		}
 	}
 }
 

@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
@@ -198,5 +201,56 @@ func TestCompleteReportsWhichWriteConflicted(t *testing.T) {
 	got, _ := ev.Get(ctx, "stripe", "evt_conflict")
 	if got.Status != event.StatusProcessing {
 		t.Errorf("status after a cancelled transaction: got %s, want processing (nothing written)", got.Status)
+	}
+}
+
+// smallPages forwards to the real client with a page size of two, so that
+// reading every page is exercised.
+type smallPages struct{ store.DynamoDB }
+
+func (p smallPages) Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
+	in.Limit = aws.Int32(2)
+	return p.DynamoDB.Query(ctx, in, optFns...)
+}
+
+func TestByObjectReadsEveryPageAndOrdersTiesByID(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	add := func(id, objectID string, created int64) event.Record {
+		t.Helper()
+		env := event.Envelope{ID: id, Type: "customer.subscription.updated", Created: created, ObjectID: objectID, ObjectType: "subscription"}
+		r := event.NewRecord(event.ProviderStripe, env, []byte(`{}`), "h", event.SourceWebhook, event.StatusReceived, now)
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	add("evt_c", "sub_1", 300)
+	add("evt_b2", "sub_1", 200)
+	first := add("evt_a", "sub_1", 100)
+	add("evt_b1", "sub_1", 200) // same second as evt_b2: ordered by id
+	add("evt_x", "sub_2", 150)
+	add("evt_d", "sub_1", 400)
+	claimed, err := ev.Claim(ctx, "stripe", first.ID, "w", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Complete(ctx, claimed, "w", now, store.Completion{Outcome: event.OutcomeSuperseded}); err != nil {
+		t.Fatal(err)
+	}
+
+	paged := &store.Events{DB: smallPages{ev.DB}, Table: ev.Table}
+	got, err := paged.ByObject(ctx, "sub_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var summary []string
+	for _, r := range got {
+		summary = append(summary, fmt.Sprintf("%s@%d:%s/%s", r.ID, r.Created, r.Status, r.Outcome))
+	}
+	want := []string{"evt_a@100:processed/superseded", "evt_b1@200:received/", "evt_b2@200:received/", "evt_c@300:received/", "evt_d@400:received/"}
+	if !reflect.DeepEqual(summary, want) {
+		t.Errorf("ByObject(sub_1):\n got %v\nwant %v", summary, want)
 	}
 }

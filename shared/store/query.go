@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
@@ -188,7 +189,9 @@ func decodeCursor(v string) (cursor, error) {
 // ByObject returns the events about objectID, oldest first by the
 // provider's created time, as the by_object index projects them: provider,
 // id, type, created, object_id, status and outcome. Every page of the index
-// is read.
+// is read. Events created in the same second come in the order of their
+// ids, the order in which the mirror's guard applies them (the index itself
+// leaves equal sort keys in no particular order).
 func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record, error) {
 	var out []event.Record
 	var start map[string]types.AttributeValue
@@ -216,6 +219,12 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 			out = append(out, r)
 		}
 		if start = res.LastEvaluatedKey; len(start) == 0 {
+			sort.SliceStable(out, func(i, j int) bool {
+				if out[i].Created != out[j].Created {
+					return out[i].Created < out[j].Created
+				}
+				return out[i].ID < out[j].ID
+			})
 			return out, nil
 		}
 	}

@@ -25,7 +25,8 @@ type Config struct {
 	// the local stack.
 	BaseURL string
 	// MaxNetworkRetries bounds stripe-go's own retries, which back off on
-	// 429 and 5xx. Defaults to 2, stripe-go's default.
+	// 429 and 5xx. Zero means 2, stripe-go's default; a negative value
+	// disables them (the caller retries, as the processor does through SQS).
 	MaxNetworkRetries int64
 	// RateLimit caps the requests per second this client sends, retries
 	// included (Stripe allows 25 in test mode and 100 in live mode per
@@ -46,8 +47,11 @@ func New(cfg Config) *Client {
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		MaxNetworkRetries: stripe.Int64(2),
 	}
-	if cfg.MaxNetworkRetries > 0 {
+	switch {
+	case cfg.MaxNetworkRetries > 0:
 		bc.MaxNetworkRetries = stripe.Int64(cfg.MaxNetworkRetries)
+	case cfg.MaxNetworkRetries < 0:
+		bc.MaxNetworkRetries = stripe.Int64(0)
 	}
 	if bc.HTTPClient == nil {
 		bc.HTTPClient = &http.Client{Timeout: 20 * time.Second}
@@ -72,7 +76,9 @@ func New(cfg Config) *Client {
 	return &Client{API: client.New(cfg.Key, backends)}
 }
 
-// Fetch returns the raw JSON of event id. A 4xx other than 429 is permanent.
+// Fetch returns the raw JSON of event id (GET /v1/events/{id}), exactly as
+// Stripe serves it. Errors are classified by Classify; a response that is
+// not the event asked for is permanent.
 func (c *Client) Fetch(ctx context.Context, id string) ([]byte, error) {
 	params := &stripe.EventParams{}
 	params.Context = ctx
@@ -83,15 +89,27 @@ func (c *Client) Fetch(ctx context.Context, id string) ([]byte, error) {
 	if ev.LastResponse == nil || len(ev.LastResponse.RawJSON) == 0 {
 		return nil, fmt.Errorf("stripeapi: get event %s: empty response", id)
 	}
+	if ev.ID != id {
+		return nil, &fault.Permanent{Err: fmt.Errorf("stripeapi: get event %s: response is event %q", id, ev.ID)}
+	}
 	return ev.LastResponse.RawJSON, nil
 }
 
-// Classify marks Stripe errors that retrying cannot fix (4xx other than 429)
-// as permanent.
+// Classify marks Stripe errors that retrying cannot fix as permanent: a 4xx
+// about the request itself (400 bad request, 404 no such event: older than
+// Stripe's 30-day retention, or of another account or mode). Rate limits
+// (429), conflicts (409), timeouts (408) and 5xx are worth retrying, and so
+// are 401 and 403: a revoked or under-privileged API key is fixed by an
+// operator, after which the retried event must still be processable rather
+// than stuck as failed_permanent.
 func Classify(err error) error {
 	var se *stripe.Error
-	if errors.As(err, &se) && se.HTTPStatusCode >= 400 && se.HTTPStatusCode < 500 && se.HTTPStatusCode != 429 {
-		return &fault.Permanent{Err: err}
+	if !errors.As(err, &se) || se.HTTPStatusCode < 400 || se.HTTPStatusCode >= 500 {
+		return err
 	}
-	return err
+	switch se.HTTPStatusCode {
+	case http.StatusUnauthorized, http.StatusForbidden, http.StatusRequestTimeout, http.StatusConflict, http.StatusTooManyRequests:
+		return err
+	}
+	return &fault.Permanent{Err: err}
 }
