@@ -7,6 +7,7 @@ package boot
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -34,7 +35,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
-	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
 // Env reads a configuration variable; os.Getenv in Lambda.
@@ -128,10 +128,24 @@ func (r *reader) common() Common {
 // HTTPClient is shared by every AWS client of a function: connections are
 // reused across invocations, and the timeouts bound a call even when the
 // caller's context has none.
+//
+// The first invocation's connections are handled deliberately, not warmed:
+// init makes one network call, the secrets read, and the first request opens
+// its DynamoDB and SQS connections on this transport, where every later
+// request finds them. Warming them during init would take either an extra
+// API call (one the function's least-privilege policy does not grant) or
+// dialing endpoints resolved outside the SDK (which must stay the only place
+// endpoints come from). TLS sessions are cached, so a connection the server
+// closed while the function was frozen is re-established with an
+// abbreviated handshake rather than a full one.
 func HTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTimeout(10 * time.Second).WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 64
 		t.IdleConnTimeout = 90 * time.Second
+		if t.TLSClientConfig == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 	})
 }
 
@@ -243,7 +257,7 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	// key is reported when such an event arrives, not at cold start.
 	var fetcher processor.Fetcher
 	if key, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER"); err == nil && key != "" {
-		fetcher = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase})
+		fetcher = newEventFetcher(key, apiBase)
 	} else if err != nil {
 		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
 	}
