@@ -76,8 +76,7 @@ func newSetup(tb testing.TB) *setup {
 
 // env is the environment Lambda gives function id: the variables the
 // template sets (Globals merged, references resolved to the provisioned
-// resources), the runtime's own (LoggingConfig's JSON format and level,
-// timeout, credentials, region), and extra, which overrides.
+// resources), the runtime's own, and extra, which overrides.
 func (s *setup) env(tb testing.TB, id string, extra map[string]string) map[string]string {
 	tb.Helper()
 	f, err := s.stack.Template.Function(id)
@@ -88,10 +87,23 @@ func (s *setup) env(tb testing.TB, id string, extra map[string]string) map[strin
 	if err != nil {
 		tb.Fatal(err)
 	}
+	for k, v := range runtimeEnv(id, f.Timeout, s.rec.URL) {
+		env[k] = v
+	}
+	for k, v := range extra {
+		env[k] = v
+	}
+	return env
+}
+
+// runtimeEnv is what the Lambda runtime sets for a function: its name and
+// limits, LoggingConfig's JSON format and level (template Globals),
+// credentials and region; plus the emulator's endpoint.
+func runtimeEnv(id string, timeout int, endpoint string) map[string]string {
 	home := filepath.Join(os.TempDir(), "lambda-home-"+randomHex(4))
-	for k, v := range map[string]string{
+	return map[string]string{
 		"AWS_LAMBDA_FUNCTION_NAME":        id,
-		"AWS_LAMBDA_FUNCTION_TIMEOUT":     strconv.Itoa(f.Timeout),
+		"AWS_LAMBDA_FUNCTION_TIMEOUT":     strconv.Itoa(timeout),
 		"AWS_LAMBDA_FUNCTION_MEMORY_SIZE": "256",
 		"AWS_LAMBDA_LOG_FORMAT":           "JSON",
 		"AWS_LAMBDA_LOG_LEVEL":            "INFO",
@@ -100,7 +112,7 @@ func (s *setup) env(tb testing.TB, id string, extra map[string]string) map[strin
 		"AWS_ACCESS_KEY_ID":               "test",
 		"AWS_SECRET_ACCESS_KEY":           "test",
 		"AWS_SESSION_TOKEN":               "test",
-		"AWS_ENDPOINT_URL":                s.rec.URL,
+		"AWS_ENDPOINT_URL":                endpoint,
 		// No shared config of the developer's, and no instance metadata:
 		// credentials come from the environment, as in Lambda.
 		"HOME":                        home,
@@ -108,13 +120,7 @@ func (s *setup) env(tb testing.TB, id string, extra map[string]string) map[strin
 		"AWS_SHARED_CREDENTIALS_FILE": filepath.Join(home, "credentials"),
 		"AWS_EC2_METADATA_DISABLED":   "true",
 		"TZ":                          "UTC",
-	} {
-		env[k] = v
 	}
-	for k, v := range extra {
-		env[k] = v
-	}
-	return env
 }
 
 // httpAPIEvent is the event API Gateway (HTTP API, payload format 2.0)
