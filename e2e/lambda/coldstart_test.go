@@ -3,7 +3,6 @@ package lambda
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -144,6 +143,6 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(ms(id)/ms(helloID), name+"-x-hello")
 		}
 	}
-	b.Log(fmt.Sprintf("cold start to first answer, mean of %d: hello %.1f ms, receiver %.1f ms (%.2fx), processor %.1f ms (%.2fx)",
-		b.N, ms(helloID), ms(receiverID), ms(receiverID)/ms(helloID), ms(processorID), ms(processorID)/ms(helloID)))
+	b.Logf("cold start to first answer, mean of %d: hello %.1f ms, receiver %.1f ms (%.2fx), processor %.1f ms (%.2fx)",
+		b.N, ms(helloID), ms(receiverID), ms(receiverID)/ms(helloID), ms(processorID), ms(processorID)/ms(helloID))
 }
