@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,7 @@ func Parse(data []byte, overrides map[string]string) (*Template, error) {
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
 			"Ref":        ref,
 			"Fn::GetAtt": getAtt,
+			"Fn::Sub":    sub,
 		},
 	})
 	if err != nil {
@@ -123,6 +125,50 @@ func getAtt(_ string, input any, _ any) any {
 		}
 	}
 	return nil
+}
+
+// subVariable matches ${Name}, ${Resource.Attr} and the literal ${!Name}.
+var subVariable = regexp.MustCompile(`\$\{!?[A-Za-z0-9_.:]+\}`)
+
+// sub resolves the variables of a Fn::Sub that are known locally: its own
+// variables when they are strings, parameters, and pseudo parameters with
+// the values Ref gives them. goformation's own Fn::Sub resolves pseudo
+// parameters to placeholders of its own (no partition, another account), so
+// an ARN built with !Sub would not match the ones Ref and GetAtt give.
+// Variables naming resources are left as written.
+func sub(_ string, input any, tmpl any) any {
+	var src string
+	vars := map[string]any{}
+	switch v := input.(type) {
+	case string:
+		src = v
+	case []any:
+		s, ok := v[0].(string)
+		if len(v) != 2 || !ok {
+			return nil
+		}
+		src = s
+		if m, ok := v[1].(map[string]any); ok {
+			vars = m
+		}
+	default:
+		return nil
+	}
+	return subVariable.ReplaceAllStringFunc(src, func(m string) string {
+		name := m[2 : len(m)-1]
+		if strings.HasPrefix(name, "!") {
+			return "${" + name[1:] + "}"
+		}
+		if v, ok := vars[name].(string); ok {
+			return v
+		}
+		if _, isVar := vars[name]; !isVar && !strings.Contains(name, ".") {
+			if v, ok := ref("Ref", name, tmpl).(string); ok {
+				return v
+			}
+		}
+		return m
+	})
 }
 
 // Symbol decodes a value that may be an unresolved Ref or GetAtt.

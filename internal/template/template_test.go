@@ -70,3 +70,29 @@ func TestQueueVisibilityIsAtLeastSixProcessorTimeouts(t *testing.T) {
 		t.Errorf("visibility timeout %ds < 6 x processor timeout %ds (AWS's guidance for SQS event sources)", vt, f.Timeout)
 	}
 }
+
+func TestSubResolvesPseudoParametersLikeRef(t *testing.T) {
+	r, ok := load(t, map[string]string{"WebhookSecretsParameter": "/w/secrets"}).Resource("ReceiverFunction")
+	if !ok {
+		t.Fatal("no ReceiverFunction")
+	}
+	var arns []string
+	for _, p := range r.Properties["Policies"].([]any) {
+		for _, st := range p.(map[string]any)["Statement"].([]any) {
+			if s, ok := st.(map[string]any)["Resource"].(string); ok {
+				arns = append(arns, s)
+			}
+		}
+	}
+	want := "arn:aws:ssm:" + Region + ":" + AccountID + ":parameter/w/secrets"
+	found := false
+	for _, a := range arns {
+		found = found || a == want
+	}
+	if !found {
+		t.Errorf("!Sub ARNs: got %v, want one to be %s", arns, want)
+	}
+	if got := sub("", []any{"${A}-${!B}-${X.Arn}", map[string]any{"A": "a"}}, nil); got != "a-${B}-${X.Arn}" {
+		t.Errorf("sub with variables: got %v", got)
+	}
+}

@@ -7,6 +7,7 @@ package boot
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -135,10 +136,24 @@ const AttemptTimeout = 3 * time.Second
 // reused across invocations. Its per-attempt timeout is a third of the
 // receiver's default budget, so one hung connection leaves room for the SDK
 // to retry within the budget instead of using it all up.
+//
+// The first invocation's connections are handled deliberately, not warmed:
+// init makes one network call, the secrets read, and the first request opens
+// its DynamoDB and SQS connections on this transport, where every later
+// request finds them. Warming them during init would take either an extra
+// API call (one the function's least-privilege policy does not grant) or
+// dialing endpoints resolved outside the SDK (which must stay the only place
+// endpoints come from). TLS sessions are cached, so a connection the server
+// closed while the function was frozen is re-established with an
+// abbreviated handshake rather than a full one.
 func HTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTimeout(AttemptTimeout).WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 64
 		t.IdleConnTimeout = 90 * time.Second
+		if t.TLSClientConfig == nil {
+			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(16)
 	})
 }
 
@@ -240,7 +255,7 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	// key is reported when such an event arrives, not at cold start.
 	var fetcher processor.Fetcher
 	if key, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER"); err == nil && key != "" {
-		fetcher = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase})
+		fetcher = newEventFetcher(key, apiBase)
 	} else if err != nil {
 		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
 	}

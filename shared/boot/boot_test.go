@@ -2,7 +2,11 @@ package boot
 
 import (
 	"context"
+	"crypto/tls"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -10,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
 
@@ -127,5 +132,62 @@ func TestEffectTypesAreHandled(t *testing.T) {
 	}
 	if got := HandledTypeList(envMap(nil), reg); len(got) != len(mirror.Types)+1 {
 		t.Errorf("list: got %d types, want the mirror's and the effect's", len(got))
+	}
+}
+
+func TestEventFetcher(t *testing.T) {
+	var gotAuth, gotPath string
+	status, body := http.StatusOK, `{"id":"evt_1","object":"event"}`
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth, gotPath = r.Header.Get("Authorization"), r.URL.Path
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	f := newEventFetcher("sk_test_key", srv.URL+"/")
+
+	got, err := f.Fetch(context.Background(), "evt_1")
+	if err != nil || string(got) != body {
+		t.Fatalf("got %q, %v; want the event's JSON", got, err)
+	}
+	if gotAuth != "Bearer sk_test_key" || gotPath != "/v1/events/evt_1" {
+		t.Errorf("request: got %q %q, want the bearer key and /v1/events/evt_1", gotAuth, gotPath)
+	}
+	for _, tc := range []struct {
+		status    int
+		permanent bool
+	}{
+		{http.StatusNotFound, true},
+		// A bad key is fixable: retried, so the event is not stranded in
+		// failed_permanent, which nothing claims again.
+		{http.StatusUnauthorized, false},
+		{http.StatusForbidden, false},
+		{http.StatusTooManyRequests, false},
+		{http.StatusInternalServerError, false},
+		{http.StatusBadGateway, false},
+	} {
+		t.Run(strconv.Itoa(tc.status), func(t *testing.T) {
+			status, body = tc.status, `{"error":{"message":"No such event: 'evt_1'"}}`
+			_, err := f.Fetch(context.Background(), "evt_1")
+			if err == nil {
+				t.Fatal("got nil error")
+			}
+			if fault.IsPermanent(err) != tc.permanent {
+				t.Errorf("permanent: got %v, want %v (%v)", fault.IsPermanent(err), tc.permanent, err)
+			}
+			if !strings.Contains(err.Error(), "No such event") || strings.Contains(err.Error(), "sk_test_key") {
+				t.Errorf("error: got %v, want Stripe's message and never the key", err)
+			}
+		})
+	}
+}
+
+func TestHTTPClientResumesTLSSessions(t *testing.T) {
+	tr := HTTPClient().GetTransport()
+	if tr.TLSClientConfig == nil || tr.TLSClientConfig.ClientSessionCache == nil {
+		t.Fatal("no TLS session cache: a connection closed while frozen would need a full handshake")
+	}
+	if tr.TLSClientConfig.MinVersion < tls.VersionTLS12 {
+		t.Errorf("TLS minimum version: got %x, want at least TLS 1.2", tr.TLSClientConfig.MinVersion)
 	}
 }

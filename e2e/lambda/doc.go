@@ -1,0 +1,24 @@
+// Package lambda runs the real bootstrap binaries of the template's functions
+// under the Lambda runtime interface emulator (aws-lambda-rie), against
+// resources provisioned from template.yaml on the AWS emulator, and invokes
+// them with the JSON Lambda itself sends: an API Gateway HTTP API payload 2.0
+// event for the receiver, an SQS event built from a message really received
+// from the queue for the processor.
+//
+// This proves what the in-process tests cannot: that each binary loads its
+// configuration from the environment the template gives it, reads its
+// secrets from Parameter Store once at cold start, registers a handler with
+// the signature Lambda expects, and answers in the shapes API Gateway and the
+// SQS event source read (statusCode, batchItemFailures). A recording proxy in
+// front of the emulator checks that every AWS call a function makes is one
+// its IAM policy in the template allows, and that init makes exactly one
+// call: the secrets read.
+//
+// The binaries are built by the Makefile's build-<Function> targets, the ones
+// sam build runs, for this machine's architecture (LAMBDA_ARCH). The emulator
+// is installed by `make rie` into .bin/ (make test does it).
+//
+// BenchmarkColdStart measures each function's zipped size and the time from
+// process start to the first invocation's answer, as a ratio to a
+// hello-world aws-lambda-go binary built the same way (make bench-coldstart).
+package lambda
