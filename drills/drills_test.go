@@ -115,7 +115,7 @@ func TestDrill2OutOfOrder(t *testing.T) {
 func TestDrill3WorkerDiesAfterClaim(t *testing.T) {
 	p := newPipeline(t, nil, killOverrides)
 	body, env := build(t, "invoice.paid", stripefixture.Options{})
-	entered, release := p.down.hangOn(env.ID)
+	entered, aborted, release := p.down.hangOn(env.ID)
 	if s := p.deliver(body); s != 200 {
 		t.Fatalf("delivery: %d", s)
 	}
@@ -128,6 +128,13 @@ func TestDrill3WorkerDiesAfterClaim(t *testing.T) {
 		t.Fatalf("status while the effect runs: %s, want processing", r.Status)
 	}
 	p.stack.Kill()
+	// The dead worker's call must end unanswered before the application
+	// recovers, or the application would have done its work for it.
+	select {
+	case <-aborted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the killed worker's call to the application never ended")
+	}
 	release()
 	p.stack.Restart(t)
 	r := p.waitStatus(env.ID, event.StatusProcessed, 60*time.Second)

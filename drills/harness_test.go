@@ -42,11 +42,12 @@ type downstream struct {
 	failLeft map[string]int // event id -> 500s still to answer (-1: always)
 	hang     map[string]chan struct{}
 	entered  map[string]chan struct{}
+	aborted  map[string]chan struct{}
 }
 
 func newDownstream(t *testing.T) *downstream {
 	d := &downstream{calls: map[string]int{}, ok: map[string]int{}, applied: map[string]bool{},
-		failLeft: map[string]int{}, hang: map[string]chan struct{}{}, entered: map[string]chan struct{}{}}
+		failLeft: map[string]int{}, hang: map[string]chan struct{}{}, entered: map[string]chan struct{}{}, aborted: map[string]chan struct{}{}}
 	d.srv = httptest.NewServer(http.HandlerFunc(d.serve))
 	t.Cleanup(d.srv.Close)
 	return d
@@ -57,7 +58,7 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	key, id := r.Header.Get("Idempotency-Key"), r.Header.Get("Webhook-Inbox-Event-Id")
 	d.mu.Lock()
 	d.calls[key]++
-	hang, entered := d.hang[id], d.entered[id]
+	hang, entered, aborted := d.hang[id], d.entered[id], d.aborted[id]
 	fail := d.failLeft[id]
 	if fail > 0 {
 		d.failLeft[id]--
@@ -68,6 +69,8 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-hang:
 		case <-r.Context().Done():
+			// The caller is gone: nothing was applied.
+			close(aborted)
 			return
 		}
 	}
@@ -89,14 +92,15 @@ func (d *downstream) failTimes(id string, n int) {
 }
 
 // hangOn makes the call for id block until the returned release is called;
-// entered is closed when the call arrives.
-func (d *downstream) hangOn(id string) (entered <-chan struct{}, release func()) {
+// entered is closed when the call arrives, aborted when its caller goes away
+// while it hangs.
+func (d *downstream) hangOn(id string) (entered, aborted <-chan struct{}, release func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	h, e := make(chan struct{}), make(chan struct{})
-	d.hang[id], d.entered[id] = h, e
+	h, e, a := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	d.hang[id], d.entered[id], d.aborted[id] = h, e, a
 	var once sync.Once
-	return e, func() {
+	return e, a, func() {
 		once.Do(func() {
 			d.mu.Lock()
 			delete(d.hang, id)
