@@ -84,11 +84,19 @@ lint:
 	    echo "go mod tidy changed go.mod/go.sum: commit the tidy result"; git --no-pager diff go.mod go.sum; exit 1; fi; \
 	  rm -f /tmp/go.mod.lint.$$$$ /tmp/go.sum.lint.$$$$
 
-## bench: the benchmark table, then the receiver's ratios to HMAC-SHA256
+## bench: the one benchmark table. The receiver's and processor's
+## benchmarks and the cold-start benchmark run first (their output, and the
+## receiver's detailed ratio table, are printed as they come); then
+## benchtable measures the pipeline through an in-process local stack and
+## prints the table, every ratio from this run.
 BENCH_COUNT ?= 3
-bench:
-	@set -o pipefail; $(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./shared/... \
-	  | $(GO) run ./shared/receiver/internal/benchratio
+BENCHTIME ?= 5x
+bench: venv rie
+	@set -o pipefail; $(GO) run ./internal/withemulator -- bash -c '\
+	  $(GO) test -run "^$$" -bench "Receiver|DecodeEnvelope|Processor" -benchmem -count $(BENCH_COUNT) ./shared/... \
+	    | $(GO) run ./shared/receiver/internal/benchratio; \
+	  $(GO) test -run "^$$" -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda' \
+	  | $(GO) run ./internal/benchtable
 
 ## bench-coldstart: zipped size and cold start of each function under the
 ## Lambda runtime emulator, as a ratio to a hello-world binary, same run
