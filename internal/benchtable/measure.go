@@ -13,13 +13,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
@@ -86,18 +86,10 @@ type pipeline struct {
 	Events                          int
 }
 
-func awsConfig(ctx context.Context, endpoint string) (aws.Config, error) {
-	return config.LoadDefaultConfig(ctx, config.WithBaseEndpoint(endpoint), config.WithRegion("us-east-1"),
-		config.WithHTTPClient(boot.HTTPClient()),
-		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "benchtable"}, nil
-		})))
-}
-
 // measure runs the local stack in process and counts what it does.
 func measure(ctx context.Context, endpoint, template string, n, concurrency int) (pipeline, error) {
 	var p pipeline
-	base, err := awsConfig(ctx, endpoint)
+	base, err := emulator.Config(ctx, endpoint)
 	if err != nil {
 		return p, err
 	}

@@ -19,7 +19,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 )
 
 // DefaultPort is LocalStack's port, so one endpoint setting serves both.
@@ -167,4 +171,14 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Config returns an AWS configuration for the emulator at url, with the
+// functions' HTTP client and the test credentials an emulator accepts.
+func Config(ctx context.Context, url string) (aws.Config, error) {
+	return config.LoadDefaultConfig(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
+		config.WithHTTPClient(boot.HTTPClient()),
+		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "emulator"}, nil
+		})))
 }

@@ -26,11 +26,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
+	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
@@ -69,7 +69,7 @@ type Config struct {
 type Result struct {
 	Events, Deliveries, Duplicates int
 	// DuplicatesAbsorbed counts deliveries answered as duplicates.
-	DuplicatesAbsorbed int
+	DuplicatesAbsorbed        int
 	Reordered, NeverDelivered int
 	// FoundByReconciler counts never-delivered events the reconciler ingested.
 	FoundByReconciler int
@@ -257,11 +257,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	psrv := httptest.NewServer(proxy)
 	defer psrv.Close()
 
-	cfg, err := awsConfig(ctx, psrv.URL)
+	cfg, err := emulator.Config(ctx, psrv.URL)
 	if err != nil {
 		return res, err
 	}
-	direct, err := awsConfig(ctx, c.Endpoint)
+	direct, err := emulator.Config(ctx, c.Endpoint)
 	if err != nil {
 		return res, err
 	}
@@ -516,12 +516,4 @@ func post(ctx context.Context, client *http.Client, url string, body []byte) (in
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, resp.Body)
 	return resp.StatusCode, nil
-}
-
-func awsConfig(ctx context.Context, endpoint string) (aws.Config, error) {
-	return config.LoadDefaultConfig(ctx, config.WithBaseEndpoint(endpoint), config.WithRegion("us-east-1"),
-		config.WithHTTPClient(boot.HTTPClient()),
-		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "loadtest"}, nil
-		})))
 }
