@@ -153,7 +153,7 @@ func BenchmarkSplitPage(b *testing.B) {
 	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
 	var raw []byte
 	_ = c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil })
-	it := c.API.Events.List(&stripe.EventListParams{})
+	it := c.Events.List(&stripe.EventListParams{})
 	it.Next()
 	raw = it.EventList().LastResponse.RawJSON
 	b.SetBytes(int64(len(raw)))
