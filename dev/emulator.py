@@ -11,6 +11,7 @@ Usage: python dev/emulator.py [--port 4566]
 """
 
 import argparse
+import copy
 import logging
 import signal
 import sys
@@ -44,6 +45,61 @@ def serialize_dynamodb(app):
     return wrapped
 
 
+def cheap_transaction_snapshots():
+    """Make moto's TransactWriteItems snapshot only the items it touches.
+
+    moto deep-copies every table a transaction touches, to roll back on
+    failure, so each transaction costs time and memory in proportion to the
+    tables' size: a load test slows to a crawl as its tables grow. Real
+    DynamoDB's cost does not grow with the table. This keeps moto's own
+    transaction code, makes its whole-table copy a no-op for the duration of
+    the call, and restores the touched items itself when the transaction
+    fails. It is safe because DynamoDB requests run one at a time (see
+    serialize_dynamodb).
+    """
+    from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
+
+    original = DynamoDBBackend.transact_write_items
+
+    def touched(backend, transact_items):
+        saved = []
+        for entry in transact_items:
+            try:
+                _, op = next(iter(entry.items()))
+                table = backend.tables.get(op.get("TableName"))
+                if table is None:
+                    continue
+                attrs = op["Item"] if "Item" in op else op["Key"]
+                h = DynamoType(attrs[table.hash_key_attr])
+                r = DynamoType(attrs[table.range_key_attr]) if table.range_key_attr else None
+                saved.append((table, h, r, copy.deepcopy(table.get_item(h, r))))
+            except Exception:
+                # A malformed request: moto's own code reports it.
+                continue
+        return saved
+
+    def transact_write_items(self, transact_items):
+        saved = touched(self, transact_items)
+        Table.__deepcopy__ = lambda table, memo: table
+        try:
+            return original(self, transact_items)
+        except Exception:
+            for table, h, r, old in reversed(saved):
+                if old is None:
+                    table.delete_item(h, r)
+                elif r is not None:
+                    table.items[h][r] = old
+                else:
+                    table.items[h] = old
+            raise
+        finally:
+            del Table.__deepcopy__
+
+    DynamoDBBackend.transact_write_items = transact_write_items
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
@@ -53,6 +109,7 @@ def main():
     if not args.access_log:
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
+    cheap_transaction_snapshots()
     app = serialize_dynamodb(DomainDispatcherApplication(create_backend_app))
     server = make_server(args.host, args.port, app, threaded=True)
 

@@ -188,15 +188,28 @@ func TestCompleteReportsWhichWriteConflicted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The first write would succeed alone: the whole transaction must not.
+	applies := types.TransactWriteItem{Put: &types.Put{
+		TableName: aws.String(s.Table("MirrorTable")),
+		Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "applied-alone"}},
+	}}
 	never := types.TransactWriteItem{Put: &types.Put{
 		TableName:           aws.String(s.Table("MirrorTable")),
 		Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "obj"}},
 		ConditionExpression: aws.String("attribute_exists(pk)"),
 	}}
-	err = ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{never}})
+	err = ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{applies, never}})
 	var ce *store.ConflictError
-	if !errors.As(err, &ce) || ce.Index != 0 {
-		t.Fatalf("got %v, want ConflictError{Index: 0}", err)
+	if !errors.As(err, &ce) || ce.Index != 1 {
+		t.Fatalf("got %v, want ConflictError{Index: 1}", err)
+	}
+	out, err := s.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.Table("MirrorTable")), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "applied-alone"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Item) != 0 {
+		t.Error("a write of a cancelled transaction was kept: transactions must be all or nothing")
 	}
 	got, _ := ev.Get(ctx, "stripe", "evt_conflict")
 	if got.Status != event.StatusProcessing {
