@@ -151,6 +151,14 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
+	return transitioned(out, err, "claim", id)
+}
+
+// transitioned reads the answer to a conditional transition that returns
+// the record: the new record, or, when the condition failed, a
+// *NotClaimableError holding the record as it stood (ErrNotFound when there
+// was none).
+func transitioned(out *dynamodb.UpdateItemOutput, err error, verb, id string) (event.Record, error) {
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		if len(ccf.Item) == 0 {
@@ -163,7 +171,7 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 		return event.Record{}, &NotClaimableError{Current: cur}
 	}
 	if err != nil {
-		return event.Record{}, fmt.Errorf("store: claim event %s: %w", id, err)
+		return event.Record{}, fmt.Errorf("store: %s event %s: %w", verb, id, err)
 	}
 	return Unmarshal(out.Attributes)
 }

@@ -254,19 +254,5 @@ func (e *Events) Reopen(ctx context.Context, provider, id string, now time.Time)
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
-		if len(ccf.Item) == 0 {
-			return event.Record{}, ErrNotFound
-		}
-		cur, err := Unmarshal(ccf.Item)
-		if err != nil {
-			return event.Record{}, err
-		}
-		return event.Record{}, &NotClaimableError{Current: cur}
-	}
-	if err != nil {
-		return event.Record{}, fmt.Errorf("store: reopen event %s: %w", id, err)
-	}
-	return Unmarshal(out.Attributes)
+	return transitioned(out, err, "reopen", id)
 }
