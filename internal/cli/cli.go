@@ -186,7 +186,7 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.stage != "" && !stagePattern.MatchString(a.stage) {
 		return aws.Config{}, usagef("--stage %q: a stage is 1-20 lower-case letters, digits or dashes, as in template.yaml", a.stage)
 	}
-	opts := []func(*config.LoadOptions) error{config.WithHTTPClient(boot.HTTPClient())}
+	var opts []func(*config.LoadOptions) error
 	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), "us-east-1")
 	opts = append(opts, config.WithRegion(region))
 	if a.profile != "" {
@@ -208,7 +208,7 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil
 		})))
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
+	cfg, err := boot.LoadAWS(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}

@@ -176,8 +176,7 @@ func freePort() (int, error) {
 // Config returns an AWS configuration for the emulator at url, with the
 // functions' HTTP client and the test credentials an emulator accepts.
 func Config(ctx context.Context, url string) (aws.Config, error) {
-	return config.LoadDefaultConfig(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
-		config.WithHTTPClient(boot.HTTPClient()),
+	return boot.LoadAWS(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "emulator"}, nil
 		})))

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -67,7 +66,7 @@ func AWS(t testing.TB) aws.Config {
 			os.Setenv(k, v)
 		}
 	}
-	cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(boot.HTTPClient()))
+	cfg, err := boot.LoadAWS(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ package boot
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -19,8 +18,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -129,39 +126,11 @@ func (r *reader) common() Common {
 	return c
 }
 
-// AttemptTimeout bounds one HTTP attempt of an AWS call.
-const AttemptTimeout = 3 * time.Second
-
-// HTTPClient is shared by every AWS client of a function: connections are
-// reused across invocations. Its per-attempt timeout is a third of the
-// receiver's default budget, so one hung connection leaves room for the SDK
-// to retry within the budget instead of using it all up.
-//
-// The first invocation's connections are handled deliberately, not warmed:
-// init makes one network call, the secrets read, and the first request opens
-// its DynamoDB and SQS connections on this transport, where every later
-// request finds them. Warming them during init would take either an extra
-// API call (one the function's least-privilege policy does not grant) or
-// dialing endpoints resolved outside the SDK (which must stay the only place
-// endpoints come from). TLS sessions are cached, so a connection the server
-// closed while the function was frozen is re-established with an
-// abbreviated handshake rather than a full one.
-func HTTPClient() *awshttp.BuildableClient {
-	return awshttp.NewBuildableClient().WithTimeout(AttemptTimeout).WithTransportOptions(func(t *http.Transport) {
-		t.MaxIdleConnsPerHost = 64
-		t.IdleConnTimeout = 90 * time.Second
-		if t.TLSClientConfig == nil {
-			t.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		t.TLSClientConfig.ClientSessionCache = tls.NewLRUClientSessionCache(16)
-	})
-}
-
 // AWS loads the AWS configuration once. Endpoints come from the SDK's own
 // settings (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...), never from
 // code.
 func AWS(ctx context.Context) (aws.Config, error) {
-	cfg, err := config.LoadDefaultConfig(ctx, config.WithHTTPClient(HTTPClient()))
+	cfg, err := LoadAWS(ctx)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("boot: load AWS configuration: %w", err)
 	}

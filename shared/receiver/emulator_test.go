@@ -21,7 +21,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -211,7 +210,7 @@ func TestSQSUnavailable(t *testing.T) {
 		}},
 		{"endpoint refuses connections", func(t *testing.T, r *rig) (aws.Config, boot.Common) {
 			t.Setenv("AWS_ENDPOINT_URL_SQS", "http://"+refused)
-			cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(boot.HTTPClient()))
+			cfg, err := boot.LoadAWS(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +381,7 @@ func TestBudgetBoundsTheSDKsRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t) // before the endpoint changes: provisioning needs the emulator
 			t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+hang)
-			cfg, err := config.LoadDefaultConfig(context.Background(), config.WithHTTPClient(boot.HTTPClient()))
+			cfg, err := boot.LoadAWS(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
