@@ -12,10 +12,12 @@ Usage: python dev/emulator.py [--port 4566]
 
 import argparse
 import copy
+import json
 import logging
 import signal
 import sys
 import threading
+import time
 
 from moto.moto_server.werkzeug_app import (
     DomainDispatcherApplication,
@@ -100,6 +102,54 @@ def cheap_transaction_snapshots():
     DynamoDBBackend.transact_write_items = transact_write_items
 
 
+def idempotent_transactions(window_seconds=600):
+    """Make TransactWriteItems honour ClientRequestToken, as DynamoDB does.
+
+    The SDK gives every TransactWriteItems call a token and sends the same
+    token on each retry. DynamoDB answers a retry of a call that succeeded
+    with success and changes nothing, for ten minutes after the first call;
+    the same token with other parameters is an
+    IdempotentParameterMismatchException. moto ignores the token, so a retry
+    after a commit whose answer was lost (a connection closed before the
+    body was read) re-runs the transaction and fails its own conditions:
+    an outcome real DynamoDB never gives. Only successes are remembered; a
+    failed call is evaluated again, as a new one. Runs under the DynamoDB
+    lock (see serialize_dynamodb).
+    """
+    from moto.core.responses import ActionResult
+    from moto.dynamodb.exceptions import ERROR_TYPE_PREFIX, DynamodbException
+    from moto.dynamodb.responses import DynamoHandler
+
+    class IdempotentParameterMismatch(DynamodbException):
+        def __init__(self):
+            super().__init__(
+                ERROR_TYPE_PREFIX + "IdempotentParameterMismatchException",
+                message="The request uses the same client token as a previous, but non-identical request.",
+            )
+
+    original = DynamoHandler.transact_write_items
+    done = {}  # (account, region, token) -> (expires, fingerprint)
+
+    def transact_write_items(self):
+        token = self.body.get("ClientRequestToken")
+        if not token:
+            return original(self)
+        now = time.monotonic()
+        for key in [k for k, (expires, _) in done.items() if expires < now]:
+            del done[key]
+        key = (self.current_account, self.region, token)
+        fingerprint = json.dumps(self.body.get("TransactItems"), sort_keys=True)
+        if key in done:
+            if done[key][1] != fingerprint:
+                raise IdempotentParameterMismatch()
+            return ActionResult({"ConsumedCapacity": [], "ItemCollectionMetrics": {}})
+        result = original(self)
+        done[key] = (now + window_seconds, fingerprint)
+        return result
+
+    DynamoHandler.transact_write_items = transact_write_items
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--host", default="127.0.0.1")
@@ -110,6 +160,7 @@ def main():
         logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
     cheap_transaction_snapshots()
+    idempotent_transactions()
     app = serialize_dynamodb(DomainDispatcherApplication(create_backend_app))
     server = make_server(args.host, args.port, app, threaded=True)
 

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -265,5 +267,87 @@ func TestByObjectReadsEveryPageAndOrdersTiesByID(t *testing.T) {
 	want := []string{"evt_a@100:processed/superseded", "evt_b1@200:received/", "evt_b2@200:received/", "evt_c@300:received/", "evt_d@400:received/"}
 	if !reflect.DeepEqual(summary, want) {
 		t.Errorf("ByObject(sub_1):\n got %v\nwant %v", summary, want)
+	}
+}
+
+// TestCompleteWhoseAnswerWasLostCommitsOnce drops the connection after the
+// commit went through: the SDK retries with the same ClientRequestToken, and
+// the retry must answer success without applying anything twice (DynamoDB's
+// idempotency window; the emulator's launcher keeps it too).
+func TestCompleteWhoseAnswerWasLostCommitsOnce(t *testing.T) {
+	ev, s := newEvents(t)
+	p, err := faultproxy.New(testenv.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(p)
+	t.Cleanup(srv.Close)
+	cfg := s.AWS.Copy()
+	cfg.BaseEndpoint = aws.String(srv.URL)
+	ev.DB = dynamodb.NewFromConfig(cfg)
+
+	ctx := context.Background()
+	now := time.Now()
+	r := record("evt_lost_answer", now)
+	if _, err := ev.Create(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	claimed, err := ev.Claim(ctx, "stripe", r.ID, "w1", now, now.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The effect counts its applications: a second one shows as 2.
+	counter := types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(s.Table("MirrorTable")),
+		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "counter"}},
+		UpdateExpression:          aws.String("ADD applied :one"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+	}}
+	p.Set(faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.DropAfter, Count: 1})
+	if err := ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{counter}}); err != nil {
+		t.Fatalf("complete whose first answer was lost: got %v, want success from the retry", err)
+	}
+	if p.Injected() != 1 {
+		t.Fatalf("injected %d faults, want 1: the test did not lose an answer", p.Injected())
+	}
+	got, err := ev.Get(ctx, "stripe", r.ID)
+	if err != nil || got.Status != event.StatusProcessed {
+		t.Fatalf("record: got %s (%v), want processed", got.Status, err)
+	}
+	out, err := s.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.Table("MirrorTable")), ConsistentRead: aws.Bool(true),
+		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "counter"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := out.Item["applied"].(*types.AttributeValueMemberN); !ok || n.Value != "1" {
+		t.Errorf("effect applied %v times, want exactly once", out.Item["applied"])
+	}
+}
+
+// TestClientRequestTokenReuseWithOtherWritesIsRefused: DynamoDB refuses a
+// token reused for a different transaction within its window, rather than
+// silently answering the first one's success.
+func TestClientRequestTokenReuseWithOtherWritesIsRefused(t *testing.T) {
+	_, s := newEvents(t)
+	ctx := context.Background()
+	put := func(pk string) error {
+		_, err := s.DynamoDB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+			ClientRequestToken: aws.String("token-reused-" + s.Prefix),
+			TransactItems: []types.TransactWriteItem{{Put: &types.Put{
+				TableName: aws.String(s.Table("MirrorTable")),
+				Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}},
+			}}},
+		})
+		return err
+	}
+	if err := put("a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := put("a"); err != nil {
+		t.Fatalf("same token, same transaction: got %v, want success", err)
+	}
+	var mismatch *types.IdempotentParameterMismatchException
+	if err := put("b"); !errors.As(err, &mismatch) {
+		t.Fatalf("same token, other transaction: got %v, want IdempotentParameterMismatchException", err)
 	}
 }
