@@ -36,8 +36,10 @@ func (b *closedOnLastByte) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (b *closedOnLastByte) WriteTo(w io.Writer) (int64, error) { return b.body.(io.WriterTo).WriteTo(w) }
-func (b *closedOnLastByte) Close() error                       { return b.body.Close() }
+func (b *closedOnLastByte) WriteTo(w io.Writer) (int64, error) {
+	return b.body.(io.WriterTo).WriteTo(w)
+}
+func (b *closedOnLastByte) Close() error { return b.body.Close() }
 
 // send posts payload through client with the SDK's request body, and
 // returns the answer's body or the error that lost it.
