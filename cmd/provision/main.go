@@ -32,11 +32,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 )
 
 func main() {
@@ -86,7 +86,7 @@ func run(args []string, getenv func(string) string, stdout, stderr io.Writer) in
 
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	cfg, err := boot.AWS(ctx)
+	cfg, err := awsconfig.Load(ctx)
 	if err != nil {
 		return fail(err)
 	}

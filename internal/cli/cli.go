@@ -29,8 +29,8 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -208,7 +208,7 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil
 		})))
 	}
-	cfg, err := boot.LoadAWS(ctx, opts...)
+	cfg, err := awsconfig.Load(ctx, opts...)
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}

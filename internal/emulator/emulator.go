@@ -22,8 +22,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 )
 
 // DefaultPort is LocalStack's port, so one endpoint setting serves both.
@@ -176,7 +176,7 @@ func freePort() (int, error) {
 // Config returns an AWS configuration for the emulator at url, with the
 // functions' HTTP client and the test credentials an emulator accepts.
 func Config(ctx context.Context, url string) (aws.Config, error) {
-	return boot.LoadAWS(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
+	return awsconfig.Load(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "emulator"}, nil
 		})))

@@ -22,11 +22,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
 	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 )
 
 var (
@@ -66,7 +66,7 @@ func AWS(t testing.TB) aws.Config {
 			os.Setenv(k, v)
 		}
 	}
-	cfg, err := boot.LoadAWS(context.Background())
+	cfg, err := awsconfig.Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

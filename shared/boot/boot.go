@@ -126,17 +126,6 @@ func (r *reader) common() Common {
 	return c
 }
 
-// AWS loads the AWS configuration once. Endpoints come from the SDK's own
-// settings (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_DYNAMODB, ...), never from
-// code.
-func AWS(ctx context.Context) (aws.Config, error) {
-	cfg, err := LoadAWS(ctx)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("boot: load AWS configuration: %w", err)
-	}
-	return cfg, nil
-}
-
 // secret reads a secret: the local-only variable when set (the local stack
 // and tests), otherwise the SSM SecureString parameter it names.
 func secret(ctx context.Context, r *reader, client secrets.SSM, localKey, paramKey string) (string, error) {

@@ -1,7 +1,6 @@
 package boot
 
 import (
-	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/config"
 )
 
 // AttemptTimeout bounds one HTTP attempt of an AWS call.
@@ -30,7 +28,7 @@ const AttemptTimeout = 3 * time.Second
 // closed while the function was frozen is re-established with an
 // abbreviated handshake rather than a full one.
 //
-// Use it through LoadAWS, which also guards its request bodies.
+// Use it wrapped in ReadOnlyBodies, as AWS and internal/awsconfig do.
 func HTTPClient() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTimeout(AttemptTimeout).WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 64
@@ -42,12 +40,10 @@ func HTTPClient() *awshttp.BuildableClient {
 	})
 }
 
-// LoadAWS loads an AWS configuration with HTTPClient, then wraps the client
-// so that a request's answer is never thrown away after it arrived.
-//
-// The race it closes: net/http's transport, after sending a request body of
-// known length, drains the body with io.Copy(io.Discard, body) to check it
-// is empty. The SDK closes the body as soon as the response arrives, and
+// ReadOnlyBodies closes a race that can throw away an AWS answer after it
+// arrived. net/http's transport, after sending a request body of known
+// length, drains the body with io.Copy(io.Discard, body) to check it is
+// empty. The SDK closes the body as soon as the response arrives, and
 // smithy-go's closed body answers WriteTo, which io.Copy prefers, with
 // io.EOF instead of nil (golang/go#44411: WriteTo must not return EOF). When
 // the server answers before the transport's writer got to that drain (a busy
@@ -58,20 +54,8 @@ func HTTPClient() *awshttp.BuildableClient {
 // Hiding WriteTo makes the drain use Read, whose io.EOF io.Copy treats as
 // the end it is.
 //
-// The wrap happens after loading because the SDK's own configuration
-// (AWS_CA_BUNDLE) needs the *awshttp.BuildableClient itself.
-func LoadAWS(ctx context.Context, optFns ...func(*config.LoadOptions) error) (aws.Config, error) {
-	opts := append([]func(*config.LoadOptions) error{config.WithHTTPClient(HTTPClient())}, optFns...)
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, err
-	}
-	cfg.HTTPClient = ReadOnlyBodies(cfg.HTTPClient)
-	return cfg, nil
-}
-
 // ReadOnlyBodies wraps client so that request bodies offer Read and Close
-// only (see LoadAWS).
+// only.
 func ReadOnlyBodies(client aws.HTTPClient) aws.HTTPClient {
 	if _, ok := client.(readOnlyBodies); ok {
 		return client

@@ -3,13 +3,10 @@ package boot_test
 import (
 	"bytes"
 	"context"
-	"encoding/pem"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -123,29 +120,5 @@ func TestAnswerArrivesWhenTheSDKClosesTheRequestBodyEarly(t *testing.T) {
 		if err != nil || got != "committed "+string(payload) {
 			t.Fatalf("request %d: got %q, %v; want the server's answer", i, got, err)
 		}
-	}
-}
-
-func TestLoadAWSGuardsRequestBodiesAndKeepsTheCABundle(t *testing.T) {
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
-		w.Write([]byte("ok"))
-	}))
-	t.Cleanup(srv.Close)
-	// The server's certificate is trusted only through AWS_CA_BUNDLE, which
-	// the SDK can apply to its buildable client only.
-	bundle := filepath.Join(t.TempDir(), "ca.pem")
-	pemCert := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	if err := os.WriteFile(bundle, pemCert, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	t.Setenv("AWS_CA_BUNDLE", bundle)
-	t.Setenv("AWS_REGION", "us-east-1")
-	cfg, err := boot.LoadAWS(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := send(t, cfg.HTTPClient, srv.URL, []byte("x")); err != nil || got != "ok" {
-		t.Fatalf("LoadAWS's client: got %q, %v; want the answer over TLS trusted through AWS_CA_BUNDLE", got, err)
 	}
 }

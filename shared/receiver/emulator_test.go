@@ -210,7 +210,7 @@ func TestSQSUnavailable(t *testing.T) {
 		}},
 		{"endpoint refuses connections", func(t *testing.T, r *rig) (aws.Config, boot.Common) {
 			t.Setenv("AWS_ENDPOINT_URL_SQS", "http://"+refused)
-			cfg, err := boot.LoadAWS(context.Background())
+			cfg, err := boot.AWS(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -381,7 +381,7 @@ func TestBudgetBoundsTheSDKsRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t) // before the endpoint changes: provisioning needs the emulator
 			t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+hang)
-			cfg, err := boot.LoadAWS(context.Background())
+			cfg, err := boot.AWS(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
