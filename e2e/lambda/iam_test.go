@@ -194,9 +194,17 @@ func permissions(c apiCall, res *provision.Resources) ([]permission, error) {
 			}
 			return out, nil
 		}
+		if c.Action == "BatchGetItem" {
+			var out []permission
+			requests, _ := body["RequestItems"].(map[string]any)
+			for name := range requests {
+				out = append(out, permission{"dynamodb:BatchGetItem", table(name)})
+			}
+			return out, nil
+		}
 		name := str(body, "TableName")
 		if name == "" {
-			return nil, fmt.Errorf("%s: no TableName (batch operations are not expected)", c)
+			return nil, fmt.Errorf("%s: no TableName", c)
 		}
 		arn := table(name)
 		if idx := str(body, "IndexName"); idx != "" {

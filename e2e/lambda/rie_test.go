@@ -30,9 +30,10 @@ import (
 // Logical ids of the functions in template.yaml, and the benchmark's
 // baseline (a Makefile target only).
 const (
-	receiverID  = "ReceiverFunction"
-	processorID = "ProcessorFunction"
-	helloID     = "HelloFunction"
+	receiverID   = "ReceiverFunction"
+	processorID  = "ProcessorFunction"
+	reconcilerID = "ReconcilerFunction"
+	helloID      = "HelloFunction"
 )
 
 var (

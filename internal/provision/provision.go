@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -174,27 +175,60 @@ func (p *Provisioner) queue(ctx context.Context, r template.Resource, res *Resou
 // .Arn an ARN, anything else its scalar form.
 func (r *Resources) Resolve(v any) (string, error) {
 	ref, getAtt, ok := template.Symbol(v)
-	if !ok {
-		return template.Scalar(v), nil
-	}
-	if ref.LogicalID != "" {
-		if name, ok := r.Tables[ref.LogicalID]; ok {
-			return name, nil
-		}
-		if q, ok := r.Queues[ref.LogicalID]; ok {
-			return q.URL, nil
-		}
-		return "", fmt.Errorf("provision: Ref %s: not a provisioned resource", ref.LogicalID)
-	}
-	if getAtt.Attr == "Arn" {
-		if q, ok := r.Queues[getAtt.LogicalID]; ok {
-			return q.ARN, nil
-		}
-		if name, ok := r.Tables[getAtt.LogicalID]; ok {
-			return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", template.Region, template.AccountID, name), nil
-		}
+	switch {
+	case !ok:
+		return r.substitute(template.Scalar(v))
+	case ref.LogicalID != "":
+		return r.ref(ref.LogicalID)
+	case getAtt.Attr == "Arn":
+		return r.arn(getAtt.LogicalID)
 	}
 	return "", fmt.Errorf("provision: GetAtt %s.%s: not a provisioned resource", getAtt.LogicalID, getAtt.Attr)
+}
+
+// ref is what Ref gives for a provisioned resource: a table's name, a
+// queue's URL.
+func (r *Resources) ref(id string) (string, error) {
+	if name, ok := r.Tables[id]; ok {
+		return name, nil
+	}
+	if q, ok := r.Queues[id]; ok {
+		return q.URL, nil
+	}
+	return "", fmt.Errorf("provision: Ref %s: not a provisioned resource", id)
+}
+
+// arn is what GetAtt Arn gives for a provisioned resource.
+func (r *Resources) arn(id string) (string, error) {
+	if q, ok := r.Queues[id]; ok {
+		return q.ARN, nil
+	}
+	if name, ok := r.Tables[id]; ok {
+		return fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", template.Region, template.AccountID, name), nil
+	}
+	return "", fmt.Errorf("provision: GetAtt %s.Arn: not a provisioned resource", id)
+}
+
+// subVar is a variable the template's intrinsic processor leaves in a !Sub
+// string: a resource's ${LogicalId} or ${LogicalId.Arn}.
+var subVar = regexp.MustCompile(`\$\{([A-Za-z0-9]+)(\.Arn)?\}`)
+
+// substitute resolves the resource variables left in a !Sub string.
+func (r *Resources) substitute(s string) (string, error) {
+	var err error
+	out := subVar.ReplaceAllStringFunc(s, func(v string) string {
+		m := subVar.FindStringSubmatch(v)
+		resolve := r.ref
+		if m[2] != "" {
+			resolve = r.arn
+		}
+		got, e := resolve(m[1])
+		if e != nil && err == nil {
+			err = fmt.Errorf("provision: %s in %q: %w", v, s, e)
+		}
+		return got
+	})
+	return out, err
 }
 
 // Environment resolves a function's environment variables.

@@ -85,3 +85,23 @@ func TestEnvironmentResolvesReferences(t *testing.T) {
 		t.Errorf("environment: got %v", env)
 	}
 }
+
+func TestResolveSubstitutesResourcesLeftInSubStrings(t *testing.T) {
+	res := &provision.Resources{
+		Tables: map[string]string{"EventsTable": "p-events"},
+		Queues: map[string]provision.Queue{"WebhookQueue": {URL: "http://q/p-webhooks", ARN: "arn:aws:sqs:us-east-1:000000000000:p-webhooks"}},
+	}
+	for in, want := range map[string]string{
+		"${EventsTable.Arn}/index/pending": "arn:aws:dynamodb:" + template.Region + ":" + template.AccountID + ":table/p-events/index/pending",
+		"${WebhookQueue.Arn}":              "arn:aws:sqs:us-east-1:000000000000:p-webhooks",
+		"table ${EventsTable}":             "table p-events",
+		"no variables":                     "no variables",
+	} {
+		if got, err := res.Resolve(in); err != nil || got != want {
+			t.Errorf("Resolve(%q): got %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := res.Resolve("${Missing.Arn}"); err == nil {
+		t.Error("Resolve of an unknown resource: got nil error")
+	}
+}

@@ -1,0 +1,78 @@
+package lambda
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt invokes the real
+// reconciler binary as EventBridge Scheduler does: an event Stripe lists
+// but the store never got is ingested and queued, the run's answer is a
+// success, a bad input is the function's error, and every AWS call is one
+// its policy allows (and every grant is used).
+func TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt(t *testing.T) {
+	s := newSetup(t)
+	ctx := context.Background()
+	api := stripefake.New()
+	t.Cleanup(api.Close)
+	api.RequireKey(s.apiKey)
+	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_rie_missing_" + randomHex(4), Created: time.Now().Add(-5 * time.Minute).Unix()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := api.Add(body); err != nil {
+		t.Fatal(err)
+	}
+	env, _ := event.DecodeEnvelope(body)
+	fn := start(t, hostBootstrap(t, reconcilerID), s.env(t, reconcilerID, map[string]string{"STRIPE_API_BASE": api.URL}))
+
+	// The schedule's default payload.
+	status, out := fn.call(t, []byte(`{}`))
+	if status != http.StatusOK || strings.TrimSpace(string(out)) != "null" {
+		t.Fatalf("scheduled run: got %d %s, want 200 and the handler's empty success (null)\n%s", status, out, fn.out.String())
+	}
+	calls := s.rec.Calls(0)
+	if len(calls) == 0 || calls[0].String() != "ssm:GetParameter" {
+		t.Errorf("AWS calls of the cold start and first run: got %v, want the API key read first", names(calls))
+	}
+	lists := api.Lists()
+	if len(lists) == 0 {
+		t.Fatal("the run listed nothing from Stripe's API")
+	}
+	events := &store.Events{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
+	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)
+	if err != nil || rec.Source != event.SourceReconciler || rec.Status != event.StatusReceived {
+		t.Fatalf("the missing event's record: got %s from %s (%v), want received from reconciler", rec.Status, rec.Source, err)
+	}
+	msg := receive(t, s, s.stack.Queue("WebhookQueue").URL)
+	var ptr event.Pointer
+	if err := json.Unmarshal([]byte(*msg.Body), &ptr); err != nil || ptr.ID != env.ID {
+		t.Errorf("queued pointer: got %s (%v), want one to %s", *msg.Body, err, env.ID)
+	}
+
+	// A one-off sweep with a bad duration: the invocation is an error, as
+	// Lambda reports it, and nothing is listed.
+	before := len(api.Lists())
+	status, out = fn.call(t, []byte(`{"since":"yesterday"}`))
+	var answer map[string]any
+	if status != http.StatusOK || json.Unmarshal(out, &answer) != nil || answer["errorType"] == nil ||
+		!strings.Contains(answer["errorMessage"].(string), "since") {
+		t.Errorf("bad input: got %d %s, want the function's error naming since", status, out)
+	}
+	if after := len(api.Lists()); after != before {
+		t.Errorf("bad input listed %d pages, want none", after-before)
+	}
+
+	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, reconcilerID, s.rec.Calls(0))
+}
