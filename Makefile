@@ -15,13 +15,7 @@ LDFLAGS := -s -w
 # Lambda runs arm64 (template.yaml); the runtime-emulator tests build the same
 # binaries for this machine with LAMBDA_ARCH=$(go env GOARCH).
 LAMBDA_ARCH ?= arm64
-# No inlining in the AWS SDK: 0.14 MB off each zipped package (3.94 -> 3.80
-# MB), for a cost per call lost in the network round trip it makes. The rest
-# (the standard library's crypto above all) keeps it: all=-l would save 0.5
-# MB but slow every TLS handshake. `LAMBDA_GCFLAGS= make bench-coldstart`
-# measures the difference.
-LAMBDA_GCFLAGS ?= github.com/aws/...=-l
-LAMBDA_BUILD = GOOS=linux GOARCH=$(LAMBDA_ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -gcflags='$(LAMBDA_GCFLAGS)' -ldflags='$(LDFLAGS)'
+LAMBDA_BUILD = GOOS=linux GOARCH=$(LAMBDA_ARCH) CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='$(LDFLAGS)'
 
 # The template's functions (logical ids ending in Function), so targets that
 # build them follow the template as it grows.

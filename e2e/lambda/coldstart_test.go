@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -46,7 +47,7 @@ print(len(b.getvalue()))`
 // runtime emulator with the function's bootstrap to the answer of its first
 // invocation (process start, init with its one secrets read, the first
 // request's AWS calls), and reports it as a ratio to a hello-world
-// aws-lambda-go function built the same way. The three start in turn in
+// aws-lambda-go function built the same way. The four start in turn in
 // each iteration, so the machine's noise falls on all of them alike. It
 // also reports each function's deployment package size (linux/arm64, as
 // deployed, zipped).
@@ -56,7 +57,7 @@ func BenchmarkColdStart(b *testing.B) {
 	s := newSetup(b)
 	ctx := context.Background()
 	rie := rieBinary(b)
-	ids := []string{helloID, receiverID, processorID}
+	ids := []string{helloID, receiverID, processorID, reconcilerID}
 	boots, zipMB := map[string]string{}, map[string]float64{}
 	for _, id := range ids {
 		boots[id] = hostBootstrap(b, id)
@@ -64,9 +65,13 @@ func BenchmarkColdStart(b *testing.B) {
 	}
 	// Straight to the emulator: the recording proxy is for the tests.
 	direct := map[string]string{"AWS_ENDPOINT_URL": testenv.Endpoint(b)}
+	// The reconciler's first run lists from a Stripe API with no events.
+	api := stripefake.New()
+	b.Cleanup(api.Close)
 	envs := map[string]map[string]string{
-		receiverID:  s.env(b, receiverID, direct),
-		processorID: s.env(b, processorID, direct),
+		receiverID:   s.env(b, receiverID, direct),
+		processorID:  s.env(b, processorID, direct),
+		reconcilerID: s.env(b, reconcilerID, map[string]string{"AWS_ENDPOINT_URL": direct["AWS_ENDPOINT_URL"], "STRIPE_API_BASE": api.URL}),
 	}
 	envs[helloID] = runtimeEnv(helloID, 3, testenv.Endpoint(b))
 	q := s.stack.Queue("WebhookQueue")
@@ -143,6 +148,7 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(ms(id)/ms(helloID), name+"-x-hello")
 		}
 	}
-	b.Logf("cold start to first answer, mean of %d: hello %.1f ms, receiver %.1f ms (%.2fx), processor %.1f ms (%.2fx)",
-		b.N, ms(helloID), ms(receiverID), ms(receiverID)/ms(helloID), ms(processorID), ms(processorID)/ms(helloID))
+	b.Logf("cold start to first answer, mean of %d: hello %.1f ms, receiver %.1f ms (%.2fx), processor %.1f ms (%.2fx), reconciler %.1f ms (%.2fx)",
+		b.N, ms(helloID), ms(receiverID), ms(receiverID)/ms(helloID), ms(processorID), ms(processorID)/ms(helloID),
+		ms(reconcilerID), ms(reconcilerID)/ms(helloID))
 }

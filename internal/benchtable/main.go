@@ -119,7 +119,7 @@ func table(out io.Writer, r results, p pipeline) {
 	row("end to end / raw", fmt.Sprintf("%.2f", ratio), "end to end adds the processor's claim and transaction on the same emulator, and the 1 s batching window")
 	row("processor events/s / raw replay", num("BenchmarkProcessor", "processor/raw", "%.2f"), "shared/processor benchmark: its own DynamoDB requests replayed raw")
 
-	for _, fn := range []string{"receiver", "processor"} {
+	for _, fn := range []string{"receiver", "processor", "reconciler"} {
 		row(fn+" package, zipped", num("BenchmarkColdStart", fn+"-zip-MB", "%.2f MB"), "linux/arm64, as SAM zips it; goal <= 4 MB")
 		row(fn+" cold start / hello world", num("BenchmarkColdStart", fn+"-x-hello", "%.2fx"), "process start to first answer under the Lambda runtime emulator")
 	}
