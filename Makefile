@@ -86,9 +86,9 @@ lint:
 BENCH_COUNT ?= 3
 BENCHTIME ?= 5x
 bench: venv rie
-	@set -o pipefail; $(GO) run ./internal/withemulator -- bash -c '\
+	@set -o pipefail; $(GO) run ./internal/withemulator -- bash -c 'set -o pipefail; \
 	  $(GO) test -run "^$$" -bench "Receiver|DecodeEnvelope|Processor" -benchmem -count $(BENCH_COUNT) ./shared/... \
-	    | $(GO) run ./shared/receiver/internal/benchratio; \
+	    | $(GO) run ./shared/receiver/internal/benchratio && \
 	  $(GO) test -run "^$$" -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda' \
 	  | $(GO) run ./internal/benchtable
 

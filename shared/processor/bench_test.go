@@ -165,6 +165,10 @@ func retarget(calls []any, tables map[string]string) {
 		case *dynamodb.UpdateItemInput:
 			in.TableName = swap(in.TableName)
 		case *dynamodb.TransactWriteItemsInput:
+			// The recorded call carries the token the SDK gave it; the
+			// replay is another transaction and gets its own, as DynamoDB
+			// refuses a token reused for other writes.
+			in.ClientRequestToken = nil
 			for _, it := range in.TransactItems {
 				if it.Put != nil {
 					it.Put.TableName = swap(it.Put.TableName)
