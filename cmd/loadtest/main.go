@@ -92,6 +92,7 @@ func table(w io.Writer, c loadtest.Config, r loadtest.Result) {
 	row("delivered late (reordered)", r.Reordered)
 	row("never delivered", r.NeverDelivered)
 	row("found by the reconciler", r.FoundByReconciler)
+	row("stuck, sent again by the reconciler", r.StuckRequeued)
 	row(fmt.Sprintf("faults injected (rate %.3f)", c.FaultRate), r.FaultsInjected)
 	row("delivery retries", r.Retries)
 	row("dead-lettered", r.DeadLettered)

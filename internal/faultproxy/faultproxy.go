@@ -54,6 +54,11 @@ type Rule struct {
 	Skip int
 	// Count bounds the injections; 0 means unlimited.
 	Count int
+	// Sticky makes an injection last for the whole SDK operation: every
+	// retry of the same call (the SDK's amz-sdk-invocation-id) gets the same
+	// fault, so the caller sees the failure the SDK's retries could not
+	// absorb, as in an outage longer than its retries.
+	Sticky bool
 }
 
 type rule struct {
@@ -70,6 +75,8 @@ type Proxy struct {
 	rules    []*rule
 	requests map[string]int
 	injected map[string]int
+	// sticky holds the rule a Sticky injection chose, by invocation id.
+	sticky map[string]*rule
 }
 
 // New returns a proxy to target (the emulator's URL).
@@ -78,7 +85,7 @@ func New(target string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
 	}
-	p := &Proxy{target: u, requests: map[string]int{}, injected: map[string]int{}}
+	p := &Proxy{target: u, requests: map[string]int{}, injected: map[string]int{}, sticky: map[string]*rule{}}
 	p.rp = httputil.NewSingleHostReverseProxy(u)
 	p.rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		// The emulator itself is down: answer as a dead endpoint would.
@@ -98,6 +105,7 @@ func (p *Proxy) Set(rules ...Rule) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.rules = p.rules[:0]
+	clear(p.sticky)
 	for _, r := range rules {
 		p.rules = append(p.rules, &rule{Rule: r})
 	}
@@ -151,10 +159,15 @@ func Operation(r *http.Request) (service, op string) {
 	return "", ""
 }
 
-func (p *Proxy) match(service, op string) *rule {
+func (p *Proxy) match(service, op, invocation string) *rule {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.requests[service+"."+op]++
+	if r, ok := p.sticky[invocation]; ok && invocation != "" {
+		r.injected++
+		p.injected[service+"."+op]++
+		return r
+	}
 	for _, r := range p.rules {
 		if (r.Service != "" && r.Service != service) || (r.Operation != "" && r.Operation != op) {
 			continue
@@ -168,6 +181,9 @@ func (p *Proxy) match(service, op string) *rule {
 		}
 		r.injected++
 		p.injected[service+"."+op]++
+		if r.Sticky && invocation != "" {
+			p.sticky[invocation] = r
+		}
 		return r
 	}
 	return nil
@@ -176,7 +192,7 @@ func (p *Proxy) match(service, op string) *rule {
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	service, op := Operation(req)
-	r := p.match(service, op)
+	r := p.match(service, op, req.Header.Get("Amz-Sdk-Invocation-Id"))
 	if r == nil {
 		p.rp.ServeHTTP(w, req)
 		return

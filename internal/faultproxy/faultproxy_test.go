@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -83,5 +84,40 @@ func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
 	p.Clear()
 	if err := put(); err != nil {
 		t.Fatalf("after Clear: %v", err)
+	}
+}
+
+func TestStickyFaultOutlastsTheSDKsRetries(t *testing.T) {
+	s := testenv.Provision(t, nil)
+	p, err := faultproxy.New(testenv.Endpoint(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const attempts = 3
+	db := dynamodb.NewFromConfig(through(t, p), func(o *dynamodb.Options) {
+		o.Retryer = retry.NewStandard(func(so *retry.StandardOptions) {
+			so.MaxAttempts = attempts
+			so.Backoff = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { return 0, nil })
+		})
+	})
+	put := func() error {
+		_, err := db.PutItem(context.Background(), &dynamodb.PutItemInput{
+			TableName: aws.String(s.Table("EventsTable")),
+			Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "sticky"}},
+		})
+		return err
+	}
+	// One injection decision, then every retry of that call meets it.
+	p.Set(faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Count: 1, Sticky: true})
+	var pte *types.ProvisionedThroughputExceededException
+	if err := put(); !errors.As(err, &pte) {
+		t.Fatalf("sticky throttle: got %v, want the call to fail with ProvisionedThroughputExceededException", err)
+	}
+	if got := p.Injected(); got != attempts {
+		t.Errorf("injected %d faults, want one per attempt (%d)", got, attempts)
+	}
+	// A new call is a new decision: the rule's one injection is spent.
+	if err := put(); err != nil {
+		t.Errorf("the next call: %v", err)
 	}
 }

@@ -73,7 +73,9 @@ type Result struct {
 	Reordered, NeverDelivered int
 	// FoundByReconciler counts never-delivered events the reconciler ingested.
 	FoundByReconciler int
-	FaultsInjected    int
+	// StuckRequeued counts records the reconciler's sweep sent again.
+	StuckRequeued  int
+	FaultsInjected int
 	// Retries counts delivery attempts after a non-2xx answer or a broken
 	// connection, as the provider would retry them.
 	Retries int
@@ -300,6 +302,14 @@ func Run(ctx context.Context, c Config) (Result, error) {
 
 	if c.FaultRate > 0 {
 		proxy.Set(
+			// A quarter of the rate outlasts the SDK's retries: the
+			// receiver answers 5xx and the delivery is retried, or the
+			// processor records a failure and the message comes back.
+			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate / 4, Sticky: true},
+			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
+			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
+			// The rest are absorbed by the SDK's retries, or (an answer
+			// dropped after the commit) by the writes' idempotency.
 			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
 			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate},
 			faultproxy.Rule{Service: "dynamodb", Operation: "UpdateItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
@@ -334,6 +344,9 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			return "1s"
 		case "RECONCILE_MAX_PAGES":
 			return "1000"
+		case "RECONCILE_STUCK_AFTER":
+			// The schedule's 15 minutes, shrunk to the test's scale.
+			return "10s"
 		}
 		return stack.FunctionEnv[devstack.ReconcilerID][k]
 	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
@@ -373,10 +386,20 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		}
 		return n, nil
 	}
+	// Meanwhile the reconciler keeps running, as on its schedule: an event
+	// stored but whose enqueue met an outage stays received until its
+	// stuck-event sweep sends it again.
+	lastRun := time.Now()
 	for {
 		n, err := finished()
 		if err != nil {
 			return res, err
+		}
+		if n < len(evs) && time.Since(lastRun) >= 10*time.Second {
+			rr, _ := rec.Run(ctx, reconcile.RunOptions{})
+			res.FoundByReconciler += rr.Missing
+			res.StuckRequeued += rr.Stuck
+			lastRun = time.Now()
 		}
 		if c.Progress != nil {
 			c.Progress(res.Deliveries+n, res.Deliveries+len(evs))
