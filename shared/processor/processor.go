@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -178,7 +179,7 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 			defer func() { <-sem }()
 			// Within one object, keep the order of arrival.
 			for _, i := range idx {
-				results[i] = p.message(ctx, batch.Records[i])
+				results[i] = p.guarded(ctx, batch.Records[i])
 			}
 		}(g)
 	}
@@ -225,6 +226,31 @@ func groupByObject(records []events.SQSMessage) [][]int {
 	}
 	return groups
 }
+
+// guarded runs message, turning a panic that escaped it into a retry of
+// that message alone: one bad record never takes the batch, or the
+// invocation, down with it. Handlers' panics are caught closer, in apply,
+// where the failure can still be recorded; this is the last net.
+func (p *Processor) guarded(ctx context.Context, m events.SQSMessage) (result string) {
+	defer func() {
+		if v := recover(); v != nil {
+			p.cfg.Logger.ErrorContext(ctx, "processing panicked; the message will be retried",
+				slog.String("message_id", m.MessageId), slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
+			result = ResultRetry
+		}
+	}()
+	return p.message(ctx, m)
+}
+
+// PanicError is a panic in the mirror or a team's effect, caught while
+// processing one event. It is retried like any unclassified failure: a
+// fixed deploy can then process the event, and the DLQ bounds the cost.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("processor: a handler panicked: %v", e.Value) }
 
 // message processes one message and returns its result.
 func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
@@ -296,26 +322,16 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 			return "", fmt.Errorf("processor: fetch event %s from the provider: %w", rec.ID, err)
 		}
 	}
-	var plan Plan
-	if p.cfg.Mirror != nil {
-		var err error
-		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
-			return "", err
-		}
-	}
-	var effects []types.TransactWriteItem
-	if p.cfg.Effects != nil {
-		var err error
-		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
-			return "", err
-		}
+	plan, effects, err := p.handlers(ctx, rec, payload)
+	if err != nil {
+		return "", err
 	}
 	c := store.Completion{
 		Outcome:   event.OutcomeApplied,
 		MirrorKey: plan.Key,
 		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
 	}
-	err := p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
+	err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
 		// A newer event of this object was applied first. The snapshot
@@ -328,6 +344,27 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		return "", err
 	}
 	return c.Outcome, nil
+}
+
+// handlers runs the mirror's plan and the team's effects for rec. A panic
+// in either becomes a *PanicError, so the attempt is recorded as failed.
+func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte) (plan Plan, effects []types.TransactWriteItem, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			plan, effects, err = Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	if p.cfg.Mirror != nil {
+		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
+			return Plan{}, nil, err
+		}
+	}
+	if p.cfg.Effects != nil {
+		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
+			return Plan{}, nil, err
+		}
+	}
+	return plan, effects, nil
 }
 
 // fail records a failed attempt and decides the message's fate.
@@ -343,6 +380,9 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 	}
 	log = log.With(slog.String("error", cause.Error()), slog.String("error_class", Class(cause)),
 		slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
+	if pe := (*PanicError)(nil); errors.As(cause, &pe) {
+		log = log.With(slog.String("stack", string(pe.Stack)))
+	}
 	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), p.cfg.Now()); err != nil {
 		// The record stays processing under our lease, which expires; the
 		// message is retried either way.
@@ -395,11 +435,15 @@ func (p *Processor) delay(ctx context.Context, m events.SQSMessage, d time.Durat
 // Class names the kind of a failure for logs and operators: "permanent"
 // (marked *fault.Permanent: retrying cannot help), "throttled", "timeout",
 // "transient" (a dependency's 5xx or a connection error, as the AWS SDK
-// classifies them) or "other". Every class but "permanent" is retried: an
+// classifies them), "panic" (a handler panicked: *PanicError) or "other".
+// Every class but "permanent" is retried: an
 // error nobody classified is assumed to be worth another try, and the DLQ
 // bounds the cost of being wrong.
 func Class(err error) string {
+	var pe *PanicError
 	switch {
+	case errors.As(err, &pe):
+		return "panic"
 	case fault.IsPermanent(err):
 		return "permanent"
 	case fault.Throttled(err):

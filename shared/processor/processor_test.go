@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -303,6 +304,7 @@ func TestClass(t *testing.T) {
 		{fmt.Errorf("call: %w", context.DeadlineExceeded), "timeout"},
 		{fmt.Errorf("claim: %w", &smithy.GenericAPIError{Code: "ProvisionedThroughputExceededException"}), "throttled"},
 		{fmt.Errorf("commit: %w", statusError(503)), "transient"},
+		{fmt.Errorf("apply: %w", &PanicError{Value: "boom"}), "panic"},
 		{errors.New("something else"), "other"},
 	}
 	for _, tc := range tests {
@@ -323,5 +325,66 @@ func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
 	}
 	if st.records["evt_1"].Status != event.StatusProcessed || eff.calls["evt_1"] != 1 {
 		t.Errorf("got status %s and %d effects; want processed once (not acknowledged as leased by another worker)", st.records["evt_1"].Status, eff.calls["evt_1"])
+	}
+}
+
+// panicky panics for one event and applies the others.
+type panicky struct {
+	effects
+	on string
+}
+
+func (e *panicky) Run(ctx context.Context, r event.Record, payload []byte) ([]types.TransactWriteItem, error) {
+	if r.ID == e.on {
+		var m map[string]int
+		m["nil map"]++ // a handler's bug
+	}
+	return e.effects.Run(ctx, r, payload)
+}
+
+func TestAPanickingHandlerFailsItsEventAloneAndIsRetried(t *testing.T) {
+	st := newFakeStore(rec("evt_bad", event.StatusReceived), rec("evt_good", event.StatusReceived))
+	var logs bytes.Buffer
+	eff := &panicky{on: "evt_bad"}
+	p, err := New(Config{Store: st, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := msg("evt_good", 1)
+	good.Body = strings.Replace(good.Body, `"in_1"`, `"in_2"`, 1) // another object: another group
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_bad", 1), good}})
+	if err != nil {
+		t.Fatalf("the batch failed as a whole: %v", err)
+	}
+	if f := failures(resp); len(f) != 1 || f[0] != "m-evt_bad-1" {
+		t.Errorf("failures: got %v, want only the panicking event's message", f)
+	}
+	if r := st.records["evt_bad"]; r.Status != event.StatusFailed || !strings.Contains(r.LastError, "panicked") {
+		t.Errorf("panicking event: got %s %q, want failed with the panic as its error", r.Status, r.LastError)
+	}
+	if r := st.records["evt_good"]; r.Status != event.StatusProcessed {
+		t.Errorf("the other event: got %s, want processed", r.Status)
+	}
+	if !strings.Contains(logs.String(), `"error_class":"panic"`) || !strings.Contains(logs.String(), "processor_test.go") {
+		t.Errorf("log: want the failure classed as a panic, with the handler's stack:\n%s", logs.String())
+	}
+}
+
+// panickingStore panics in Claim: a bug in our own code, caught by the
+// last net around each message.
+type panickingStore struct{ *fakeStore }
+
+func (panickingStore) Claim(context.Context, string, string, string, time.Time, time.Time) (event.Record, error) {
+	panic("store bug")
+}
+
+func TestAPanicOutsideTheHandlersRetriesThatMessageOnly(t *testing.T) {
+	p := newProcessor(t, panickingStore{newFakeStore()}, nil)
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1), {MessageId: "garbage", Body: "x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(resp); len(f) != 1 || f[0] != "m-evt_1-1" {
+		t.Errorf("failures: got %v, want the panicking message only", f)
 	}
 }
