@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -81,5 +82,60 @@ func TestCreateDuplicateDoesNotDecodeTheOldPayload(t *testing.T) {
 	}
 	if existing.Status != event.StatusProcessed || existing.PayloadHash != "h" || existing.Payload != nil || db.gets != 0 {
 		t.Errorf("got status %s hash %q payload %d bytes after %d reads; want processed, h, none, 0", existing.Status, existing.PayloadHash, len(existing.Payload), db.gets)
+	}
+}
+
+// conflictingDB cancels the first n transactions for a conflict with
+// another transaction, as DynamoDB does when two touch one item at once.
+type conflictingDB struct {
+	store.DynamoDB
+	n, calls int
+	tokens   map[string]bool
+	reason   string
+}
+
+func (f *conflictingDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+	f.calls++
+	f.tokens[aws.ToString(in.ClientRequestToken)] = true
+	if f.calls <= f.n {
+		reasons := make([]types.CancellationReason, len(in.TransactItems))
+		for i := range reasons {
+			reasons[i].Code = aws.String("None")
+		}
+		reasons[0].Code = aws.String(f.reason)
+		return nil, &types.TransactionCanceledException{Message: aws.String("Transaction cancelled"), CancellationReasons: reasons}
+	}
+	return &dynamodb.TransactWriteItemsOutput{}, nil
+}
+
+func TestCompleteRunsAgainAfterATransactionConflict(t *testing.T) {
+	entitlement := types.TransactWriteItem{Update: &types.Update{TableName: aws.String("mirror"), UpdateExpression: aws.String("SET x = :x")}}
+	complete := func(db store.DynamoDB) error {
+		ev := &store.Events{DB: db, Table: "events"}
+		return ev.Complete(context.Background(), record("evt_conflict", time.Now()), "w1", time.Now(),
+			store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{entitlement}})
+	}
+
+	db := &conflictingDB{n: 2, reason: "TransactionConflict", tokens: map[string]bool{}}
+	if err := complete(db); err != nil || db.calls != 3 {
+		t.Errorf("two conflicts, then a commit: got %v after %d calls, want success after 3", err, db.calls)
+	}
+	// Each run is a new transaction, not a replay of the cancelled one:
+	// the store leaves the token to the SDK, which gives each call its own.
+	if len(db.tokens) != 1 || !db.tokens[""] {
+		t.Errorf("the store set ClientRequestToken itself (%v)", db.tokens)
+	}
+
+	db = &conflictingDB{n: 100, reason: "TransactionConflict", tokens: map[string]bool{}}
+	var tce *types.TransactionCanceledException
+	if err := complete(db); !errors.As(err, &tce) || db.calls != 4 {
+		t.Errorf("conflicts every time: got %v after %d calls, want the cancellation after 4", err, db.calls)
+	}
+
+	// A failed condition is an answer, not a conflict: never run again.
+	db = &conflictingDB{n: 100, reason: "ConditionalCheckFailed", tokens: map[string]bool{}}
+	var ce *store.ConflictError
+	if err := complete(db); !errors.As(err, &ce) || db.calls != 1 {
+		t.Errorf("failed condition: got %v after %d calls, want ConflictError after 1", err, db.calls)
 	}
 }

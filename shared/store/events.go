@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	mrand "math/rand/v2"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -214,7 +215,7 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 			ExpressionAttributeValues: values,
 		},
 	})
-	_, err := e.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	err := e.transact(ctx, items)
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for i, reason := range tce.CancellationReasons {
@@ -231,6 +232,51 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 		return fmt.Errorf("store: complete event %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// conflictRetries bounds the transaction's own retries when DynamoDB
+// cancels it for a conflict with another transaction on one of its items.
+const conflictRetries = 3
+
+// transact runs a transaction, running it again when DynamoDB cancelled it
+// only because another transaction touched one of its items at the same
+// time (TransactionConflict): nothing was applied, its conditions are
+// evaluated afresh, and the SDK does not retry this cancellation itself.
+// Two subscriptions of one customer in one batch, for instance, both update
+// the customer's entitlement item.
+func (e *Events) transact(ctx context.Context, items []types.TransactWriteItem) error {
+	for attempt := 0; ; attempt++ {
+		_, err := e.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		if !onlyConflicts(err) || attempt == conflictRetries {
+			return err
+		}
+		wait := time.Duration(10<<attempt)*time.Millisecond + time.Duration(mrand.IntN(10))*time.Millisecond
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(wait):
+		}
+	}
+}
+
+// onlyConflicts reports whether err is a cancellation whose reasons are
+// TransactionConflict and nothing worse (no failed condition).
+func onlyConflicts(err error) bool {
+	var tce *types.TransactionCanceledException
+	if !errors.As(err, &tce) {
+		return false
+	}
+	conflict := false
+	for _, r := range tce.CancellationReasons {
+		switch aws.ToString(r.Code) {
+		case "TransactionConflict":
+			conflict = true
+		case "", "None":
+		default:
+			return false
+		}
+	}
+	return conflict
 }
 
 // Fail records a failed attempt: status is failed (retryable; the record
