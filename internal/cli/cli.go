@@ -87,6 +87,7 @@ type app struct {
 
 	cfg     *aws.Config
 	outputs map[string]string
+	params  map[string]string // the stage stack's parameters
 }
 
 // Run executes inboxctl with args and returns its exit code.
@@ -249,8 +250,20 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	for _, o := range out.Stacks[0].Outputs {
 		outputs[aws.ToString(o.OutputKey)] = aws.ToString(o.OutputValue)
 	}
+	a.params = map[string]string{}
+	for _, p := range out.Stacks[0].Parameters {
+		a.params[aws.ToString(p.ParameterKey)] = aws.ToString(p.ParameterValue)
+	}
 	a.outputs = outputs
 	return outputs, nil
+}
+
+// stageParameters reads the parameters the stage's stack was deployed with.
+func (a *app) stageParameters(ctx context.Context) (map[string]string, error) {
+	if _, err := a.stageOutputs(ctx); err != nil {
+		return nil, err
+	}
+	return a.params, nil
 }
 
 // resolve returns a resource name: the flag, else the stage's output, else

@@ -79,8 +79,27 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if o.maxPages < 0 {
 		return usagef("--max-pages must not be negative")
 	}
-	if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
-		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) or STRIPE_API_KEY_PARAMETER (its SSM parameter)")
+	// The deployed reconciler's settings: with --stage they come from the
+	// parameters the stack was deployed with, as its resources come from
+	// its outputs; a local STRIPE_API_KEY or STRIPE_MODE must not send a
+	// test key against a live stage.
+	env := map[string]string{}
+	if a.stage != "" {
+		params, err := a.stageParameters(ctx)
+		if err != nil {
+			return err
+		}
+		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS"} {
+			if v := params[param]; v != "" {
+				env[key] = v
+			}
+		}
+		if env["STRIPE_API_KEY_PARAMETER"] == "" {
+			return fmt.Errorf("--stage %s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.stage, StackName(a.stage))
+		}
+		env["STRIPE_API_KEY"] = ""
+	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
+		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
 	}
 	cfg, err := a.aws(ctx)
 	if err != nil {
@@ -102,7 +121,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if err != nil {
 		return err
 	}
-	env := map[string]string{"EVENTS_TABLE": store.Table, "MIRROR_TABLE": mirror.Table, "QUEUE_URL": queue}
+	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = store.Table, mirror.Table, queue
 	r, err := boot.Reconciler(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v

@@ -75,14 +75,11 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 	if o.repeat < 1 {
 		return usageError{fmt.Errorf("--repeat must be at least 1")}
 	}
-	url := firstOf(o.url, a.getenv("WEBHOOK_URL"))
-	if url == "" && a.stage != "" {
-		var err error
-		if url, err = a.resolve(ctx, "", outWebhookURL, "", ""); err != nil {
-			return err
-		}
+	// Flag, then the stage's output, then the environment, as every name.
+	url, err := a.resolve(ctx, o.url, outWebhookURL, "WEBHOOK_URL", DefaultWebhookURL)
+	if err != nil {
+		return err
 	}
-	url = firstOf(url, DefaultWebhookURL)
 	if a.stage != "" && o.secret == "" && a.getenv("STRIPE_WEBHOOK_SECRET") == "" {
 		return usagef("--stage %s: pass the endpoint's signing secret with --secret (or STRIPE_WEBHOOK_SECRET)", a.stage)
 	}

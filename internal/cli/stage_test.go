@@ -5,14 +5,21 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	dbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
@@ -23,6 +30,13 @@ import (
 // `sam deploy` leaves behind, without the functions.
 func deployStage(t *testing.T, w *world, outputs map[string]string) string {
 	t.Helper()
+	return deployStageWith(t, w, outputs, nil)
+}
+
+// deployStageWith is deployStage with the parameters the stack was
+// deployed with.
+func deployStageWith(t *testing.T, w *world, outputs, params map[string]string) string {
+	t.Helper()
 	var b [3]byte
 	_, _ = rand.Read(b[:])
 	stage := "t" + hex.EncodeToString(b[:])
@@ -30,13 +44,23 @@ func deployStage(t *testing.T, w *world, outputs map[string]string) string {
 	for k, v := range outputs {
 		outs[k] = map[string]any{"Value": v}
 	}
-	tmpl, _ := json.Marshal(map[string]any{
+	declared := map[string]any{}
+	var values []cftypes.Parameter
+	for k, v := range params {
+		declared[k] = map[string]any{"Type": "String"}
+		values = append(values, cftypes.Parameter{ParameterKey: aws.String(k), ParameterValue: aws.String(v)})
+	}
+	doc := map[string]any{
 		"AWSTemplateFormatVersion": "2010-09-09",
 		"Resources":                map[string]any{"Placeholder": map[string]any{"Type": "AWS::SQS::Queue"}},
 		"Outputs":                  outs,
-	})
+	}
+	if len(declared) > 0 {
+		doc["Parameters"] = declared
+	}
+	tmpl, _ := json.Marshal(doc)
 	if _, err := cloudformation.NewFromConfig(w.s.AWS).CreateStack(context.Background(), &cloudformation.CreateStackInput{
-		StackName: aws.String(StackName(stage)), TemplateBody: aws.String(string(tmpl)),
+		StackName: aws.String(StackName(stage)), TemplateBody: aws.String(string(tmpl)), Parameters: values,
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -99,10 +123,13 @@ func TestStageResolvesResourcesFromTheStacksOutputs(t *testing.T) {
 	if !strings.Contains(r.stderr, "--secret") {
 		t.Errorf("send via --stage without a secret: got %s", r.stderr)
 	}
+	// A WEBHOOK_URL left in the shell does not win over --stage either.
+	c.env["WEBHOOK_URL"] = "http://127.0.0.1:2/local"
 	r = c.run(ctx, stageArgs("send", "invoice.paid", "--secret", "whsec_x")...).must(t, 1)
 	if !strings.Contains(r.stderr, "127.0.0.1:1/webhooks/stripe") {
 		t.Errorf("send via --stage: got %s, want a POST to the stack's WebhookUrl", r.stderr)
 	}
+	delete(c.env, "WEBHOOK_URL")
 
 	// An explicit flag still wins over the stage.
 	r = c.run(ctx, stageArgs("--events-table", "flag-table", "event", "evt_staged")...).must(t, 1)
@@ -126,4 +153,56 @@ func TestStageErrorsSayWhatToDo(t *testing.T) {
 	c.golden("stage_invalid", r, endpoint, "ENDPOINT")
 	r = c.run(ctx, "--stage", partial, "--endpoint", endpoint, "object", "sub_1").must(t, 1)
 	c.golden("stage_missing_output", r, partial, "STAGE", endpoint, "ENDPOINT")
+}
+
+// TestStageReconcileUsesTheStacksParameters: with --stage, reconcile reads
+// the API key's parameter, the mode and the retention the stack was
+// deployed with; a local test key in the environment does not win.
+func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := context.Background()
+	apiKey := "sk_live_stage_" + w.s.Prefix
+	param := "/webhook-inbox/" + w.s.Prefix + "/stripe/api-key"
+	if _, err := ssm.NewFromConfig(w.s.AWS).PutParameter(ctx, &ssm.PutParameterInput{
+		Name: aws.String(param), Value: aws.String(apiKey), Type: ssmtypes.ParameterTypeSecureString,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	fake := stripefake.New()
+	defer fake.Close()
+	fake.RequireKey(apiKey)
+	lost := body(t, "invoice.paid", stripefixture.Options{ID: "evt_stage_lost", Created: time.Now().Add(-time.Hour).Unix(), Livemode: true})
+	if err := fake.Add(lost); err != nil {
+		t.Fatal(err)
+	}
+	stage := deployStageWith(t, w, map[string]string{
+		"EventsTableName": w.s.Table("EventsTable"),
+		"MirrorTableName": w.s.Table("MirrorTable"),
+		"QueueUrl":        w.s.Queue("WebhookQueue").URL,
+	}, map[string]string{"ApiKeyParameter": param, "StripeMode": "live", "RetentionDays": "7"})
+
+	c := w.cli()
+	c.t = t
+	c.prefix = ""
+	endpoint := c.env["AWS_ENDPOINT_URL"]
+	c.env = map[string]string{"AWS_REGION": "us-east-1", "STRIPE_API_BASE": fake.URL, "STRIPE_API_KEY": "sk_test_local", "STRIPE_MODE": "test"}
+	r := c.run(ctx, "--stage", stage, "--endpoint", endpoint, "reconcile", "--since", "24h", "--json").must(t, 0)
+	var got ReconcileJSON
+	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Missing != 1 {
+		t.Fatalf("reconcile via --stage: got %s (%v), want the live event found missing", r.stdout, err)
+	}
+	rec, err := w.events.Get(ctx, "stripe", "evt_stage_lost")
+	if err != nil || rec.Source != event.SourceReconciler || !rec.Livemode {
+		t.Fatalf("record: got %+v (%v)", rec, err)
+	}
+	item, err := w.s.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.s.Table("EventsTable")), ConsistentRead: aws.Bool(true),
+		Key: map[string]dbtypes.AttributeValue{"pk": &dbtypes.AttributeValueMemberS{Value: "stripe#evt_stage_lost"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	expires, _ := item.Item["expires_at"].(*dbtypes.AttributeValueMemberN)
+	secs, _ := strconv.ParseInt(expires.Value, 10, 64)
+	if days := time.Unix(secs, 0).Sub(rec.ReceivedAt).Hours() / 24; days < 6.9 || days > 7.1 {
+		t.Errorf("record kept %.1f days, want the stage's RetentionDays (7)", days)
+	}
 }
