@@ -36,6 +36,7 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"object", []string{"object", "sub_golden"}, 0},
 		{"object_json", []string{"object", "sub_golden", "--json"}, 0},
 		{"object_unmirrored", []string{"object", "in_golden_perm"}, 0},
+		{"object_unmirrored_json", []string{"object", "in_golden_perm", "--json"}, 0},
 		{"object_missing", []string{"object", "sub_nothing"}, 1},
 		{"entitlement", []string{"entitlement", "cus_golden"}, 0},
 		{"entitlement_json", []string{"entitlement", "cus_golden", "--json"}, 0},

@@ -27,10 +27,15 @@ type ObjectEventJSON struct {
 }
 
 // ObjectJSON is the stable JSON shape of inboxctl object --json: the
-// mirrored snapshot (null when the mirror has none) and every stored event
-// about the object, oldest first by Stripe's created time.
+// mirrored snapshot's fields at the top level (id, object, deleted,
+// last_event_id, last_event_created, data, ...; only id when the mirror has
+// none, with mirrored false) and every stored event about the object,
+// oldest first by Stripe's created time.
 type ObjectJSON struct {
-	Object *mirror.Snapshot  `json:"object"`
+	// ID is the object asked about (the snapshot's own id when mirrored).
+	ID       string `json:"id"`
+	Mirrored bool   `json:"mirrored"`
+	*mirror.Snapshot
 	Events []ObjectEventJSON `json:"events"`
 }
 
@@ -62,7 +67,7 @@ Then every stored event about the object, oldest first, with what
 processing did with each: applied, or superseded by a later event.`,
 		Example: `  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs
   inboxctl object cus_NffrFeUfNV2Hib --data
-  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --json | jq .object.data.status`,
+  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --json | jq .data.status`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, v []string) error {
 			return a.object(cmd.Context(), v[0], asJSON, data)
@@ -82,30 +87,30 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 	if err != nil {
 		return err
 	}
-	out := ObjectJSON{}
+	out := ObjectJSON{ID: id}
 	snap, err := mr.Object(ctx, id)
 	switch {
 	case errors.Is(err, mirror.ErrNotFound):
 	case err != nil:
 		return a.tableHint(mr.Table, err)
 	default:
-		out.Object = &snap
+		out.Snapshot, out.Mirrored = &snap, true
 	}
 	recs, err := events.ByObject(ctx, id)
 	if err != nil {
 		return a.tableHint(events.Table, err)
 	}
 	out.Events = objectEvents(recs)
-	if out.Object == nil && len(out.Events) == 0 {
+	if out.Snapshot == nil && len(out.Events) == 0 {
 		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags", id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
 	}
-	if out.Object == nil {
+	if out.Snapshot == nil {
 		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", id)
 	} else {
-		s := out.Object
+		s := out.Snapshot
 		var fields struct {
 			Status           string `json:"status"`
 			CurrentPeriodEnd int64  `json:"current_period_end"`
@@ -125,8 +130,8 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 		}
 	}
 	last := ""
-	if out.Object != nil {
-		last = out.Object.LastEventID
+	if out.Snapshot != nil {
+		last = out.Snapshot.LastEventID
 	}
 	return a.eventTable(out.Events, last)
 }
