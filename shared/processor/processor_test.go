@@ -3,9 +3,11 @@ package processor
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -386,4 +388,55 @@ func TestAPanicOutsideTheHandlersRetriesThatMessageOnly(t *testing.T) {
 	if f := failures(resp); len(f) != 1 || f[0] != "m-evt_1-1" {
 		t.Errorf("failures: got %v, want the panicking message only", f)
 	}
+}
+
+// TestBatchLogCarriesTheResultMetrics: each batch's log line is an EMF
+// record whose counters are the results of its messages, so CloudWatch
+// metrics (and the template's alarms) see them without an API call.
+func TestBatchLogCarriesTheResultMetrics(t *testing.T) {
+	st := newFakeStore(rec("evt_new", event.StatusReceived), rec("evt_done", event.StatusProcessed), rec("evt_perm", event.StatusReceived))
+	var logs bytes.Buffer
+	eff := &effectsBy{err: map[string]error{"evt_perm": &fault.Permanent{Err: errors.New("unprocessable")}}}
+	p, err := New(Config{Store: st, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_new", 1), msg("evt_done", 1), msg("evt_perm", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	var batch map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "batch" {
+			batch = m
+		}
+	}
+	if batch == nil {
+		t.Fatalf("no batch log line in:\n%s", logs.String())
+	}
+	for name, want := range map[string]float64{"messages": 3, "applied": 1, "duplicate": 1, "permanent": 1, "retry": 0, "dead_lettered": 0} {
+		if got, _ := batch[name].(float64); got != want {
+			t.Errorf("%s: got %v, want %v", name, batch[name], want)
+		}
+	}
+	emf, _ := batch["_aws"].(map[string]any)
+	directives, _ := emf["CloudWatchMetrics"].([]any)
+	if len(directives) != 1 {
+		t.Fatalf("EMF directive: got %v", batch["_aws"])
+	}
+	d := directives[0].(map[string]any)
+	var names []string
+	for _, m := range d["Metrics"].([]any) {
+		names = append(names, m.(map[string]any)["Name"].(string))
+	}
+	if d["Namespace"] != "WebhookInbox" || !slices.Contains(names, "permanent") || !slices.Contains(names, "dead_lettered") {
+		t.Errorf("EMF directive: namespace %v, metrics %v", d["Namespace"], names)
+	}
+}
+
+// effectsBy fails the events it has an error for.
+type effectsBy struct{ err map[string]error }
+
+func (e *effectsBy) Run(_ context.Context, r event.Record, _ []byte) ([]types.TransactWriteItem, error) {
+	return nil, e.err[r.ID]
 }
