@@ -86,7 +86,46 @@ func Parse(data []byte, overrides map[string]string) (*Template, error) {
 			return nil, fmt.Errorf("template: parameter override %s: no such parameter", name)
 		}
 	}
+	if err := t.checkRules(); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// checkRules refuses parameters the template's Rules refuse, as
+// CloudFormation does before it creates or updates a stack. The processor
+// has already evaluated each rule's condition and assertions to booleans.
+func (t *Template) checkRules() error {
+	var failed []string
+	names := make([]string, 0, len(t.section("Rules")))
+	for name := range t.section("Rules") {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		rule, _ := t.section("Rules")[name].(map[string]any)
+		if cond, ok := rule["RuleCondition"]; ok && cond != true {
+			if cond != false {
+				return fmt.Errorf("template: rule %s: condition did not evaluate to a boolean: %v", name, cond)
+			}
+			continue
+		}
+		asserts, _ := rule["Assertions"].([]any)
+		for _, a := range asserts {
+			as, _ := a.(map[string]any)
+			switch as["Assert"] {
+			case true:
+			case false:
+				failed = append(failed, fmt.Sprintf("%s: %v", name, as["AssertDescription"]))
+			default:
+				return fmt.Errorf("template: rule %s: assertion did not evaluate to a boolean: %v", name, as["Assert"])
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("template: parameters refused by the template's rules:\n  %s", strings.Join(failed, "\n  "))
+	}
+	return nil
 }
 
 func ref(_ string, input any, tmpl any) any {

@@ -1,6 +1,9 @@
 package template
 
 import (
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -94,5 +97,89 @@ func TestSubResolvesPseudoParametersLikeRef(t *testing.T) {
 	}
 	if got := sub("", []any{"${A}-${!B}-${X.Arn}", map[string]any{"A": "a"}}, nil); got != "a-${B}-${X.Arn}" {
 		t.Errorf("sub with variables: got %v", got)
+	}
+}
+
+// TestRulesKeepOtherStagesOffTheDevSecrets: the template's Rules, checked
+// when it is loaded as CloudFormation checks them at deploy.
+func TestRulesKeepOtherStagesOffTheDevSecrets(t *testing.T) {
+	own := map[string]string{"WebhookSecretsParameter": "/webhook-inbox/prod/stripe/webhook-secrets", "ApiKeyParameter": "/webhook-inbox/prod/stripe/api-key"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	merge := func(a, b map[string]string) map[string]string {
+		m := map[string]string{}
+		for k, v := range a {
+			m[k] = v
+		}
+		for k, v := range b {
+			m[k] = v
+		}
+		return m
+	}
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		refused   bool
+	}{
+		{"dev with the defaults", nil, false},
+		{"prod with the dev secrets", with("Stage", "prod"), true},
+		{"live mode with the dev secrets", with("StripeMode", "live"), true},
+		{"prod with its own secrets", merge(with("Stage", "prod", "StripeMode", "live"), own), false},
+		{"prod with only its own API key", with("Stage", "prod", "ApiKeyParameter", own["ApiKeyParameter"]), true},
+	} {
+		_, err := Load("../../template.yaml", tc.overrides)
+		if tc.refused && (err == nil || !strings.Contains(err.Error(), "OtherStagesNeedTheirOwnSecrets")) {
+			t.Errorf("%s: got %v, want the rule's refusal", tc.name, err)
+		}
+		if !tc.refused && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// TestSamconfigEnvironmentsPassTheRules loads the template with each
+// samconfig.toml environment's parameter_overrides, as `sam deploy
+// --config-env` would send them.
+func TestSamconfigEnvironmentsPassTheRules(t *testing.T) {
+	data, err := os.ReadFile("../../samconfig.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := regexp.MustCompile(`(?m)^\[(\w+)\.deploy\.parameters\]$`)
+	list := regexp.MustCompile(`(?s)parameter_overrides = \[(.*?)\]`)
+	item := regexp.MustCompile(`"([^"=]+)=([^"]*)"`)
+	envs := map[string]map[string]string{}
+	locs := section.FindAllStringSubmatchIndex(string(data), -1)
+	for i, loc := range locs {
+		end := len(data)
+		if i+1 < len(locs) {
+			end = locs[i+1][0]
+		}
+		body := string(data[loc[1]:end])
+		m := list.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("samconfig.toml: [%s.deploy.parameters] has no parameter_overrides", data[loc[2]:loc[3]])
+		}
+		overrides := map[string]string{}
+		for _, kv := range item.FindAllStringSubmatch(m[1], -1) {
+			overrides[kv[1]] = kv[2]
+		}
+		envs[string(data[loc[2]:loc[3]])] = overrides
+	}
+	if len(envs) != 2 || envs["default"] == nil || envs["prod"] == nil {
+		t.Fatalf("samconfig.toml environments: got %v, want default and prod", envs)
+	}
+	if envs["prod"]["StripeMode"] != "live" || envs["prod"]["Stage"] != "prod" {
+		t.Errorf("prod overrides: got %v, want Stage=prod and StripeMode=live", envs["prod"])
+	}
+	for name, overrides := range envs {
+		if _, err := Load("../../template.yaml", overrides); err != nil {
+			t.Errorf("samconfig.toml %s: %v", name, err)
+		}
 	}
 }
