@@ -138,7 +138,12 @@ def idempotent_transactions(window_seconds=600):
         for key in [k for k, (expires, _) in done.items() if expires < now]:
             del done[key]
         key = (self.current_account, self.region, token)
-        fingerprint = json.dumps(self.body.get("TransactItems"), sort_keys=True)
+        # Binary attributes arrive decoded, as bytes.
+        fingerprint = json.dumps(
+            self.body.get("TransactItems"),
+            sort_keys=True,
+            default=lambda v: v.hex() if isinstance(v, (bytes, bytearray)) else str(v),
+        )
         if key in done:
             if done[key][1] != fingerprint:
                 raise IdempotentParameterMismatch()

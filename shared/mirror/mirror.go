@@ -2,6 +2,7 @@ package mirror
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -45,6 +46,8 @@ const (
 	attrCustomer         = "customer"
 	attrDeleted          = "deleted"
 	attrData             = "data"
+	attrDataGzip         = "data_gz"
+	attrDataOmitted      = "data_omitted"
 	attrLastEventID      = "last_event_id"
 	attrLastEventCreated = "last_event_created"
 	attrLastEventType    = "last_event_type"
@@ -128,7 +131,6 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 		attrPK:               str(o.ID),
 		attrObject:           str(o.Object),
 		attrDeleted:          &types.AttributeValueMemberBOOL{Value: deleted},
-		attrData:             str(compact.String()),
 		attrLastEventID:      str(r.ID),
 		attrLastEventCreated: num(r.Created),
 		attrLastEventType:    str(r.Type),
@@ -138,6 +140,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if customer != "" {
 		item[attrCustomer] = str(customer)
 	}
+	putData(item, compact.Bytes())
 	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
 	// does not, in transactions).
 	cond, values := g.condition("", "attribute_not_exists(pk)")
@@ -152,6 +155,33 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
 	}
 	return processor.Plan{Key: o.ID, Writes: writes}, nil
+}
+
+// Sizes for a snapshot's data: above gzipAbove it is stored gzipped; if it
+// is still above maxData it is left out, flagged, because a DynamoDB item
+// holds at most 400 KB with its other attributes (and the by_customer
+// index copies the item). A snapshot is never the reason an event fails.
+const (
+	gzipAbove = 8 << 10
+	maxData   = 350 << 10
+)
+
+// putData sets the snapshot's data on item: as JSON text, gzipped, or not at
+// all (data_omitted) when even gzipped it would not fit.
+func putData(item map[string]types.AttributeValue, data []byte) {
+	if len(data) <= gzipAbove {
+		item[attrData] = str(string(data))
+		return
+	}
+	var gz bytes.Buffer
+	w := gzip.NewWriter(&gz)
+	_, _ = w.Write(data) // writes to a bytes.Buffer do not fail
+	_ = w.Close()
+	if gz.Len() <= maxData {
+		item[attrDataGzip] = &types.AttributeValueMemberB{Value: gz.Bytes()}
+		return
+	}
+	item[attrDataOmitted] = &types.AttributeValueMemberBOOL{Value: true}
 }
 
 // entitlementWrite records the subscription's state on the customer's

@@ -1,7 +1,10 @@
 package mirror_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -321,5 +324,77 @@ func checkExpressions(t *testing.T, w types.TransactWriteItem) {
 		if !regexp.MustCompile(regexp.QuoteMeta(k) + `($|[^A-Za-z0-9_])`).MatchString(exprs) {
 			t.Errorf("%s unused in %q", k, exprs)
 		}
+	}
+}
+
+// bigEvent is a customer.updated event whose data.object carries filler of
+// n bytes in its metadata: repetitive (compresses well) or random (does not).
+func bigEvent(t *testing.T, id string, created int64, n int, random bool) (event.Record, []byte) {
+	t.Helper()
+	r, body := ev(t, "customer.updated", id, created, stripefixture.Options{ObjectID: "cus_big", Customer: "cus_big"})
+	var doc map[string]any
+	if err := json.Unmarshal(body, &doc); err != nil {
+		t.Fatal(err)
+	}
+	filler := strings.Repeat("paid ", n/5)
+	if random {
+		b := make([]byte, n*3/4)
+		_, _ = rand.Read(b)
+		filler = base64.StdEncoding.EncodeToString(b)
+	}
+	doc["data"].(map[string]any)["object"].(map[string]any)["metadata"] = map[string]any{"filler": filler}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, body
+}
+
+func TestLargeObjectsAreGzippedOrLeftOutNeverFailed(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+
+	// 600 KB that gzip shrinks: stored gzipped, read back byte for byte.
+	r, body := bigEvent(t, "evt_big_1", 1700000000, 600_000, false)
+	if c := f.write(t, f.plan(t, r, body)...); c != -1 {
+		t.Fatalf("600 KB compressible object: condition of item %d failed", c)
+	}
+	snap, err := f.reader.Object(ctx, "cus_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(body, &want)
+	var compact bytes.Buffer
+	_ = json.Compact(&compact, want.Data.Object)
+	if !bytes.Equal(snap.Data, compact.Bytes()) || snap.DataOmitted {
+		t.Errorf("gzipped snapshot: got %d bytes (omitted %v), want the %d bytes of data.object", len(snap.Data), snap.DataOmitted, compact.Len())
+	}
+
+	// 600 KB of noise: too large even gzipped. The snapshot keeps its
+	// ordering fields and flags the data as left out; the write succeeds.
+	r, body = bigEvent(t, "evt_big_2", 1700000001, 600_000, true)
+	if c := f.write(t, f.plan(t, r, body)...); c != -1 {
+		t.Fatalf("600 KB incompressible object: condition of item %d failed", c)
+	}
+	snap, err = f.reader.Object(ctx, "cus_big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.DataOmitted || string(snap.Data) != "null" || snap.LastEventID != "evt_big_2" || snap.Customer != "cus_big" {
+		t.Errorf("snapshot of an object too large to mirror: got omitted=%v data %.20s last %s customer %s", snap.DataOmitted, snap.Data, snap.LastEventID, snap.Customer)
+	}
+
+	// A later small update stores its data again, as JSON text.
+	r, body = ev(t, "customer.updated", "evt_big_3", 1700000002, stripefixture.Options{ObjectID: "cus_big", Customer: "cus_big"})
+	if c := f.write(t, f.plan(t, r, body)...); c != -1 {
+		t.Fatalf("small update: condition of item %d failed", c)
+	}
+	if snap, _ = f.reader.Object(ctx, "cus_big"); snap.DataOmitted || !json.Valid(snap.Data) || string(snap.Data) == "null" {
+		t.Errorf("after a small update: omitted=%v data %.40s", snap.DataOmitted, snap.Data)
 	}
 }

@@ -1,10 +1,13 @@
 package mirror
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -54,6 +57,9 @@ type Snapshot struct {
 	LastEventType    string          `json:"last_event_type"`
 	Livemode         bool            `json:"livemode"`
 	Data             json.RawMessage `json:"data"`
+	// DataOmitted: data.object was too large for the mirror even gzipped
+	// (over 350 KB); Data is null and the rest of the snapshot is kept.
+	DataOmitted bool `json:"data_omitted,omitempty"`
 }
 
 // Object reads the snapshot of object id.
@@ -87,10 +93,29 @@ func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
 	if v, ok := item[attrLastEventCreated].(*types.AttributeValueMemberN); ok {
 		fmt.Sscan(v.Value, &s.LastEventCreated)
 	}
+	if v, ok := item[attrDataGzip].(*types.AttributeValueMemberB); ok {
+		s.Data = gunzip(v.Value)
+	}
+	if v, ok := item[attrDataOmitted].(*types.AttributeValueMemberBOOL); ok {
+		s.DataOmitted = v.Value
+	}
 	if len(s.Data) == 0 {
 		s.Data = json.RawMessage("null")
 	}
 	return s
+}
+
+// gunzip decodes stored data; a damaged value reads as no data.
+func gunzip(b []byte) json.RawMessage {
+	r, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil
+	}
+	out, err := io.ReadAll(r)
+	if err != nil || !json.Valid(out) {
+		return nil
+	}
+	return out
 }
 
 // CustomerObjects lists the snapshots of customer's objects (the customer
