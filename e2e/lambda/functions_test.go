@@ -421,13 +421,7 @@ func TestProcessorBinaryAnswersSQSEventsAsLambdaRunsIt(t *testing.T) {
 		t.Errorf("record once Stripe answers: got %s (%v), want processed\n%s", rec.Status, err, fn.out.String())
 	}
 
-	var reads int
-	for _, c := range s.rec.Calls(0) {
-		if c.Service == "ssm" {
-			reads++
-		}
-	}
-	if reads != 1 {
+	if reads := secretReads(s.rec.Calls(0)); reads != 1 {
 		t.Errorf("secret reads: got %d, want 1 (at cold start)", reads)
 	}
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, processorID, s.rec.Calls(0))

@@ -107,6 +107,17 @@ func names(calls []apiCall) []string {
 	return out
 }
 
+// secretReads counts the calls to Parameter Store among calls.
+func secretReads(calls []apiCall) int {
+	n := 0
+	for _, c := range calls {
+		if c.Service == "ssm" {
+			n++
+		}
+	}
+	return n
+}
+
 // permission is an IAM action on a resource ARN.
 type permission struct{ Action, Resource string }
 

@@ -75,13 +75,7 @@ func TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt(t *testing.T) {
 	}
 
 	// Init read the API key once; the second invocation did not again.
-	var reads int
-	for _, c := range s.rec.Calls(0) {
-		if c.Service == "ssm" {
-			reads++
-		}
-	}
-	if reads != 1 {
+	if reads := secretReads(s.rec.Calls(0)); reads != 1 {
 		t.Errorf("secret reads over two invocations: got %d, want 1 (at cold start)", reads)
 	}
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, reconcilerID, s.rec.Calls(0))
