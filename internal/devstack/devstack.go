@@ -362,6 +362,6 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 // client times an attempt out sooner than a long poll answers.
 func longPoll(cfg aws.Config) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(30 * time.Second)
+		o.HTTPClient = boot.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(30 * time.Second))
 	})
 }
