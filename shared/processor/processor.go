@@ -380,7 +380,8 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 	}
 	log = log.With(slog.String("error", cause.Error()), slog.String("error_class", Class(cause)),
 		slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
-	if pe := (*PanicError)(nil); errors.As(cause, &pe) {
+	var pe *PanicError
+	if errors.As(cause, &pe) {
 		log = log.With(slog.String("stack", string(pe.Stack)))
 	}
 	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), p.cfg.Now()); err != nil {
