@@ -6,37 +6,8 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 )
-
-type fakeStore struct {
-	existing *event.Record
-	err      error
-	created  []event.Record
-}
-
-func (f *fakeStore) Create(_ context.Context, r *event.Record) (*event.Record, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	if f.existing != nil {
-		return f.existing, nil
-	}
-	f.created = append(f.created, *r)
-	return nil, nil
-}
-
-type fakeQueue struct {
-	err  error
-	sent []event.Pointer
-}
-
-func (f *fakeQueue) Send(_ context.Context, p event.Pointer) error {
-	if f.err != nil {
-		return f.err
-	}
-	f.sent = append(f.sent, p)
-	return nil
-}
 
 func TestIngest(t *testing.T) {
 	payload := []byte(`{"id":"evt_1"}`)
@@ -76,8 +47,8 @@ func TestIngest(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &fakeStore{existing: tc.existing, err: tc.storeErr}
-			q := &fakeQueue{err: tc.queueErr}
+			st := &ingesttest.Store{Existing: tc.existing, Err: tc.storeErr}
+			q := &ingesttest.Queue{Err: tc.queueErr}
 			in := &Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return t == "invoice.paid" }}
 			e := env
 			if tc.eventType != "" {
@@ -93,19 +64,19 @@ func TestIngest(t *testing.T) {
 			if res.Outcome != tc.wantOutcome {
 				t.Errorf("outcome: got %s, want %s", res.Outcome, tc.wantOutcome)
 			}
-			if len(q.sent) != tc.wantSent {
-				t.Errorf("sent: got %d, want %d", len(q.sent), tc.wantSent)
+			if len(q.Sent) != tc.wantSent {
+				t.Errorf("sent: got %d, want %d", len(q.Sent), tc.wantSent)
 			}
 			if res.HashConflict != tc.wantConflict {
 				t.Errorf("conflict: got %v, want %v", res.HashConflict, tc.wantConflict)
 			}
-			if tc.wantSent == 1 && len(q.sent) == 1 {
-				if p := q.sent[0]; p.ID != "evt_1" || p.ObjectID != "in_1" || p.Type != "invoice.paid" || p.Provider != "stripe" {
+			if tc.wantSent == 1 && len(q.Sent) == 1 {
+				if p := q.Sent[0]; p.ID != "evt_1" || p.ObjectID != "in_1" || p.Type != "invoice.paid" || p.Provider != "stripe" {
 					t.Errorf("pointer: got %+v", p)
 				}
 			}
-			if tc.existing == nil && len(st.created) == 1 {
-				got := st.created[0]
+			if tc.existing == nil && len(st.Created) == 1 {
+				got := st.Created[0]
 				wantStatus := event.StatusReceived
 				if tc.wantOutcome == Ignored {
 					wantStatus = event.StatusIgnored

@@ -17,42 +17,13 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 const secret = "whsec_test_secret"
 
 var now = time.Unix(1_800_000_000, 0)
-
-type fakeStore struct {
-	existing *event.Record
-	err      error
-	created  []event.Record
-}
-
-func (f *fakeStore) Create(_ context.Context, r *event.Record) (*event.Record, error) {
-	if f.err != nil {
-		return nil, f.err
-	}
-	if f.existing != nil {
-		return f.existing, nil
-	}
-	f.created = append(f.created, *r)
-	return nil, nil
-}
-
-type fakeQueue struct {
-	err  error
-	sent []event.Pointer
-}
-
-func (f *fakeQueue) Send(ctx context.Context, p event.Pointer) error {
-	if f.err != nil {
-		return f.err
-	}
-	f.sent = append(f.sent, p)
-	return nil
-}
 
 type blockingQueue struct{}
 
@@ -162,8 +133,8 @@ func TestAnswers(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &fakeStore{existing: tc.existing, err: tc.storeErr}
-			fq := &fakeQueue{err: tc.queueErr}
+			st := &ingesttest.Store{Existing: tc.existing, Err: tc.storeErr}
+			fq := &ingesttest.Queue{Err: tc.queueErr}
 			var s ingest.Store = st
 			if tc.store != nil {
 				s = tc.store
@@ -181,11 +152,11 @@ func TestAnswers(t *testing.T) {
 			if resp.StatusCode != tc.wantStatus {
 				t.Errorf("status: got %d, want %d", resp.StatusCode, tc.wantStatus)
 			}
-			if len(st.created) != tc.wantStored {
-				t.Errorf("records created: got %d, want %d", len(st.created), tc.wantStored)
+			if len(st.Created) != tc.wantStored {
+				t.Errorf("records created: got %d, want %d", len(st.Created), tc.wantStored)
 			}
-			if len(fq.sent) != tc.wantSent {
-				t.Errorf("messages sent: got %d, want %d", len(fq.sent), tc.wantSent)
+			if len(fq.Sent) != tc.wantSent {
+				t.Errorf("messages sent: got %d, want %d", len(fq.Sent), tc.wantSent)
 			}
 			line := lastLine(t, &logs)
 			if line["outcome"] != tc.wantOutcome {
@@ -319,8 +290,8 @@ func assertNoSecrets(t *testing.T, logs string, req events.APIGatewayV2HTTPReque
 func TestAPIVersionMismatchIsAcceptedAndCounted(t *testing.T) {
 	body := bytes.Replace(payload("evt_9", "invoice.paid", false), []byte("2025-02-24.acacia"), []byte("2019-12-03"), 1)
 	var logs bytes.Buffer
-	st := &fakeStore{}
-	h := newHandler(t, st, &fakeQueue{}, &logs)
+	st := &ingesttest.Store{}
+	h := newHandler(t, st, &ingesttest.Queue{}, &logs)
 	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, secret, now)))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status: got %d, want 200 (another API version must never be rejected)", resp.StatusCode)
@@ -329,14 +300,14 @@ func TestAPIVersionMismatchIsAcceptedAndCounted(t *testing.T) {
 	if line["api_version_mismatch"] != 1.0 || line["api_version"] != "2019-12-03" {
 		t.Errorf("mismatch not counted: %v", line)
 	}
-	if st.created[0].APIVersion != "2019-12-03" {
-		t.Errorf("recorded api_version: got %q", st.created[0].APIVersion)
+	if st.Created[0].APIVersion != "2019-12-03" {
+		t.Errorf("recorded api_version: got %q", st.Created[0].APIVersion)
 	}
 }
 
 func TestPreviousSecretIsAccepted(t *testing.T) {
 	body := payload("evt_rot", "invoice.paid", false)
-	h := newHandler(t, &fakeStore{}, &fakeQueue{}, &bytes.Buffer{})
+	h := newHandler(t, &ingesttest.Store{}, &ingesttest.Queue{}, &bytes.Buffer{})
 	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, "whsec_previous", now)))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status: got %d, want 200", resp.StatusCode)
@@ -354,8 +325,8 @@ func TestLambdaDeadlineIsHonoured(t *testing.T) {
 		store ingest.Store
 		queue ingest.Queue
 	}{
-		{"DynamoDB hangs", blockingStore{}, &fakeQueue{}},
-		{"SQS hangs", &fakeStore{}, blockingQueue{}},
+		{"DynamoDB hangs", blockingStore{}, &ingesttest.Queue{}},
+		{"SQS hangs", &ingesttest.Store{}, blockingQueue{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var logs bytes.Buffer
@@ -382,7 +353,7 @@ func TestLambdaDeadlineIsHonoured(t *testing.T) {
 func TestDeadlineAlreadyTooClose(t *testing.T) {
 	body := payload("evt_late", "invoice.paid", false)
 	var logs bytes.Buffer
-	h := newHandler(t, blockingStore{}, &fakeQueue{}, &logs)
+	h := newHandler(t, blockingStore{}, &ingesttest.Queue{}, &logs)
 	invocation, cancel := context.WithTimeout(context.Background(), answerReserve/2)
 	defer cancel()
 	resp, _ := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
