@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -24,7 +23,9 @@ import (
 	"testing"
 	"time"
 
+	awsemulator "github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
+	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 )
 
 // Logical ids of the functions in template.yaml, and the benchmark's
@@ -138,7 +139,7 @@ func rieBinary(t testing.TB) string {
 type emulator struct {
 	url  string
 	cmd  *exec.Cmd
-	out  *lineBuffer
+	out  *testenv.Buffer
 	done chan struct{}
 	// mu keeps one invocation in flight: two crash the emulator.
 	mu sync.Mutex
@@ -148,11 +149,11 @@ type emulator struct {
 // 127.0.0.1 (both its invoke API and the runtime API), with exactly env as
 // the function's environment: nothing leaks in from the test process.
 func startEmulator(rie, bootstrap string, env map[string]string) (*emulator, error) {
-	invokePort, err := freePort()
+	invokePort, err := awsemulator.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	runtimePort, err := freePort()
+	runtimePort, err := awsemulator.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +172,7 @@ func startEmulator(rie, bootstrap string, env map[string]string) (*emulator, err
 	for _, k := range keys {
 		cmd.Env = append(cmd.Env, k+"="+env[k])
 	}
-	e := &emulator{url: fmt.Sprintf("http://127.0.0.1:%d", invokePort), cmd: cmd, out: &lineBuffer{}, done: make(chan struct{})}
+	e := &emulator{url: fmt.Sprintf("http://127.0.0.1:%d", invokePort), cmd: cmd, out: &testenv.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	// Killed with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -284,33 +285,6 @@ func (e *emulator) logLines(match map[string]string) []map[string]any {
 		}
 	}
 	return out
-}
-
-// lineBuffer collects a process's output safely across goroutines.
-type lineBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lineBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lineBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func randomHex(n int) string {

@@ -1,11 +1,9 @@
 package devstack
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,26 +43,9 @@ func TestScheduleInterval(t *testing.T) {
 	}
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
-func start(t *testing.T, opts Options) (*Stack, *syncBuffer) {
+func start(t *testing.T, opts Options) (*Stack, *testenv.Buffer) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testenv.Buffer{}
 	opts.Template = testenv.TemplatePath(t)
 	opts.Prefix = testenv.Prefix(t)
 	opts.Addr = "127.0.0.1:0"

@@ -70,7 +70,7 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 	}
 	port := opts.Port
 	if port == 0 {
-		if port, err = freePort(); err != nil {
+		if port, err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
@@ -164,7 +164,9 @@ func WaitReady(ctx context.Context, url string, timeout time.Duration) error {
 	}
 }
 
-func freePort() (int, error) {
+// FreePort returns a TCP port free on 127.0.0.1 a moment ago, for a server
+// a test or the local stack starts.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("emulator: find a free port: %w", err)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
 )
 
@@ -98,7 +98,7 @@ func StartDevstack(t testing.TB, opts DevstackOptions) *Devstack {
 
 func (d *Devstack) start(t testing.TB) {
 	t.Helper()
-	port, err := freePort()
+	port, err := emulator.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,13 +234,4 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

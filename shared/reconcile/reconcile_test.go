@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,7 +53,7 @@ type harness struct {
 	ingester  *ingest.Ingester
 	queue     *queue.Queue
 	types     []string
-	logs      *syncBuffer
+	logs      *testenv.Buffer
 	now       time.Time
 }
 
@@ -68,7 +67,7 @@ func newHarness(t *testing.T, handled []string) *harness {
 	provisionMu.Lock()
 	stack := testenv.Provision(t, nil)
 	provisionMu.Unlock()
-	h := &harness{t: t, stack: stack, fake: stripefake.New(), types: handled, logs: &syncBuffer{}, now: time.Now()}
+	h := &harness{t: t, stack: stack, fake: stripefake.New(), types: handled, logs: &testenv.Buffer{}, now: time.Now()}
 	t.Cleanup(h.fake.Close)
 	// Count BatchGetItem calls as the SDK sends them.
 	h.db = dynamodb.NewFromConfig(h.stack.AWS, func(o *dynamodb.Options) {
@@ -192,7 +191,7 @@ func (h *harness) startProcessor() {
 		"EVENTS_TABLE": h.stack.Table("EventsTable"), "MIRROR_TABLE": h.stack.Table("MirrorTable"),
 		"QUEUE_URL": h.stack.Queue("WebhookQueue").URL, "MAX_RECEIVE_COUNT": "5", "EVENT_TYPES": strings.Join(h.types, ","),
 	}
-	logger := slog.New(slog.NewJSONHandler(&syncBuffer{}, nil))
+	logger := slog.New(slog.NewJSONHandler(&testenv.Buffer{}, nil))
 	proc, err := boot.Processor(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, nil)
 	if err != nil {
 		h.t.Fatal(err)
@@ -295,23 +294,6 @@ func (h *harness) runLines() []map[string]any {
 		}
 	}
 	return out
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func sameCheckpoint(a, b reconcile.Checkpoint) bool {
