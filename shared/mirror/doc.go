@@ -11,6 +11,13 @@
 // which events arrive: every permutation of an object's events ends where
 // chronological order ends.
 //
+// A snapshot keeps only the fields of data.object its type's allowlist names
+// (Fields: ids, status, amounts, periods by default; no e-mail, name,
+// address, phone, shipping, free text or metadata), so the mirror keeps
+// what entitlements and operators need and not the customer's personal
+// data. A tombstone keeps no data at all: only the keys, the customer id
+// and the ordering guard.
+//
 // An event that loses the guard cancels the processor's transaction on its
 // snapshot write; the processor then commits the event as superseded, with
 // its effects but without the snapshot.

@@ -66,6 +66,9 @@ func EntitlementKey(customer string) string { return "entitlement#" + customer }
 type Mirror struct {
 	Table string
 	Now   func() time.Time
+	// Fields is the allowlist of data.object fields a snapshot keeps; nil
+	// keeps DefaultFields.
+	Fields *Fields
 }
 
 var _ processor.Mirror = (*Mirror)(nil)
@@ -112,11 +115,20 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if err := json.Unmarshal(p.Data.Object, &o); err != nil || o.ID == "" {
 		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
 	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, p.Data.Object); err != nil {
-		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
-	}
 	deleted := o.Deleted || strings.HasSuffix(r.Type, ".deleted")
+	// A tombstone keeps no data: only what the ordering guard, the
+	// by_customer index and an erasure need (see the package doc).
+	var data []byte
+	if !deleted {
+		fields := m.Fields
+		if fields == nil {
+			fields = defaultFields()
+		}
+		var err error
+		if data, err = fields.Filter(o.Object, p.Data.Object); err != nil {
+			return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
+		}
+	}
 	customer := idOf(o.Customer)
 	if o.Object == "customer" {
 		customer = o.ID
@@ -140,7 +152,9 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if customer != "" {
 		item[attrCustomer] = str(customer)
 	}
-	putData(item, compact.Bytes())
+	if !deleted {
+		putData(item, data)
+	}
 	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
 	// does not, in transactions).
 	cond, values := g.condition("", "attribute_not_exists(pk)")

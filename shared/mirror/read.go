@@ -42,7 +42,7 @@ type Reader struct {
 //	  "last_event_created": 1700000000,// its created time, Unix seconds
 //	  "last_event_type": "customer.subscription.updated",
 //	  "livemode": false,
-//	  "data": { ... }                  // data.object of that event, as Stripe sent it
+//	  "data": { ... }                  // the fields of that event's data.object the allowlist keeps (Fields); null on a tombstone
 //	}
 //
 // The snapshot is the newest event applied (by created, then event id), or
