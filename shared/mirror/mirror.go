@@ -173,8 +173,8 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 
 // Sizes for a snapshot's data: above gzipAbove it is stored gzipped; if it
 // is still above maxData it is left out, flagged, because a DynamoDB item
-// holds at most 400 KB with its other attributes (and the by_customer
-// index copies the item). A snapshot is never the reason an event fails.
+// holds at most 400 KB with its other attributes. A snapshot is never the
+// reason an event fails.
 const (
 	gzipAbove = 8 << 10
 	maxData   = 350 << 10

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"testing"
 
@@ -287,6 +288,78 @@ func TestTombstonesKeepNoData(t *testing.T) {
 	}
 }
 
+// TestCustomerIndexHoldsKeysOnly: the by_customer index copies no data
+// (KEYS_ONLY), and CustomerObjects still returns whole snapshots, read by
+// key.
+func TestCustomerIndexHoldsKeysOnly(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	desc, err := f.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(f.mirror.Table)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var projection types.ProjectionType
+	for _, g := range desc.Table.GlobalSecondaryIndexes {
+		if aws.ToString(g.IndexName) == mirror.IndexCustomer && g.Projection != nil {
+			projection = g.Projection.ProjectionType
+		}
+	}
+	if projection != types.ProjectionTypeKeysOnly {
+		t.Errorf("by_customer projection: got %q, want KEYS_ONLY", projection)
+	}
+
+	const customer = "cus_keys"
+	var want []string
+	for i, eventType := range []string{"customer.updated", "customer.subscription.updated", "invoice.paid", "checkout.session.completed"} {
+		object := objectOf(eventType)
+		id := fmt.Sprintf("%s_keys_%d", strings.ReplaceAll(object, ".", "_"), i)
+		o := stripefixture.Options{ObjectID: id, Customer: customer, Set: personal(object)}
+		if object == "customer" {
+			id = customer
+		}
+		r, body := ev(t, eventType, fmt.Sprintf("evt_keys_%d", i), 1700000000+int64(i), o)
+		f.write(t, f.plan(t, r, body)...)
+		want = append(want, id)
+	}
+	out, err := f.db.Query(ctx, &dynamodb.QueryInput{
+		TableName: aws.String(f.mirror.Table), IndexName: aws.String(mirror.IndexCustomer),
+		KeyConditionExpression:    aws.String("customer = :c"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": &types.AttributeValueMemberS{Value: customer}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Items) != len(want)+1 {
+		t.Errorf("index: got %d items, want %d snapshots and the entitlement", len(out.Items), len(want))
+	}
+	for _, item := range out.Items {
+		for name := range item {
+			if name != "pk" && name != "customer" {
+				t.Errorf("index item %v projects %s", item["pk"], name)
+			}
+		}
+	}
+
+	snaps, err := f.reader.CustomerObjects(ctx, customer, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range snaps {
+		got = append(got, s.ID)
+		if s.Object == "" || s.LastEventID == "" || string(s.Data) == "null" || !json.Valid(s.Data) {
+			t.Errorf("%s: got object %q last %q data %.40s; want the whole snapshot", s.ID, s.Object, s.LastEventID, s.Data)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(sorted(want), " ") {
+		t.Errorf("CustomerObjects: got %v, want %v", got, sorted(want))
+	}
+	subs, err := f.reader.CustomerObjects(ctx, customer, "subscription")
+	if err != nil || len(subs) != 1 || subs[0].Object != "subscription" {
+		t.Errorf("CustomerObjects(subscription): got %v, %v; want the one subscription", subs, err)
+	}
+}
+
 // objectOf is the type of the object an event of eventType carries.
 func objectOf(eventType string) string {
 	switch {
@@ -296,4 +369,10 @@ func objectOf(eventType string) string {
 		return "checkout.session"
 	}
 	return eventType[:strings.LastIndex(eventType, ".")]
+}
+
+func sorted(v []string) []string {
+	out := append([]string(nil), v...)
+	sort.Strings(out)
+	return out
 }

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -20,11 +22,13 @@ var ErrNotFound = errors.New("mirror: not found")
 // DB is the part of *dynamodb.Client a Reader uses.
 type DB interface {
 	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
+	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 }
 
-// Reader reads the mirror. It needs dynamodb:GetItem on the mirror table and
-// dynamodb:Query on its by_customer index.
+// Reader reads the mirror. It needs dynamodb:GetItem and
+// dynamodb:BatchGetItem on the mirror table and dynamodb:Query on its
+// by_customer index.
 type Reader struct {
 	DB    DB
 	Table string
@@ -121,40 +125,96 @@ func gunzip(b []byte) json.RawMessage {
 // CustomerObjects lists the snapshots of customer's objects (the customer
 // itself, subscriptions, invoices, checkout sessions), ordered by id, with
 // tombstones of deleted ones. objectType ("subscription", "invoice", ...)
-// narrows the list; "" lists every type. It reads the by_customer index,
-// which is eventually consistent: a write of a moment ago may not show yet.
-// Objects without a customer (products, prices, guest checkout sessions)
-// are only found by id, with Object.
+// narrows the list; "" lists every type. The by_customer index holds keys
+// only (it would otherwise copy every snapshot, data included), so it
+// lists the keys and BatchGetItem reads the snapshots, 100 at a time. The
+// index is eventually consistent: a write of a moment ago may not show
+// yet. Objects without a customer (products, prices, guest checkout
+// sessions) are only found by id, with Object.
 func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType string) ([]Snapshot, error) {
+	keys, err := r.CustomerKeys(ctx, customer)
+	if err != nil {
+		return nil, err
+	}
+	items, err := r.batchGet(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("mirror: read objects of customer %s: %w", customer, err)
+	}
+	out := []Snapshot{}
+	for _, item := range items {
+		s := SnapshotFrom(item)
+		if objectType == "" || s.Object == objectType {
+			out = append(out, s)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// CustomerKeys lists the keys (object ids) of customer's snapshots from the
+// by_customer index, in key order. The customer's entitlement item, which
+// the index holds too, is left out.
+func (r *Reader) CustomerKeys(ctx context.Context, customer string) ([]string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(r.Table),
 		IndexName:                 aws.String(IndexCustomer),
 		KeyConditionExpression:    aws.String("customer = :c"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":c": str(customer)},
 	}
-	// The entitlement item carries the customer attribute too, but no
-	// object type: the filter leaves it out.
-	if objectType == "" {
-		in.FilterExpression = aws.String("attribute_exists(#o)")
-	} else {
-		in.FilterExpression = aws.String("#o = :t")
-		in.ExpressionAttributeValues[":t"] = str(objectType)
-	}
-	in.ExpressionAttributeNames = map[string]string{"#o": attrObject}
-	out := []Snapshot{}
+	var keys []string
 	for {
 		page, err := r.DB.Query(ctx, in)
 		if err != nil {
 			return nil, fmt.Errorf("mirror: list objects of customer %s: %w", customer, err)
 		}
 		for _, item := range page.Items {
-			out = append(out, SnapshotFrom(item))
+			if k, ok := item[attrPK].(*types.AttributeValueMemberS); ok && k.Value != EntitlementKey(customer) {
+				keys = append(keys, k.Value)
+			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
-			return out, nil
+			return keys, nil
 		}
 		in.ExclusiveStartKey = page.LastEvaluatedKey
 	}
+}
+
+// batchGetMax is the most keys one BatchGetItem takes.
+const batchGetMax = 100
+
+// batchGet reads the items of keys with strongly consistent reads. Keys
+// whose item no longer exists (deleted since the index listed them) are
+// left out. Unprocessed keys (throttling) are asked for again, after a
+// pause that doubles each time.
+func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]types.AttributeValue, error) {
+	var out []map[string]types.AttributeValue
+	for len(keys) > 0 {
+		n := min(len(keys), batchGetMax)
+		chunk := keys[:n]
+		keys = keys[n:]
+		req := make([]map[string]types.AttributeValue, 0, n)
+		for _, k := range chunk {
+			req = append(req, map[string]types.AttributeValue{attrPK: str(k)})
+		}
+		pending := map[string]types.KeysAndAttributes{r.Table: {Keys: req, ConsistentRead: aws.Bool(true)}}
+		for wait := 50 * time.Millisecond; len(pending) > 0; wait *= 2 {
+			res, err := r.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, res.Responses[r.Table]...)
+			pending = res.UnprocessedKeys
+			if len(pending[r.Table].Keys) == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(min(wait, 2*time.Second)):
+			}
+		}
+	}
+	return out, nil
 }
 
 // Entitlement reads and derives a customer's entitlement. A customer the
