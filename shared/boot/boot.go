@@ -206,6 +206,10 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	concurrency := r.integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
 	backoff := r.duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
 	apiBase := r.optional("STRIPE_API_BASE", "")
+	fields, err := mirror.ParseFields(r.optional("MIRROR_KEEP_FIELDS", ""))
+	if err != nil {
+		r.errs = append(r.errs, fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
+	}
 	if err := r.err("processor"); err != nil {
 		return nil, err
 	}
@@ -237,7 +241,7 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	sqsClient := sqs.NewFromConfig(cfg)
 	return processor.New(processor.Config{
 		Store:           &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
-		Mirror:          &mirror.Mirror{Table: c.MirrorTable},
+		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields},
 		Effects:         eff,
 		Fetcher:         fetcher,
 		Visibility:      sqsClient,

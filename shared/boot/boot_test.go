@@ -45,6 +45,16 @@ func TestProcessorNeedsTheRedriveCount(t *testing.T) {
 	}
 }
 
+func TestProcessorRejectsAnUnreadableFieldList(t *testing.T) {
+	_, err := Processor(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "MAX_RECEIVE_COUNT": "5",
+		"MIRROR_KEEP_FIELDS": "charge:metadata",
+	}), aws.Config{}, slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "MIRROR_KEEP_FIELDS") || !strings.Contains(err.Error(), `"charge"`) {
+		t.Fatalf("got %v, want an error naming MIRROR_KEEP_FIELDS and the unknown type", err)
+	}
+}
+
 func TestHandledTypes(t *testing.T) {
 	def := HandledTypes(envMap(nil), nil)
 	if !def("invoice.paid") || def("charge.refunded") {
