@@ -94,6 +94,11 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 		if rec.PayloadOmitted {
 			return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
 		}
+		if len(rec.Payload) == 0 {
+			// Every record is stored with its payload or marked omitted:
+			// one with neither had it erased.
+			return fmt.Errorf("event %s has no stored payload: it was erased (inboxctl erase)", id)
+		}
 		_, err := a.stdout.Write(rec.Payload)
 		return err
 	}
@@ -157,7 +162,10 @@ func sinceText(now, t time.Time) string {
 // reflects.
 func mirrorRows(s *mirror.Snapshot, eventID string) [][2]string {
 	state := "current"
-	if s.Deleted {
+	switch {
+	case s.Erased:
+		state = "erased"
+	case s.Deleted:
 		state = "deleted"
 	}
 	latest := fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))

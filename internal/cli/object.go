@@ -116,10 +116,14 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 			CurrentPeriodEnd int64  `json:"current_period_end"`
 		}
 		_ = json.Unmarshal(s.Data, &fields)
+		deleted := fmt.Sprint(s.Deleted)
+		if s.Erased {
+			deleted += " (erased: inboxctl erase)"
+		}
 		if err := a.rows([][2]string{
 			{"id", s.ID}, {"object", s.Object}, {"status", fields.Status}, {"customer", s.Customer},
 			{"current_period_end", unix(fields.CurrentPeriodEnd)},
-			{"deleted", fmt.Sprint(s.Deleted)}, {"livemode", fmt.Sprint(s.Livemode)},
+			{"deleted", deleted}, {"livemode", fmt.Sprint(s.Livemode)},
 			{"last_event", fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))},
 		}); err != nil {
 			return err

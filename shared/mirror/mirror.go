@@ -53,6 +53,7 @@ const (
 	attrLastEventType    = "last_event_type"
 	attrLivemode         = "livemode"
 	attrUpdatedAt        = "updated_at"
+	attrErased           = "erased"
 )
 
 // IndexCustomer lists a customer's objects and entitlement.

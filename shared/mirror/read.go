@@ -50,7 +50,8 @@ type Reader struct {
 //	}
 //
 // The snapshot is the newest event applied (by created, then event id), or
-// the newest deletion once there is one.
+// the newest deletion once there is one. An erased snapshot (Eraser) is a
+// tombstone with "erased": true.
 type Snapshot struct {
 	ID               string          `json:"id"`
 	Object           string          `json:"object"`
@@ -64,6 +65,9 @@ type Snapshot struct {
 	// DataOmitted: data.object was too large for the mirror even gzipped
 	// (over 350 KB); Data is null and the rest of the snapshot is kept.
 	DataOmitted bool `json:"data_omitted,omitempty"`
+	// Erased: the customer's data was erased (inboxctl erase); the
+	// snapshot is a tombstone that keeps only ids and the ordering guard.
+	Erased bool `json:"erased,omitempty"`
 }
 
 // Object reads the snapshot of object id.
@@ -102,6 +106,9 @@ func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
 	}
 	if v, ok := item[attrDataOmitted].(*types.AttributeValueMemberBOOL); ok {
 		s.DataOmitted = v.Value
+	}
+	if v, ok := item[attrErased].(*types.AttributeValueMemberBOOL); ok {
+		s.Erased = v.Value
 	}
 	if len(s.Data) == 0 {
 		s.Data = json.RawMessage("null")

@@ -219,15 +219,21 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 			out = append(out, r)
 		}
 		if start = res.LastEvaluatedKey; len(start) == 0 {
-			sort.SliceStable(out, func(i, j int) bool {
-				if out[i].Created != out[j].Created {
-					return out[i].Created < out[j].Created
-				}
-				return out[i].ID < out[j].ID
-			})
+			sortByCreated(out)
 			return out, nil
 		}
 	}
+}
+
+// sortByCreated orders records by the provider's created time, then id:
+// the order in which the mirror's guard applies them.
+func sortByCreated(rs []event.Record) {
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].Created != rs[j].Created {
+			return rs[i].Created < rs[j].Created
+		}
+		return rs[i].ID < rs[j].ID
+	})
 }
 
 // Reopen moves a failed_permanent record back to failed, so that the
