@@ -62,7 +62,8 @@ func (a *app) objectCmd() *cobra.Command {
 		Short: "Show a mirrored Stripe object and the events that shaped it",
 		Long: `object shows the mirror's snapshot of a Stripe object (customer,
 subscription, invoice, checkout session, product, price): the event it
-reflects, whether it is deleted, its status; with --data its whole data.
+reflects, whether it is deleted, its status; with --data its whole data
+(the fields of the object the mirror's allowlist keeps).
 Then every stored event about the object, oldest first, with what
 processing did with each: applied, or superseded by a later event.`,
 		Example: `  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs
@@ -74,7 +75,7 @@ processing did with each: applied, or superseded by a later event.`,
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (ObjectJSON in docs/cli.md), data included")
-	cmd.Flags().BoolVar(&data, "data", false, "print the object's whole data, as mirrored")
+	cmd.Flags().BoolVar(&data, "data", false, "print the object's whole data, as mirrored (the allowlisted fields)")
 	return cmd
 }
 
