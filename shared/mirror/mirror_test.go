@@ -40,7 +40,7 @@ func newFixture(t *testing.T) *fixture {
 }
 
 // ev builds an event and its record.
-func ev(t *testing.T, eventType, id string, created int64, o stripefixture.Options) (event.Record, []byte) {
+func ev(t testing.TB, eventType, id string, created int64, o stripefixture.Options) (event.Record, []byte) {
 	t.Helper()
 	o.ID, o.Created = id, created
 	body, err := stripefixture.Build(eventType, o)
