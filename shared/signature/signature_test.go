@@ -65,26 +65,3 @@ func TestTolerancesAreConfigurable(t *testing.T) {
 		t.Errorf("2s ahead with 1s skew: got %v, want ErrTooNew", err)
 	}
 }
-
-func TestTimestamp(t *testing.T) {
-	tests := []struct {
-		header string
-		want   int64
-		err    error
-	}{
-		{"t=1700000000,v1=ab", 1700000000, nil},
-		{"v1=ab,v0=cd,t=5", 5, nil},
-		{"t=5,", 5, nil},
-		{"v1=ab,", 0, ErrMalformedHeader},
-		{"v1=ab,,t=5", 0, ErrMalformedHeader},
-		{"t=,v1=ab", 0, ErrMalformedHeader},
-		{"t=5x", 0, ErrMalformedHeader},
-		{"", 0, ErrMalformedHeader},
-	}
-	for _, tc := range tests {
-		got, err := Timestamp(tc.header)
-		if !errors.Is(err, tc.err) || (err == nil && got.Unix() != tc.want) {
-			t.Errorf("Timestamp(%q): got %v, %v; want %d, %v", tc.header, got.Unix(), err, tc.want, tc.err)
-		}
-	}
-}
