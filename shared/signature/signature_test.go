@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stripe/stripe-go/v81/webhook"
 )
 
 func TestVerify(t *testing.T) {
@@ -64,4 +66,40 @@ func TestTolerancesAreConfigurable(t *testing.T) {
 	if err := v.Verify(payload, Sign(payload, "s", now.Add(2*time.Second))); !errors.Is(err, ErrTooNew) {
 		t.Errorf("2s ahead with 1s skew: got %v, want ErrTooNew", err)
 	}
+}
+
+// BenchmarkVerify measures what the shared parser costs: Verify (ParseHeader,
+// then stripe-go's check on the same header, then the window) beside
+// stripe-go's check alone, on an event-sized body.
+func BenchmarkVerify(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","data":{"object":{"id":"in_1","description":"` + strings.Repeat("x", 2500) + `"}}}`)
+	header := Sign(body, "whsec_current", now)
+	v, err := New([]string{"whsec_current"}, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("Verify", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if err := v.Verify(body, header); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("stripe-go", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if err := webhook.ValidatePayloadIgnoringTolerance(body, header, "whsec_current"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ParseHeader", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseHeader(header); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
