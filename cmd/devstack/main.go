@@ -110,6 +110,11 @@ func banner(s *devstack.Stack, emu *emulator.Emulator) {
 	if s.ReconcileEvery > 0 {
 		reconciler = "every " + s.ReconcileEvery.String()
 	}
+	// inboxctl takes no secret silently: say which one this stack checks.
+	try := "go run ./cmd/inboxctl send --dev customer.subscription.created"
+	if os.Getenv("STRIPE_WEBHOOK_SECRET") != "" {
+		try = "go run ./cmd/inboxctl send customer.subscription.created   (with this STRIPE_WEBHOOK_SECRET)"
+	}
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox local stack is up
   webhook endpoint  %s/webhooks/stripe
@@ -120,11 +125,11 @@ webhook-inbox local stack is up
   queue             %s
   reconciler        %s
 
-Try:  go run ./cmd/inboxctl send customer.subscription.created
+Try:  %s
       stripe listen --forward-to localhost:3000/webhooks/stripe
 Ctrl-C stops everything.
 
-`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler)
+`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, try)
 }
 
 func setDefault(k, v string) {

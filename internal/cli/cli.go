@@ -30,7 +30,6 @@ import (
 	"golang.org/x/term"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -379,16 +378,4 @@ func firstOf(vs ...string) string {
 		}
 	}
 	return ""
-}
-
-// secrets returns the signing secrets: flags, else STRIPE_WEBHOOK_SECRET
-// (comma-separated), else the local stack's.
-func (a *app) secrets(flags []string) []string {
-	if len(flags) > 0 {
-		return flags
-	}
-	if v := strings.TrimSpace(a.getenv("STRIPE_WEBHOOK_SECRET")); v != "" {
-		return strings.Split(v, ",")
-	}
-	return []string{devstack.DefaultWebhookSecret}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,43 +26,148 @@ func offline(t *testing.T) *cli {
 	return &cli{t: t, now: now, env: map[string]string{}}
 }
 
-func TestVerifyGolden(t *testing.T) {
-	ctx := context.Background()
+// verifyCase is one inboxctl verify run: a delivery, where its secrets come
+// from, and the flags.
+type verifyCase struct {
+	name   string
+	body   string // on stdin, or in --file with bodyFile
+	header string // --header's value; noHeader leaves the flag out
+	// envSecret is STRIPE_WEBHOOK_SECRET; fileSecret, when set, is written
+	// to a file passed with --secret-file; stdinSecret is piped for
+	// --secret-file - (the body then goes in --file).
+	envSecret, fileSecret, stdinSecret string
+	dev, bodyFile, ignoreAge, noHeader bool
+	args                               []string // more flags
+	code                               int
+}
+
+func verifyCases(t *testing.T) []verifyCase {
 	b := string(body(t, "invoice.paid", stripefixture.Options{ID: "evt_verify", ObjectID: "in_verify", Customer: "cus_verify", Created: now.Unix()}))
 	secret := "whsec_golden"
 	sig := func(payload string, at time.Time) string { return signature.Sign([]byte(payload), secret, at) }
-	file := filepath.Join(t.TempDir(), "body.json")
-	if err := os.WriteFile(file, []byte(b), 0o600); err != nil {
-		t.Fatal(err)
+	captured := sig(b, now.Add(-120*24*time.Hour))
+	fresh := fmt.Sprintf("t=%d", now.Unix())
+	return []verifyCase{
+		{name: "verify_valid", body: b, envSecret: secret, header: sig(b, now.Add(-7*time.Second)), code: 0},
+		{name: "verify_file_env_secret", body: b, bodyFile: true, envSecret: secret, header: sig(b, now), code: 0},
+		{name: "verify_wrong_secret", body: b, envSecret: "whsec_other", header: sig(b, now), code: 1},
+		{name: "verify_stale", body: b, envSecret: secret, header: sig(b, now.Add(-26*time.Hour)), code: 1},
+		{name: "verify_stale_ignored", body: b, envSecret: secret, header: sig(b, now.Add(-26*time.Hour)), ignoreAge: true, code: 0},
+		{name: "verify_future", body: b, envSecret: secret, header: sig(b, now.Add(10*time.Minute)), code: 1},
+		{name: "verify_far_future", body: b, envSecret: secret, header: sig(b, time.Unix(now.Unix()+1<<40, 0)), code: 1},
+		{name: "verify_newline_added", body: b + "\n", envSecret: secret, header: sig(b, now), code: 1},
+		{name: "verify_crlf", body: strings.ReplaceAll(b, "\n", "\r\n"), envSecret: secret, header: sig(b, now), code: 1},
+		{name: "verify_reserialized_json", body: compact(t, b), envSecret: secret, header: sig(b, now), args: []string{"--json"}, code: 1},
+		{name: "verify_base64", body: base64.StdEncoding.EncodeToString([]byte(b)), envSecret: secret, header: sig(b, now), code: 1},
+		{name: "verify_rotation", body: b, fileSecret: "whsec_new\n" + secret + "\n", header: sig(b, now), args: []string{"--json"}, code: 0},
+		{name: "verify_secret_from_stdin", body: b, bodyFile: true, stdinSecret: secret + "\n", header: sig(b, now), code: 0},
+		{name: "verify_dev_secret", body: b, dev: true, envSecret: secret, header: signature.Sign([]byte(b), devstack.DefaultWebhookSecret, now), code: 0},
+		{name: "verify_pasted_header_line", body: b, envSecret: secret, header: "Stripe-Signature: " + sig(b, now), code: 0},
+		{name: "verify_space_in_header", body: b, envSecret: secret, header: strings.Replace(sig(b, now), ",", ", ", 1), code: 1},
+		{name: "verify_replayed_fresh_t", body: b, envSecret: secret, header: fresh + "," + captured, code: 1},
+		{name: "verify_replayed_joined_headers", body: b, envSecret: secret, header: fresh + ",v1=" + strings.Repeat("0", 64) + "," + captured, args: []string{"--json"}, code: 1},
+		{name: "verify_malformed_header", body: b, envSecret: secret, header: "sha256=abc", code: 1},
+		{name: "verify_empty_header", body: b, envSecret: secret, header: "", code: 1},
+		{name: "verify_no_header_flag", body: b, envSecret: secret, noHeader: true, code: 2},
+		{name: "verify_empty_body", body: "", envSecret: secret, header: sig(b, now), code: 2},
+		{name: "verify_secret_flag_refused", body: b, header: sig(b, now), args: []string{"--secret", secret}, code: 2},
+		{name: "verify_no_secret", body: b, header: sig(b, now), code: 2},
+		{name: "verify_secret_stdin_needs_file", body: b, stdinSecret: secret, header: sig(b, now), code: 2},
 	}
-	for _, tc := range []struct {
-		name  string
-		stdin string
-		args  []string
-		code  int
-	}{
-		{"verify_valid", b, []string{"--secret", secret, "--header", sig(b, now.Add(-7*time.Second))}, 0},
-		{"verify_file_env_secret", "", []string{"--file", file, "--header", sig(b, now)}, 0},
-		{"verify_wrong_secret", b, []string{"--secret", "whsec_other", "--header", sig(b, now)}, 1},
-		{"verify_stale", b, []string{"--secret", secret, "--header", sig(b, now.Add(-26*time.Hour))}, 1},
-		{"verify_stale_ignored", b, []string{"--secret", secret, "--header", sig(b, now.Add(-26*time.Hour)), "--ignore-age"}, 0},
-		{"verify_future", b, []string{"--secret", secret, "--header", sig(b, now.Add(10*time.Minute))}, 1},
-		{"verify_newline_added", b + "\n", []string{"--secret", secret, "--header", sig(b, now)}, 1},
-		{"verify_crlf", strings.ReplaceAll(b, "\n", "\r\n"), []string{"--secret", secret, "--header", sig(b, now)}, 1},
-		{"verify_reserialized_json", compact(t, b), []string{"--secret", secret, "--header", sig(b, now), "--json"}, 1},
-		{"verify_base64", base64.StdEncoding.EncodeToString([]byte(b)), []string{"--secret", secret, "--header", sig(b, now)}, 1},
-		{"verify_rotation", b, []string{"--secret", "whsec_new", "--secret", secret, "--header", sig(b, now), "--json"}, 0},
-		{"verify_malformed_header", b, []string{"--secret", secret, "--header", "sha256=abc"}, 1},
-		{"verify_empty_header", b, []string{"--secret", secret, "--header", ""}, 1},
-		{"verify_no_header_flag", b, []string{"--secret", secret}, 2},
-		{"verify_empty_body", "", []string{"--secret", secret, "--header", sig(b, now)}, 2},
-	} {
+}
+
+// run runs the case and returns the result and the secrets it was checked
+// with.
+func (tc verifyCase) run(t *testing.T, extra ...string) (result, []string) {
+	t.Helper()
+	c := offline(t)
+	dir := t.TempDir()
+	var args []string
+	if !tc.noHeader {
+		args = append(args, "--header", tc.header)
+	}
+	c.stdin = tc.body
+	if tc.bodyFile {
+		file := filepath.Join(dir, "body.json")
+		if err := os.WriteFile(file, []byte(tc.body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--file", file)
+		c.stdin = ""
+	}
+	var secrets []string
+	if tc.envSecret != "" {
+		c.env["STRIPE_WEBHOOK_SECRET"] = tc.envSecret
+		secrets = strings.Split(tc.envSecret, ",")
+	}
+	if tc.fileSecret != "" {
+		file := filepath.Join(dir, "secrets")
+		if err := os.WriteFile(file, []byte(tc.fileSecret), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "--secret-file", file)
+		secrets = strings.Fields(tc.fileSecret)
+	}
+	if tc.stdinSecret != "" {
+		args = append(args, "--secret-file", "-")
+		c.stdin = tc.stdinSecret
+		secrets = strings.Fields(tc.stdinSecret)
+	}
+	if tc.dev {
+		args = append(args, "--dev")
+		secrets = []string{devstack.DefaultWebhookSecret}
+	}
+	if tc.ignoreAge {
+		args = append(args, "--ignore-age")
+	}
+	args = append(args, tc.args...)
+	args = append(args, extra...)
+	r := c.run(context.Background(), append([]string{"verify"}, args...)...)
+	r.stdout = strings.ReplaceAll(r.stdout, dir, "DIR")
+	r.stderr = strings.ReplaceAll(r.stderr, dir, "DIR")
+	for i := range r.args {
+		r.args[i] = strings.ReplaceAll(r.args[i], dir, "DIR")
+	}
+	return r, secrets
+}
+
+func TestVerifyGolden(t *testing.T) {
+	for _, tc := range verifyCases(t) {
 		t.Run(tc.name, func(t *testing.T) {
-			c := offline(t)
-			c.env["STRIPE_WEBHOOK_SECRET"] = secret
-			c.stdin = tc.stdin
-			r := c.run(ctx, append([]string{"verify"}, tc.args...)...).must(t, tc.code)
-			c.golden(tc.name, r, file, "BODY.json")
+			r, _ := tc.run(t)
+			offline(t).golden(tc.name, r.must(t, tc.code))
+		})
+	}
+}
+
+// TestVerifyAgreesWithTheReceiver runs every verify case that reaches a
+// verdict through the receiver's Verifier too, with the same secrets and
+// the same window: both must call it valid or not, and for the same class
+// of reason.
+func TestVerifyAgreesWithTheReceiver(t *testing.T) {
+	for _, tc := range verifyCases(t) {
+		if tc.code == ExitUsage {
+			continue // no verdict: verify stopped before checking anything
+		}
+		t.Run(tc.name, func(t *testing.T) {
+			r, secrets := tc.run(t, "--json")
+			r.must(t, tc.code)
+			var j VerifyJSON
+			if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+				t.Fatalf("verify --json: %v\n%s", err, r.stdout)
+			}
+			o := verifyOpts{tolerance: signature.DefaultTolerance, skew: signature.DefaultFutureSkew, ignoreAge: tc.ignoreAge}
+			v, err := signature.New(secrets, o.signatureOptions(func() time.Time { return now }))
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The receiver gets the header's value; a pasted name is not
+			// part of it.
+			got := v.Verify([]byte(tc.body), headerValue(tc.header))
+			want := signature.Problem(j.Problem).Err()
+			if j.Valid != (got == nil) || !errors.Is(got, want) || (want == nil) != (got == nil) {
+				t.Errorf("verify says %s (valid=%v), the receiver's Verifier says %v", j.Problem, j.Valid, got)
+			}
 		})
 	}
 }
@@ -103,23 +210,37 @@ func TestSendGolden(t *testing.T) {
 	defer srv.Close()
 
 	ctx := context.Background()
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secretFile, []byte(devstack.DefaultWebhookSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
-		name string
-		args []string
-		code int
+		name  string
+		env   string // STRIPE_WEBHOOK_SECRET
+		stdin string
+		args  []string
+		code  int
 	}{
-		{"send_repeat", []string{"send", "invoice.paid", "--id", "evt_send", "--customer", "cus_send", "--created", "1777600000", "--repeat", "2", "--url", srv.URL}, 0},
-		{"send_several_json", []string{"send", "customer.subscription.created", "customer.subscription.updated", "--id", "evt_sub", "--object-id", "sub_send", "--json", "--url", srv.URL}, 0},
-		{"send_wrong_secret", []string{"send", "invoice.paid", "--id", "evt_bad", "--secret", "whsec_wrong", "--url", srv.URL}, 1},
-		{"send_unknown_type", []string{"send", "nonsense", "--url", srv.URL}, 2},
-		{"send_bad_repeat", []string{"send", "invoice.paid", "--repeat", "0", "--url", srv.URL}, 2},
+		{"send_repeat", "", "", []string{"send", "--dev", "invoice.paid", "--id", "evt_send", "--customer", "cus_send", "--created", "1777600000", "--repeat", "2", "--url", srv.URL}, 0},
+		{"send_several_json", devstack.DefaultWebhookSecret, "", []string{"send", "customer.subscription.created", "customer.subscription.updated", "--id", "evt_sub", "--object-id", "sub_send", "--json", "--url", srv.URL}, 0},
+		{"send_wrong_secret", "whsec_wrong", "", []string{"send", "invoice.paid", "--id", "evt_bad", "--url", srv.URL}, 1},
+		{"send_secret_file", "whsec_wrong", "", []string{"send", "invoice.paid", "--id", "evt_file", "--secret-file", secretFile, "--url", srv.URL}, 0},
+		{"send_secret_stdin", "", devstack.DefaultWebhookSecret, []string{"send", "invoice.paid", "--id", "evt_stdin", "--secret-file", "-", "--url", srv.URL}, 0},
+		{"send_secret_flag_refused", "", "", []string{"send", "invoice.paid", "--secret", "whsec_x", "--url", srv.URL}, 2},
+		{"send_no_secret", "", "", []string{"send", "invoice.paid", "--url", srv.URL}, 2},
+		{"send_unknown_type", "", "", []string{"send", "--dev", "nonsense", "--url", srv.URL}, 2},
+		{"send_bad_repeat", "", "", []string{"send", "--dev", "invoice.paid", "--repeat", "0", "--url", srv.URL}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := offline(t)
-			c.golden(tc.name, c.run(ctx, tc.args...).must(t, tc.code), srv.URL, "URL")
+			if tc.env != "" {
+				c.env["STRIPE_WEBHOOK_SECRET"] = tc.env
+			}
+			c.stdin = tc.stdin
+			c.golden(tc.name, c.run(ctx, tc.args...).must(t, tc.code), srv.URL, "URL", secretFile, "SECRET_FILE")
 		})
 	}
-	want := "evt_send invoice.paid,evt_send invoice.paid,evt_sub_1 customer.subscription.created,evt_sub_2 customer.subscription.updated"
+	want := "evt_send invoice.paid,evt_send invoice.paid,evt_sub_1 customer.subscription.created,evt_sub_2 customer.subscription.updated,evt_file invoice.paid,evt_stdin invoice.paid"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}
@@ -147,7 +268,7 @@ func TestShuffleReorders(t *testing.T) {
 				swap(i, n-1-i)
 			}
 		}}
-	if code := a.run(context.Background(), []string{"send", "invoice.created", "invoice.paid", "invoice.voided", "--id", "evt_s", "--url", srv.URL, "--shuffle"}); code != 0 {
+	if code := a.run(context.Background(), []string{"send", "--dev", "invoice.created", "invoice.paid", "invoice.voided", "--id", "evt_s", "--url", srv.URL, "--shuffle"}); code != 0 {
 		t.Fatalf("exit %d: %s", code, out.String())
 	}
 	if g := strings.Join(got, ","); g != "evt_s_3,evt_s_2,evt_s_1" {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,11 +130,17 @@ func ago(now, t time.Time) string {
 	if t.IsZero() {
 		return ""
 	}
-	d := now.Sub(t)
-	if d < 0 {
+	// Sub saturates about 292 years out; a signed timestamp can be further.
+	switch d := now.Sub(t); {
+	case d == math.MinInt64:
+		return "in more than 292 years"
+	case d == math.MaxInt64:
+		return "more than 292 years ago"
+	case d < 0:
 		return "in " + short(-d)
+	default:
+		return short(d) + " ago"
 	}
-	return short(d) + " ago"
 }
 
 func short(d time.Duration) string {

@@ -20,7 +20,8 @@ import (
 const DefaultWebhookURL = "http://127.0.0.1:3000/webhooks/stripe"
 
 type sendOpts struct {
-	url, secret               string
+	url                       string
+	secret                    secretFlags
 	id, objectID, customer    string
 	status, apiVersion        string
 	created                   int64
@@ -46,9 +47,14 @@ func (a *app) sendCmd() *cobra.Command {
 signs it as Stripe does (Stripe-Signature, v1 scheme) and POSTs it.
 
 --repeat N sends the same delivery N times (duplicates); --shuffle, with
-several event types, sends them in random order (reordering).`,
-		Example: `  inboxctl send customer.subscription.created
-  inboxctl send invoice.paid --customer cus_123 --repeat 3
+several event types, sends them in random order (reordering).
+
+The signing secret is never given on the command line: it comes from
+STRIPE_WEBHOOK_SECRET (the first one, when several are listed), or from
+--secret-file (- for stdin), or --dev for the local stack's development
+secret. Without one, send stops.`,
+		Example: `  inboxctl send --dev customer.subscription.created
+  inboxctl send --dev invoice.paid --customer cus_123 --repeat 3
   inboxctl send customer.subscription.created customer.subscription.updated --object-id sub_1 --shuffle`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, types []string) error {
@@ -57,7 +63,7 @@ several event types, sends them in random order (reordering).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.url, "url", "", "webhook URL (default: WEBHOOK_URL, else --stage's WebhookUrl output, else "+DefaultWebhookURL+")")
-	f.StringVar(&o.secret, "secret", "", "signing secret (default: STRIPE_WEBHOOK_SECRET, else the local stack's)")
+	o.secret.register(cmd)
 	f.StringVar(&o.id, "id", "", "event id (default: random; with several types, a suffix per type)")
 	f.StringVar(&o.objectID, "object-id", "", "data.object.id (default: the sample's)")
 	f.StringVar(&o.customer, "customer", "", "customer id of the object")
@@ -75,16 +81,17 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 	if o.repeat < 1 {
 		return usageError{fmt.Errorf("--repeat must be at least 1")}
 	}
+	secrets, err := a.signingSecrets(o.secret)
+	if err != nil {
+		return err
+	}
 	// Flag, then the stage's output, then the environment, as every name.
 	url, err := a.resolve(ctx, o.url, outWebhookURL, "WEBHOOK_URL", DefaultWebhookURL)
 	if err != nil {
 		return err
 	}
-	if a.stage != "" && o.secret == "" && a.getenv("STRIPE_WEBHOOK_SECRET") == "" {
-		return usagef("--stage %s: pass the endpoint's signing secret with --secret (or STRIPE_WEBHOOK_SECRET)", a.stage)
-	}
-	// A delivery is signed with one secret: the current one.
-	secret := firstOf(o.secret, a.secrets(nil)[0])
+	// A delivery is signed with one secret: the current one, listed first.
+	secret := secrets[0]
 	created := o.created
 	if created == 0 {
 		created = a.now().Unix() - int64(len(types))

@@ -120,16 +120,22 @@ func TestStageResolvesResourcesFromTheStacksOutputs(t *testing.T) {
 	}
 	// send goes to the stack's WebhookUrl, and insists on a real secret.
 	r = c.run(ctx, stageArgs("send", "invoice.paid")...).must(t, 2)
-	if !strings.Contains(r.stderr, "--secret") {
+	if !strings.Contains(r.stderr, "STRIPE_WEBHOOK_SECRET") {
 		t.Errorf("send via --stage without a secret: got %s", r.stderr)
+	}
+	r = c.run(ctx, stageArgs("send", "--dev", "invoice.paid")...).must(t, 2)
+	if !strings.Contains(r.stderr, "--dev is the local stack's") {
+		t.Errorf("send via --stage with the dev secret: got %s", r.stderr)
 	}
 	// A WEBHOOK_URL left in the shell does not win over --stage either.
 	c.env["WEBHOOK_URL"] = "http://127.0.0.1:2/local"
-	r = c.run(ctx, stageArgs("send", "invoice.paid", "--secret", "whsec_x")...).must(t, 1)
+	c.env["STRIPE_WEBHOOK_SECRET"] = "whsec_x"
+	r = c.run(ctx, stageArgs("send", "invoice.paid")...).must(t, 1)
 	if !strings.Contains(r.stderr, "127.0.0.1:1/webhooks/stripe") {
 		t.Errorf("send via --stage: got %s, want a POST to the stack's WebhookUrl", r.stderr)
 	}
 	delete(c.env, "WEBHOOK_URL")
+	delete(c.env, "STRIPE_WEBHOOK_SECRET")
 
 	// An explicit flag still wins over the stage.
 	r = c.run(ctx, stageArgs("--events-table", "flag-table", "event", "evt_staged")...).must(t, 1)

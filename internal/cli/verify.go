@@ -31,7 +31,7 @@ type VerifyJSON struct {
 const maxPayload = 8 << 20
 
 type verifyOpts struct {
-	secrets           []string
+	secret            secretFlags
 	header, file      string
 	tolerance, skew   time.Duration
 	ignoreAge, asJSON bool
@@ -40,7 +40,7 @@ type verifyOpts struct {
 func (a *app) verifyCmd() *cobra.Command {
 	var o verifyOpts
 	cmd := &cobra.Command{
-		Use:   "verify --header 't=...,v1=...' [--secret whsec_...] < payload",
+		Use:   "verify --header 't=...,v1=...' < payload",
 		Short: "Check a captured delivery's signature and say exactly why it fails",
 		Long: `verify checks a delivery's Stripe-Signature header against its body, as the
 receiver does, and when it fails says exactly why: no or a malformed header,
@@ -49,15 +49,21 @@ a body changed on its way (trailing newline added or removed, LF/CRLF, JSON
 minified or re-indented, HTML characters escaped, base64-encoded), naming
 the change after which it verifies.
 
+The header is parsed exactly as the receiver parses it (one t=, no spaces);
+a whole pasted header line, "Stripe-Signature: " included, is accepted.
+
 The body is read from --file or stdin, byte for byte: capture it raw (for
 example with ` + "`inboxctl event <id> --payload`" + ` or from your framework before it
-parses the JSON). Secrets come from --secret (repeat it during a rotation),
-else STRIPE_WEBHOOK_SECRET (comma-separated), else the local stack's.
+parses the JSON). Secrets are never given on the command line: they come
+from STRIPE_WEBHOOK_SECRET (comma-separated during a rotation), or from
+--secret-file (one per line; - for stdin, with the body in --file), or
+--dev for the local stack's development secret. Without one, verify stops.
 
 Exit code 0 when the delivery verifies, 1 when it does not.`,
-		Example: `  inboxctl verify --secret whsec_... --header "$SIG" < body.json
-  inboxctl verify --secret whsec_new --secret whsec_old --header "t=1700000000,v1=5257a8..." --file body.json
-  inboxctl event evt_123 --payload | inboxctl verify --header "$SIG" --ignore-age`,
+		Example: `  read -rs STRIPE_WEBHOOK_SECRET && export STRIPE_WEBHOOK_SECRET
+  inboxctl verify --header "$SIG" < body.json
+  inboxctl verify --secret-file ~/.config/whsec --header "t=1700000000,v1=5257a8..." --file body.json
+  inboxctl event evt_123 --payload | inboxctl verify --dev --header "$SIG" --ignore-age`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !cmd.Flags().Changed("header") {
@@ -67,7 +73,7 @@ Exit code 0 when the delivery verifies, 1 when it does not.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringArrayVar(&o.secrets, "secret", nil, "signing secret (whsec_...); repeat for several")
+	o.secret.register(cmd)
 	f.StringVar(&o.header, "header", "", "the Stripe-Signature header, as received")
 	f.StringVar(&o.file, "file", "", "read the body from this file instead of stdin")
 	f.DurationVar(&o.tolerance, "tolerance", signature.DefaultTolerance, "how old a signature may be (the receiver's SIGNATURE_TOLERANCE)")
@@ -77,7 +83,24 @@ Exit code 0 when the delivery verifies, 1 when it does not.`,
 	return cmd
 }
 
+// signatureOptions are the receiver's checks as verify's flags set them.
+func (o verifyOpts) signatureOptions(now func() time.Time) signature.Options {
+	opts := signature.Options{Tolerance: o.tolerance, FutureSkew: o.skew, Now: now}
+	if o.ignoreAge {
+		// A century either way: the timestamp still has to parse.
+		opts.Tolerance, opts.FutureSkew = 100*365*24*time.Hour, 100*365*24*time.Hour
+	}
+	return opts
+}
+
 func (a *app) verify(o verifyOpts) error {
+	if o.secret.file == "-" && o.file == "" {
+		return usagef("--secret-file - reads the secret from stdin: pass the body with --file")
+	}
+	secrets, err := a.signingSecrets(o.secret)
+	if err != nil {
+		return err
+	}
 	var in io.Reader = a.stdin
 	if o.file != "" {
 		f, err := os.Open(o.file)
@@ -99,16 +122,14 @@ func (a *app) verify(o verifyOpts) error {
 	if len(body) > maxPayload {
 		return usagef("the body is larger than %d bytes: that is not a Stripe event", maxPayload)
 	}
-	secrets := a.secrets(o.secrets)
-	opts := signature.Options{Tolerance: o.tolerance, FutureSkew: o.skew, Now: a.now}
-	if o.ignoreAge {
-		// A century either way: the timestamp still has to parse.
-		opts.Tolerance, opts.FutureSkew = 100*365*24*time.Hour, 100*365*24*time.Hour
+	d := signature.Diagnose(body, headerValue(o.header), secrets, o.signatureOptions(a.now))
+	var age int64 // in seconds, as the receiver counts: d.Age saturates
+	if !d.Timestamp.IsZero() {
+		age = a.now().Unix() - d.Timestamp.Unix()
 	}
-	d := signature.Diagnose(body, o.header, secrets, opts)
 	j := VerifyJSON{
 		Valid: d.Valid, Problem: string(d.Problem), Message: d.Message, Timestamp: ts(d.Timestamp),
-		AgeSeconds: int64(d.Age / time.Second), Signatures: d.Signatures, Secrets: len(secrets),
+		AgeSeconds: age, Signatures: d.Signatures, Secrets: len(secrets),
 		MatchedSecret: d.Secret + 1, Alteration: d.Alteration, Notes: d.Notes,
 	}
 	if j.Notes == nil {

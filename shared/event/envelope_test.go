@@ -46,6 +46,18 @@ func TestDecodeEnvelope(t *testing.T) {
 		{name: "livemode as string", payload: `{"id":"evt_1","type":"x","livemode":"true"}`, wantErr: ErrMalformed},
 		{name: "not an event", payload: `{"id":"cus_1","object":"customer","type":"x"}`, wantErr: ErrMalformed},
 		{name: "raw control character", payload: "{\"id\":\"evt\n1\",\"type\":\"x\"}", wantErr: ErrMalformed},
+		{name: "duplicated id", payload: `{"id":"evt_1","type":"t","id":"evt_2"}`, wantErr: ErrMalformed},
+		{name: "duplicated id, the first not a string", payload: `{"id":10,"id":"","type":"t"}`, wantErr: ErrMalformed},
+		{name: "duplicated id, spelled with an escape", payload: `{"id":"evt_1","type":"t","\u0069d":"evt_2"}`, wantErr: ErrMalformed},
+		{name: "duplicated type", payload: `{"id":"evt_1","type":"invoice.paid","type":"invoice.voided"}`, wantErr: ErrMalformed},
+		{name: "duplicated data", payload: `{"id":"evt_1","type":"t","data":null,"data":{"object":{"id":"o"}}}`, wantErr: ErrMalformed},
+		{name: "duplicated data.object", payload: `{"id":"evt_1","type":"t","data":{"object":null,"object":{"id":"o"}}}`, wantErr: ErrMalformed},
+		{name: "duplicated data.object.id", payload: `{"id":"evt_1","type":"t","data":{"object":{"id":"o","id":"p"}}}`, wantErr: ErrMalformed},
+		{
+			name:    "other keys may repeat",
+			payload: `{"id":"evt_1","type":"t","x":1,"x":2,"data":{"y":1,"y":2,"object":{"id":"o","z":1,"z":2}}}`,
+			want:    Envelope{ID: "evt_1", Type: "t", ObjectID: "o"},
+		},
 		{name: "missing id", payload: `{"type":"invoice.paid","created":1}`, wantErr: ErrMissingID},
 		{name: "missing type", payload: `{"id":"evt_1"}`, wantErr: ErrMissingID},
 	}
@@ -80,6 +92,9 @@ func oracleEnvelope(payload []byte) (e Envelope, ok bool) {
 	}
 	m, isObj := top.(map[string]any)
 	if !isObj {
+		return Envelope{}, false
+	}
+	if duplicatedEnvelopeKey(payload, 0) {
 		return Envelope{}, false
 	}
 	str := func(v any, present bool) (string, bool) {
@@ -147,6 +162,48 @@ func oracleEnvelope(payload []byte) (e Envelope, ok bool) {
 		return Envelope{}, false
 	}
 	return e, true
+}
+
+// envelopeKeys are the keys the envelope reads, at the top level (0), in
+// data (1) and in data.object (2).
+var envelopeKeys = []map[string]bool{
+	{"id": true, "object": true, "type": true, "api_version": true, "account": true, "created": true, "livemode": true, "data": true},
+	{"object": true},
+	{"id": true, "object": true},
+}
+
+// duplicatedEnvelopeKey reports whether the object in raw (at level) or the
+// data or data.object inside it has one of the envelope's keys twice, the
+// keys compared unescaped, as encoding/json reads them.
+func duplicatedEnvelopeKey(raw []byte, level int) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		key, _ := tok.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return false
+		}
+		if envelopeKeys[level][key] {
+			if seen[key] {
+				return true
+			}
+			seen[key] = true
+		}
+		if (level == 0 && key == "data") || (level == 1 && key == "object") {
+			if duplicatedEnvelopeKey(v, level+1) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func FuzzDecodeEnvelope(f *testing.F) {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
@@ -72,6 +73,8 @@ func TestAnswers(t *testing.T) {
 	}
 	conflicting := existing(event.StatusProcessed)
 	conflicting.PayloadHash = ingest.Hash([]byte("another payload"))
+	captured := signature.Sign(good, secret, now.Add(-120*24*time.Hour))
+	fresh := fmt.Sprintf("t=%d", now.Unix())
 	capitalized := request(good, "")
 	capitalized.Headers["Stripe-Signature"] = sign(good)
 
@@ -110,6 +113,11 @@ func TestAnswers(t *testing.T) {
 		{name: "body altered after signing", req: request(append(bytes.Clone(good), ' '), sign(good)), wantStatus: 400, wantOutcome: OutcomeBadSignature},
 		{name: "stale timestamp", req: request(good, signature.Sign(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: OutcomeStale},
 		{name: "future timestamp", req: request(good, signature.Sign(good, secret, now.Add(10*time.Minute))), wantStatus: 400, wantOutcome: OutcomeFuture},
+		// A delivery signed 120 days ago, replayed with a second, fresh t=.
+		{name: "replay: a fresh t= in front of a captured header", req: request(good, fresh+","+captured), wantStatus: 400, wantOutcome: OutcomeMalformedHeader},
+		{name: "replay: a fresh t= behind a captured header", req: request(good, captured+","+fresh), wantStatus: 400, wantOutcome: OutcomeMalformedHeader},
+		{name: "replay: the header sent twice, joined with a comma", req: request(good, fresh+",v1="+strings.Repeat("0", 64)+","+captured), wantStatus: 400, wantOutcome: OutcomeMalformedHeader},
+		{name: "far-future timestamp (2^40 s ahead)", req: request(good, signature.Sign(good, secret, time.Unix(now.Unix()+1<<40, 0))), wantStatus: 400, wantOutcome: OutcomeFuture},
 		{name: "malformed JSON", req: request([]byte(`{"id":`), sign([]byte(`{"id":`))), wantStatus: 400, wantOutcome: OutcomeMalformed},
 		{name: "bad base64", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true}, wantStatus: 400, wantOutcome: OutcomeMalformed},
 		{name: "missing event id", req: request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))), wantStatus: 400, wantOutcome: OutcomeMissingID},

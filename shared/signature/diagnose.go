@@ -2,13 +2,10 @@ package signature
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -43,6 +40,27 @@ const (
 	// verifies (an API Gateway isBase64Encoded body used without decoding).
 	ProblemBase64Body Problem = "base64_body"
 )
+
+// Err returns the error Verify returns (compare with errors.Is) for a
+// delivery in which Diagnose finds p: nil for ProblemNone, and ErrNoMatch
+// for every signature that does not verify as received, whatever Diagnose
+// could undo to make it verify. inboxctl verify and the receiver must agree
+// on this class for every delivery.
+func (p Problem) Err() error {
+	switch p {
+	case ProblemNone:
+		return nil
+	case ProblemMissingHeader:
+		return ErrMissingHeader
+	case ProblemMalformedHeader:
+		return ErrMalformedHeader
+	case ProblemStaleTimestamp:
+		return ErrTooOld
+	case ProblemFutureTimestamp:
+		return ErrTooNew
+	}
+	return ErrNoMatch
+}
 
 // Diagnosis explains whether a delivery verifies and, if not, exactly why.
 type Diagnosis struct {
@@ -153,64 +171,6 @@ var undos = []undo{
 	}},
 }
 
-// header is a parsed Stripe-Signature header.
-type header struct {
-	timestamp int64
-	v1        [][]byte
-}
-
-func parseHeader(h string) (header, string) {
-	h = strings.TrimSpace(h)
-	// Accept a header pasted whole, name included.
-	if name, rest, ok := strings.Cut(h, ":"); ok && strings.EqualFold(strings.TrimSpace(name), "stripe-signature") {
-		h = strings.TrimSpace(rest)
-	}
-	var out header
-	haveT := false
-	for part := range strings.SplitSeq(h, ",") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok {
-			return out, fmt.Sprintf("%q is not a key=value pair", strings.TrimSpace(part))
-		}
-		switch k {
-		case "t":
-			sec, err := strconv.ParseInt(v, 10, 64)
-			if err != nil {
-				return out, fmt.Sprintf("t=%q is not a Unix time in seconds", v)
-			}
-			out.timestamp, haveT = sec, true
-		case "v1":
-			sig, err := hex.DecodeString(v)
-			if err != nil || len(sig) != sha256.Size {
-				return out, fmt.Sprintf("v1=%q is not a hex HMAC-SHA256 (64 hex digits)", v)
-			}
-			out.v1 = append(out.v1, sig)
-		}
-	}
-	if !haveT {
-		return out, "it has no t= timestamp"
-	}
-	return out, ""
-}
-
-// matches returns the index of the secret for which one of h's v1
-// signatures is valid over body, or -1.
-func (h header) matches(body []byte, secrets []string) int {
-	for i, secret := range secrets {
-		mac := hmac.New(sha256.New, []byte(secret))
-		mac.Write([]byte(strconv.FormatInt(h.timestamp, 10)))
-		mac.Write([]byte("."))
-		mac.Write(body)
-		want := mac.Sum(nil)
-		for _, sig := range h.v1 {
-			if hmac.Equal(sig, want) {
-				return i
-			}
-		}
-	}
-	return -1
-}
-
 // Diagnose checks a captured delivery against secrets as Verify would and,
 // when it fails, says exactly why: no or a malformed header, no v1
 // signature, a stale or future timestamp, a body changed on its way (it
@@ -222,16 +182,7 @@ func (h header) matches(body []byte, secrets []string) int {
 // says more than a receiver may ever tell a sender.
 func Diagnose(payload []byte, sigHeader string, secrets []string, opts Options) Diagnosis {
 	d := Diagnosis{Secret: -1}
-	tolerance, skew, now := opts.Tolerance, opts.FutureSkew, opts.Now
-	if tolerance <= 0 {
-		tolerance = DefaultTolerance
-	}
-	if skew <= 0 {
-		skew = DefaultFutureSkew
-	}
-	if now == nil {
-		now = time.Now
-	}
+	w := opts.window()
 	var clean []string
 	for i, s := range secrets {
 		if s = strings.TrimSpace(s); s != "" {
@@ -242,50 +193,71 @@ func Diagnose(payload []byte, sigHeader string, secrets []string, opts Options) 
 		}
 	}
 
-	if strings.TrimSpace(sigHeader) == "" {
+	h, err := ParseHeader(sigHeader)
+	var bad *MalformedError
+	switch {
+	case errors.Is(err, ErrMissingHeader):
 		d.Problem = ProblemMissingHeader
 		d.Message = "there is no Stripe-Signature header: capture the request's headers along with its body (a proxy or load balancer may be dropping the header)"
 		return d
-	}
-	h, bad := parseHeader(sigHeader)
-	if bad != "" {
+	case errors.As(err, &bad):
 		d.Problem = ProblemMalformedHeader
-		d.Message = "the Stripe-Signature header is malformed: " + bad + `. Stripe sends "t=<unix time>,v1=<hex signature>": pass the header's value exactly as received`
+		d.Message = "the Stripe-Signature header is malformed: " + bad.Reason + quotePair(sigHeader, bad.Pair) + `. Stripe sends "t=<unix time>,v1=<64 hex digits>", one t= and no spaces: pass the header's value exactly as received`
+		if strings.HasPrefix(bad.Reason, reasonTwoTimestamps) {
+			d.Message += ". Two timestamps are what two Stripe-Signature headers joined with a comma look like, or a timestamp put in front of a captured header to replay it: the receiver rejects both"
+		}
+		return d
+	case err != nil:
+		d.Problem = ProblemMalformedHeader
+		d.Message = err.Error()
 		return d
 	}
-	d.Timestamp = time.Unix(h.timestamp, 0).UTC()
-	d.Age = now().Sub(d.Timestamp)
-	d.Signatures = len(h.v1)
-	if len(h.v1) == 0 {
+	d.Timestamp = time.Unix(h.Timestamp, 0).UTC()
+	d.Age = age(w.now(), h.Timestamp)
+	d.Signatures = h.Signatures
+	if h.Signatures == 0 {
 		d.Problem = ProblemNoSignature
 		d.Message = "the Stripe-Signature header has no v1 signature (only other schemes): the endpoint must receive v1 signatures, which every Stripe webhook endpoint sends"
 		return d
 	}
-	if len(h.v1) > 1 {
-		d.Notes = append(d.Notes, fmt.Sprintf("the header has %d v1 signatures: Stripe signs with every active secret of the endpoint while a rolled secret is still valid", len(h.v1)))
+	if h.Signatures > 1 {
+		d.Notes = append(d.Notes, fmt.Sprintf("the header has %d v1 signatures: Stripe signs with every active secret of the endpoint while a rolled secret is still valid", h.Signatures))
 	}
 	if len(clean) == 0 {
 		d.Problem = ProblemWrongSecret
 		d.Message = "no signing secret was given: pass the endpoint's whsec_... secret"
 		return d
 	}
+	tolerance, skew := time.Duration(w.tolerance)*time.Second, time.Duration(w.skew)*time.Second
+	ageErr := w.check(h.Timestamp)
 
+	// In seconds, as the checks count: d.Age saturates.
+	ageSeconds := w.now().Unix() - h.Timestamp
 	ageText := func() string {
-		if d.Age >= 0 {
-			return fmt.Sprintf("signed %s ago", d.Age.Round(time.Second))
+		if ageSeconds >= 0 {
+			return fmt.Sprintf("signed %s ago", seconds(ageSeconds))
 		}
-		return fmt.Sprintf("signed %s ahead of this clock", (-d.Age).Round(time.Second))
+		return fmt.Sprintf("signed %s ahead of this clock", seconds(-ageSeconds))
 	}
-	if i := h.matches(payload, clean); i >= 0 {
+	i, err := h.match(payload, clean)
+	if err != nil {
+		d.Problem = ProblemMalformedHeader
+		d.Message = err.Error()
+		return d
+	}
+	if i >= 0 {
 		d.Secret = i
 		switch {
-		case d.Age > tolerance:
+		case errors.Is(ageErr, ErrTooOld):
 			d.Problem = ProblemStaleTimestamp
 			d.Message = fmt.Sprintf("the signature is valid (secret %d), but it was %s, more than the %s tolerance: a receiver rejects it as a possible replay. "+
 				"If this is a live delivery, check the receiver's clock (NTP) and queues in front of it; a delivery captured earlier is always stale", i+1, ageText(), tolerance)
-		case -d.Age > skew:
+		case errors.Is(ageErr, ErrTooNew):
 			d.Problem = ProblemFutureTimestamp
 			d.Message = fmt.Sprintf("the signature is valid (secret %d), but it was %s, more than the %s allowed: the receiver's clock is behind (or the sender's ahead); check NTP", i+1, ageText(), skew)
+			if -ageSeconds > 24*60*60 {
+				d.Notes = append(d.Notes, "no clock is that far off: whoever signed this timestamp holds the secret (a test tool, or a leaked secret: roll it)")
+			}
 		default:
 			d.Valid = true
 			d.Problem = ProblemNone
@@ -316,8 +288,8 @@ func Diagnose(payload []byte, sigHeader string, secrets []string, opts Options) 
 		}
 	}
 	for _, a := range tries {
-		i := h.matches(a.body, clean)
-		if i < 0 {
+		i, err := h.match(a.body, clean)
+		if err != nil || i < 0 {
 			continue
 		}
 		d.Secret = i
@@ -337,7 +309,7 @@ func Diagnose(payload []byte, sigHeader string, secrets []string, opts Options) 
 			d.Message = fmt.Sprintf("the body was changed by something between Stripe and you: %s; undone, it verifies with secret %d. "+
 				"Verify the raw request body, byte for byte as received, before any framework parses, re-encodes or logs it", d.Alteration, i+1)
 		}
-		if d.Age > tolerance {
+		if errors.Is(ageErr, ErrTooOld) {
 			d.Notes = append(d.Notes, fmt.Sprintf("the timestamp is also stale: %s, more than the %s tolerance", ageText(), tolerance))
 		}
 		return d
@@ -348,8 +320,40 @@ func Diagnose(payload []byte, sigHeader string, secrets []string, opts Options) 
 		"(each endpoint has its own whsec_..., test and live mode differ, and `stripe listen` prints its own), "+
 		"or the body was changed in a way that cannot be undone (keys reordered, characters re-escaped): "+
 		"verify the raw body exactly as received", len(clean))
-	if d.Age > tolerance {
+	if errors.Is(ageErr, ErrTooOld) {
 		d.Notes = append(d.Notes, fmt.Sprintf("the timestamp is %s, beyond the %s tolerance, so it would fail even with the right secret", ageText(), tolerance))
 	}
 	return d
+}
+
+// age is how long before now ts was (negative when ahead), saturated at
+// what a time.Duration holds (about 292 years either way): for display only,
+// the checks compare seconds.
+func age(now time.Time, ts int64) time.Duration {
+	const limit = int64(1<<63-1) / int64(time.Second)
+	n := now.Unix()
+	switch {
+	case ts > n && ts-n >= limit:
+		return -time.Duration(limit) * time.Second
+	case ts < n && n-ts >= limit:
+		return time.Duration(limit) * time.Second
+	}
+	return time.Duration(n-ts)*time.Second + time.Duration(now.Nanosecond())
+}
+
+// quotePair returns "; pair n is "..."" for an operator's message (never a
+// receiver's log), shortened, or "" when n is 0.
+func quotePair(header string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	pairs := strings.Split(strings.Trim(header, " \t"), ",")
+	if n > len(pairs) {
+		return ""
+	}
+	p := pairs[n-1]
+	if len(p) > 80 {
+		p = p[:80] + "..."
+	}
+	return fmt.Sprintf("; pair %d is %q", n, p)
 }

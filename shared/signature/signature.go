@@ -1,22 +1,8 @@
-// Package signature verifies that a webhook delivery was signed by the
-// provider, over the exact bytes received.
-//
-// Stripe signs "<timestamp>.<raw body>" with HMAC-SHA256 and sends the result
-// in the Stripe-Signature header as "t=<unix>,v1=<hex>[,v1=<hex>...]". The
-// comparison itself is stripe-go's (hmac.Equal over every v1 signature); this
-// package adds what stripe-go leaves out: several secrets at once for
-// rotation, a bound on timestamps in the future, and an injectable clock.
-//
-// Diagnose is the operator's side of the same check (inboxctl verify): given
-// a captured delivery it says exactly why it fails, including bodies changed
-// on their way by proxies and frameworks, which it detects by undoing the
-// usual changes until the signature verifies.
 package signature
 
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -41,104 +27,129 @@ const (
 
 // Options tune a Verifier. Zero values take the defaults.
 type Options struct {
-	// Tolerance is how old a signed timestamp may be (replay protection).
+	// Tolerance is how old a signed timestamp may be (replay protection),
+	// in whole seconds.
 	Tolerance time.Duration
-	// FutureSkew is how far ahead of our clock a timestamp may be.
+	// FutureSkew is how far ahead of our clock a timestamp may be, in whole
+	// seconds.
 	FutureSkew time.Duration
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
 
+// window is the accepted range of timestamps around the clock's now.
+type window struct {
+	tolerance, skew int64 // seconds
+	now             func() time.Time
+}
+
+func (o Options) window() window {
+	w := window{tolerance: int64(o.Tolerance / time.Second), skew: int64(o.FutureSkew / time.Second), now: o.Now}
+	if o.Tolerance <= 0 {
+		w.tolerance = int64(DefaultTolerance / time.Second)
+	}
+	if o.FutureSkew <= 0 {
+		w.skew = int64(DefaultFutureSkew / time.Second)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	return w
+}
+
+// check returns nil when ts (Unix seconds) is inside the window, else
+// ErrTooOld or ErrTooNew with the distance. Both sides are compared in
+// seconds: now is a present-day Unix time and the bounds are at most a
+// time.Duration in seconds, so neither now-tolerance nor now+skew can
+// overflow, whatever ts is.
+func (w window) check(ts int64) error {
+	now := w.now().Unix()
+	switch {
+	case ts < now-w.tolerance:
+		return fmt.Errorf("%w: signed %s ago", ErrTooOld, seconds(now-ts))
+	case ts > now+w.skew:
+		return fmt.Errorf("%w: signed %s ahead", ErrTooNew, seconds(ts-now))
+	}
+	return nil
+}
+
+// seconds formats n seconds as a duration when one can hold it (about 292
+// years), else in seconds and years.
+func seconds(n int64) string {
+	if n >= 0 && n < int64(1<<63-1)/int64(time.Second) {
+		return (time.Duration(n) * time.Second).String()
+	}
+	const year = 31_557_600 // a Julian year, in seconds
+	return fmt.Sprintf("%ds (about %d years)", n, n/year)
+}
+
 // Verifier checks Stripe-Signature headers against a set of secrets.
 // It is safe for concurrent use.
 type Verifier struct {
-	secrets   []string
-	tolerance time.Duration
-	skew      time.Duration
-	now       func() time.Time
+	secrets []string
+	window  window
 }
 
 // New returns a Verifier that accepts a delivery signed with any of secrets:
 // during a rotation both the current and the previous secret are configured.
 func New(secrets []string, opts Options) (*Verifier, error) {
+	clean := cleanSecrets(secrets)
+	if len(clean) == 0 {
+		return nil, errors.New("signature: no signing secret configured")
+	}
+	return &Verifier{secrets: clean, window: opts.window()}, nil
+}
+
+func cleanSecrets(secrets []string) []string {
 	var clean []string
 	for _, s := range secrets {
 		if s = strings.TrimSpace(s); s != "" {
 			clean = append(clean, s)
 		}
 	}
-	if len(clean) == 0 {
-		return nil, errors.New("signature: no signing secret configured")
-	}
-	v := &Verifier{secrets: clean, tolerance: opts.Tolerance, skew: opts.FutureSkew, now: opts.Now}
-	if v.tolerance <= 0 {
-		v.tolerance = DefaultTolerance
-	}
-	if v.skew <= 0 {
-		v.skew = DefaultFutureSkew
-	}
-	if v.now == nil {
-		v.now = time.Now
-	}
-	return v, nil
+	return clean
 }
 
 // Verify returns nil when header carries a v1 signature of payload made with
 // one of the secrets, at a timestamp within the tolerance. payload must be
 // the raw body exactly as received.
 func (v *Verifier) Verify(payload []byte, header string) error {
-	if header == "" {
-		return ErrMissingHeader
-	}
-	ts, err := Timestamp(header)
+	h, err := ParseHeader(header)
 	if err != nil {
 		return err
 	}
-	matched := false
-	for _, secret := range v.secrets {
-		// The signature check first, so that a forged header cannot use the
-		// timestamp checks to learn anything.
-		err := webhook.ValidatePayloadIgnoringTolerance(payload, header, secret)
-		if err == nil {
-			matched = true
-			break
-		}
-		if !errors.Is(err, webhook.ErrNoValidSignature) {
-			return ErrMalformedHeader
-		}
+	// The signature check first, so that a forged header cannot use the
+	// timestamp checks to learn anything.
+	i, err := h.match(payload, v.secrets)
+	if err != nil {
+		return err
 	}
-	if !matched {
+	if i < 0 {
 		return ErrNoMatch
 	}
-	age := v.now().Sub(ts)
-	if age > v.tolerance {
-		return fmt.Errorf("%w: signed %s ago", ErrTooOld, age.Round(time.Second))
-	}
-	if -age > v.skew {
-		return fmt.Errorf("%w: signed %s ahead", ErrTooNew, (-age).Round(time.Second))
-	}
-	return nil
+	return v.window.check(h.Timestamp)
 }
 
-// Timestamp returns the t= timestamp of a Stripe-Signature header.
-func Timestamp(header string) (time.Time, error) {
-	rest := header
-	for rest != "" {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, ",")
-		k, val, ok := strings.Cut(pair, "=")
-		if !ok {
-			return time.Time{}, ErrMalformedHeader
+// match returns the index of the first secret for which one of h's v1
+// signatures is valid over payload, or -1. stripe-go computes and compares
+// (hmac.Equal over every v1); ParseHeader has made sure it reads the same
+// single t= as h.Timestamp.
+func (h Header) match(payload []byte, secrets []string) (int, error) {
+	if h.Signatures == 0 {
+		return -1, nil
+	}
+	for i, secret := range secrets {
+		err := webhook.ValidatePayloadIgnoringTolerance(payload, h.value, secret)
+		if err == nil {
+			return i, nil
 		}
-		if k == "t" {
-			sec, err := strconv.ParseInt(val, 10, 64)
-			if err != nil {
-				return time.Time{}, ErrMalformedHeader
-			}
-			return time.Unix(sec, 0), nil
+		if !errors.Is(err, webhook.ErrNoValidSignature) {
+			// Cannot happen for a header ParseHeader accepted; if stripe-go
+			// ever reads headers differently, refuse rather than guess.
+			return -1, &MalformedError{Reason: "stripe-go rejects it: " + err.Error()}
 		}
 	}
-	return time.Time{}, ErrMalformedHeader
+	return -1, nil
 }
 
 // Sign returns a Stripe-Signature header for payload signed with secret at t,

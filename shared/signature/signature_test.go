@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stripe/stripe-go/v81/webhook"
 )
 
 func TestVerify(t *testing.T) {
@@ -66,25 +68,38 @@ func TestTolerancesAreConfigurable(t *testing.T) {
 	}
 }
 
-func TestTimestamp(t *testing.T) {
-	tests := []struct {
-		header string
-		want   int64
-		err    error
-	}{
-		{"t=1700000000,v1=ab", 1700000000, nil},
-		{"v1=ab,v0=cd,t=5", 5, nil},
-		{"t=5,", 5, nil},
-		{"v1=ab,", 0, ErrMalformedHeader},
-		{"v1=ab,,t=5", 0, ErrMalformedHeader},
-		{"t=,v1=ab", 0, ErrMalformedHeader},
-		{"t=5x", 0, ErrMalformedHeader},
-		{"", 0, ErrMalformedHeader},
+// BenchmarkVerify measures what the shared parser costs: Verify (ParseHeader,
+// then stripe-go's check on the same header, then the window) beside
+// stripe-go's check alone, on an event-sized body.
+func BenchmarkVerify(b *testing.B) {
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","data":{"object":{"id":"in_1","description":"` + strings.Repeat("x", 2500) + `"}}}`)
+	header := Sign(body, "whsec_current", now)
+	v, err := New([]string{"whsec_current"}, Options{Now: func() time.Time { return now }})
+	if err != nil {
+		b.Fatal(err)
 	}
-	for _, tc := range tests {
-		got, err := Timestamp(tc.header)
-		if !errors.Is(err, tc.err) || (err == nil && got.Unix() != tc.want) {
-			t.Errorf("Timestamp(%q): got %v, %v; want %d, %v", tc.header, got.Unix(), err, tc.want, tc.err)
+	b.Run("Verify", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if err := v.Verify(body, header); err != nil {
+				b.Fatal(err)
+			}
 		}
-	}
+	})
+	b.Run("stripe-go", func(b *testing.B) {
+		b.SetBytes(int64(len(body)))
+		for b.Loop() {
+			if err := webhook.ValidatePayloadIgnoringTolerance(body, header, "whsec_current"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ParseHeader", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := ParseHeader(header); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
