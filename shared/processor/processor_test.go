@@ -475,3 +475,43 @@ func TestARedirectingForwardTargetDoesNotCompleteTheEvent(t *testing.T) {
 		})
 	}
 }
+
+// undecodableStore answers claims as fakeStore does, with the record's
+// payload reported undecodable, as store.Events does for a gzip bomb.
+type undecodableStore struct{ *fakeStore }
+
+func (s undecodableStore) Claim(ctx context.Context, provider, id, owner string, now, until time.Time) (event.Record, error) {
+	r, err := s.fakeStore.Claim(ctx, provider, id, owner, now, until)
+	var nc *store.NotClaimableError
+	if errors.As(err, &nc) {
+		r, err = nc.Current, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Payload = nil
+	return r, &store.PayloadError{Record: r, Err: errors.New("gunzip: inflates past the limit")}
+}
+
+func TestAnUndecodablePayloadFailsItsEventForGood(t *testing.T) {
+	st := newFakeStore(rec("evt_bomb", event.StatusReceived), rec("evt_done", event.StatusProcessed))
+	eff := &effects{}
+	p := newProcessor(t, undecodableStore{st}, eff)
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_bomb", 1), msg("evt_done", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(resp); len(f) != 0 {
+		t.Errorf("failures: got %v, want none", f)
+	}
+	if got := st.records["evt_bomb"].Status; got != event.StatusFailedPermanent {
+		t.Errorf("claimed event with an undecodable payload: %s, want failed_permanent", got)
+	}
+	// A claim that lost is a duplicate, whatever its payload.
+	if got := st.records["evt_done"].Status; got != event.StatusProcessed {
+		t.Errorf("processed event: %s, want it left processed", got)
+	}
+	if len(eff.calls) != 0 {
+		t.Errorf("effects ran: %v, want none", eff.calls)
+	}
+}
