@@ -79,6 +79,10 @@ type app struct {
 	wrapSQS func(SQS) SQS
 	// pollEvery is how often dlq redrive reads a move task's progress.
 	pollEvery time.Duration
+	// stageAPIBase is the Stripe API base of a --stage run: Stripe's own
+	// unless a test points it at a local stand-in. Nothing typed or
+	// exported in a shell sets it (see reconcile).
+	stageAPIBase string
 
 	endpoint, region, profile, stage, prefix string
 	eventsTable, mirrorTable, queueURL       string
@@ -142,8 +146,9 @@ or a deployed one with --stage (and --profile/--region).
 
 Configuration comes from the same environment as the functions
 (EVENTS_TABLE, MIRROR_TABLE, QUEUE_URL, AWS_ENDPOINT_URL, AWS_REGION,
-STRIPE_WEBHOOK_SECRET); --stage reads the deployed stack's outputs instead;
-flags override both.
+STRIPE_WEBHOOK_SECRET); --stage reads the deployed stack's outputs instead,
+reaches AWS's own endpoints (AWS_ENDPOINT_URL* are ignored; --endpoint is
+not) and uses none of the local-only variables; flags override both.
 
 Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 --json (shapes in docs/cli.md).`,
@@ -195,7 +200,12 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	// The SDK would read AWS_ENDPOINT_URL itself; reading it through getenv
 	// keeps every setting of a run in one place. A service's own variable
 	// (AWS_ENDPOINT_URL_DYNAMODB, ...) still wins, as in the functions.
-	endpoint := firstOf(a.endpoint, strings.TrimSpace(a.getenv("AWS_ENDPOINT_URL")))
+	// A deployed stage is reached at AWS's own endpoints only (or at
+	// --endpoint, typed for this run): see stageEndpoints.
+	endpoint := a.endpoint
+	if a.stage == "" {
+		endpoint = firstOf(a.endpoint, strings.TrimSpace(a.getenv("AWS_ENDPOINT_URL")))
+	}
 	if endpoint == "" && a.stage == "" && a.profile == "" {
 		endpoint = LocalEndpoint
 	}
@@ -212,8 +222,34 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
+	if a.stage != "" {
+		stageEndpoints(&cfg, a.endpoint)
+	}
 	a.cfg = &cfg
 	return cfg, nil
+}
+
+// stageEndpoints makes cfg reach AWS's own endpoints, or endpoint when the
+// operator typed --endpoint, whatever the environment and the shared config
+// say (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, a profile's
+// endpoint_url). An endpoint left in the shell by local work would
+// otherwise get the stage's requests, signed with its credentials (a
+// signed SSM read can be replayed to AWS for minutes), and answer them with
+// a stack and secrets of its own.
+func stageEndpoints(cfg *aws.Config, endpoint string) {
+	cfg.BaseEndpoint = nil
+	if endpoint != "" {
+		cfg.BaseEndpoint = aws.String(endpoint)
+	}
+	// The service clients consult this before any configured endpoint, as
+	// they do for AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true.
+	cfg.ConfigSources = append([]any{ignoreConfiguredEndpoints{}}, cfg.ConfigSources...)
+}
+
+type ignoreConfiguredEndpoints struct{}
+
+func (ignoreConfiguredEndpoints) GetIgnoreConfiguredEndpoints(context.Context) (bool, bool, error) {
+	return true, true, nil
 }
 
 // Output keys of the deployed stack (template.yaml Outputs).

@@ -216,6 +216,10 @@ func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
 		}
 		j.EventID, j.Type = p.ID, p.Type
 		rec, err := events.Get(ctx, p.Provider, p.ID)
+		var pe *store.PayloadError
+		if errors.As(err, &pe) {
+			rec, err = pe.Record, nil // the listing needs no payload
+		}
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			j.EventStatus = "missing"

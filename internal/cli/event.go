@@ -87,6 +87,12 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 	if errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("no event %s in table %s: check the id, and --stage or --events-table", id, events.Table)
 	}
+	var pe *store.PayloadError
+	if errors.As(err, &pe) && !payload {
+		// The record itself (its status and last error) is what the
+		// operator came for; only --payload needs the payload.
+		rec, err = pe.Record, nil
+	}
 	if err != nil {
 		return a.tableHint(events.Table, err)
 	}

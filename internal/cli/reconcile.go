@@ -52,7 +52,10 @@ retention) and leaves the checkpoints alone.
 
 It needs a Stripe API key with read access to events: STRIPE_API_KEY, or the
 SSM parameter named by STRIPE_API_KEY_PARAMETER. STRIPE_API_BASE points it at
-another API (a test server); STRIPE_MODE (test or live) selects the rate limit.`,
+another API (a test server: https, or http only to 127.0.0.1, ::1 or
+localhost); STRIPE_MODE (test or live) selects the rate limit. With --stage,
+every setting comes from the stack's parameters and none from the
+environment: the key is the stage's own and goes to Stripe's API only.`,
 		Example: `  inboxctl reconcile --since 24h
   inboxctl --stage prod reconcile --json`,
 		Args: args(cobra.NoArgs),
@@ -81,10 +84,15 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	}
 	// The deployed reconciler's settings: with --stage they come from the
 	// parameters the stack was deployed with, as its resources come from
-	// its outputs; a local STRIPE_API_KEY or STRIPE_MODE must not send a
-	// test key against a live stage.
+	// its outputs, and nothing comes from the shell. A local STRIPE_API_KEY
+	// or STRIPE_MODE must not run a test key against a live stage, and a
+	// STRIPE_API_BASE left from local work (a plain-http stand-in, say)
+	// must not receive the stage's live key: the stage's reconciler talks
+	// to Stripe's API, so this run does too.
 	env := map[string]string{}
+	getenv := a.getenv
 	if a.stage != "" {
+		getenv = func(string) string { return "" }
 		params, err := a.stageParameters(ctx)
 		if err != nil {
 			return err
@@ -97,7 +105,9 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		if env["STRIPE_API_KEY_PARAMETER"] == "" {
 			return fmt.Errorf("--stage %s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.stage, StackName(a.stage))
 		}
-		env["STRIPE_API_KEY"] = ""
+		if a.stageAPIBase != "" {
+			env["STRIPE_API_BASE"] = a.stageAPIBase
+		}
 	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
 		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
 	}
@@ -126,7 +136,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		if v, ok := env[k]; ok {
 			return v
 		}
-		return a.getenv(k)
+		return getenv(k)
 	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
 	if err != nil {
 		return a.hint(err)

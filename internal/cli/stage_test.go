@@ -5,8 +5,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,7 +166,8 @@ func TestStageErrorsSayWhatToDo(t *testing.T) {
 
 // TestStageReconcileUsesTheStacksParameters: with --stage, reconcile reads
 // the API key's parameter, the mode and the retention the stack was
-// deployed with; a local test key in the environment does not win.
+// deployed with; a local test key in the environment does not win, and the
+// stage's live key never goes to a STRIPE_API_BASE left in the shell.
 func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	w := newWorld(t, false)
 	ctx := context.Background()
@@ -187,12 +191,32 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 		"QueueUrl":        w.s.Queue("WebhookQueue").URL,
 	}, map[string]string{"ApiKeyParameter": param, "StripeMode": "live", "RetentionDays": "7"})
 
+	// A local stand-in left in the shell after `make dev`: it records the
+	// key of every request it gets.
+	var leaked []string
+	var mu sync.Mutex
+	standIn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		leaked = append(leaked, r.Header.Get("Authorization"))
+		mu.Unlock()
+		http.Error(w, `{"error":{"message":"stand-in"}}`, http.StatusInternalServerError)
+	}))
+	defer standIn.Close()
+
 	c := w.cli()
 	c.t = t
 	c.prefix = ""
 	endpoint := c.env["AWS_ENDPOINT_URL"]
-	c.env = map[string]string{"AWS_REGION": "us-east-1", "STRIPE_API_BASE": fake.URL, "STRIPE_API_KEY": "sk_test_local", "STRIPE_MODE": "test"}
-	r := c.run(ctx, "--stage", stage, "--endpoint", endpoint, "reconcile", "--since", "24h", "--json").must(t, 0)
+	c.env = map[string]string{"AWS_REGION": "us-east-1", "STRIPE_API_BASE": standIn.URL, "STRIPE_API_KEY": "sk_test_local", "STRIPE_MODE": "test"}
+	// Stripe's API, played by the fake; only a test can point a stage there.
+	c.stageAPIBase = fake.URL
+	r := c.run(ctx, "--stage", stage, "--endpoint", endpoint, "reconcile", "--since", "24h", "--json")
+	mu.Lock()
+	if len(leaked) != 0 {
+		t.Errorf("the shell's STRIPE_API_BASE got %d requests (Authorization %q), want none: --stage ignores local overrides", len(leaked), leaked[0])
+	}
+	mu.Unlock()
+	r.must(t, 0)
 	var got ReconcileJSON
 	if err := json.Unmarshal([]byte(r.stdout), &got); err != nil || got.Missing != 1 {
 		t.Fatalf("reconcile via --stage: got %s (%v), want the live event found missing", r.stdout, err)
@@ -211,4 +235,51 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	if days := time.Unix(secs, 0).Sub(rec.ReceivedAt).Hours() / 24; days < 6.9 || days > 7.1 {
 		t.Errorf("record kept %.1f days, want the stage's RetentionDays (7)", days)
 	}
+}
+
+// TestStageReachesAWSsOwnEndpoints: endpoints left in the shell by local
+// work (the SDK's own variables, read from the process environment) do not
+// apply to a deployed stage; --endpoint, typed for the run, does.
+func TestStageReachesAWSsOwnEndpoints(t *testing.T) {
+	const local = "http://127.0.0.1:4566"
+	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SSM", "AWS_ENDPOINT_URL_CLOUDFORMATION"} {
+		t.Setenv(k, local)
+	}
+	getenv := func(k string) string {
+		return map[string]string{"AWS_ENDPOINT_URL": local, "AWS_REGION": "us-east-1"}[k]
+	}
+	endpoints := func(t *testing.T, a *app) map[string]string {
+		t.Helper()
+		cfg, err := a.aws(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{
+			"DynamoDB":       aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint),
+			"SQS":            aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint),
+			"SSM":            aws.ToString(ssm.NewFromConfig(cfg).Options().BaseEndpoint),
+			"CloudFormation": aws.ToString(cloudformation.NewFromConfig(cfg).Options().BaseEndpoint),
+		}
+	}
+	t.Run("stage", func(t *testing.T) {
+		for service, got := range endpoints(t, &app{getenv: getenv, stage: "prod"}) {
+			if got != "" {
+				t.Errorf("%s: endpoint %q, want AWS's own", service, got)
+			}
+		}
+	})
+	t.Run("stage with --endpoint", func(t *testing.T) {
+		for service, got := range endpoints(t, &app{getenv: getenv, stage: "prod", endpoint: "https://vpce.example.com"}) {
+			if got != "https://vpce.example.com" {
+				t.Errorf("%s: endpoint %q, want --endpoint's", service, got)
+			}
+		}
+	})
+	t.Run("local", func(t *testing.T) {
+		for service, got := range endpoints(t, &app{getenv: getenv}) {
+			if got != local {
+				t.Errorf("%s: endpoint %q, want the environment's %s", service, got, local)
+			}
+		}
+	})
 }

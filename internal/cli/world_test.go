@@ -258,6 +258,8 @@ type cli struct {
 	stdin  string
 	// wrapSQS injects faults.
 	wrapSQS func(SQS) SQS
+	// stageAPIBase points a --stage run at a local Stripe stand-in.
+	stageAPIBase string
 }
 
 func (w *world) cli() *cli {
@@ -281,6 +283,8 @@ func (c *cli) run(ctx context.Context, args ...string) result {
 		now:     func() time.Time { return c.now },
 		shuffle: func(n int, swap func(i, j int)) {},
 		wrapSQS: c.wrapSQS,
+
+		stageAPIBase: c.stageAPIBase,
 	}
 	full := args
 	if c.prefix != "" {

@@ -100,6 +100,16 @@ func (r *reader) err(function string) error {
 	return fmt.Errorf("boot %s: configuration: %w", function, errors.Join(r.errs...))
 }
 
+// apiBase reads STRIPE_API_BASE, which must pass stripeapi.BaseURL: the
+// API key is sent there.
+func (r *reader) apiBase() string {
+	v := r.optional("STRIPE_API_BASE", "")
+	if _, err := stripeapi.BaseURL(v); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("STRIPE_API_BASE: %w", err))
+	}
+	return v
+}
+
 // Common is the configuration every function shares.
 type Common struct {
 	EventsTable string
@@ -195,7 +205,10 @@ func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.In
 
 // Processor builds the processor's handler, with the effects registered in
 // effects (nil for none). When FORWARD_URL is set, it also registers the
-// built-in forward effect (see effect.Forward) for every type, in effects.
+// built-in forward effect (see effect.Forward) for every type, in effects:
+// its target must pass effect.CheckURL, and in live mode it must have a
+// signing secret (FORWARD_SECRET_PARAMETER; FORWARD_SECRET locally), or the
+// cold start fails. STRIPE_API_BASE must pass stripeapi.BaseURL.
 func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
 	r := &reader{env: env}
 	c := r.common()
@@ -205,10 +218,16 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	}
 	concurrency := r.integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
 	backoff := r.duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
-	apiBase := r.optional("STRIPE_API_BASE", "")
+	apiBase := r.apiBase()
 	fields, err := mirror.ParseFields(r.optional("MIRROR_KEEP_FIELDS", ""))
 	if err != nil {
 		r.errs = append(r.errs, fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
+	}
+	forwardURL := r.optional("FORWARD_URL", "")
+	if forwardURL != "" {
+		if err := effect.CheckURL(forwardURL); err != nil {
+			r.errs = append(r.errs, fmt.Errorf("FORWARD_URL: %w", err))
+		}
 	}
 	if err := r.err("processor"); err != nil {
 		return nil, err
@@ -217,22 +236,31 @@ func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger
 	// key is reported when such an event arrives, not at cold start.
 	var fetcher processor.Fetcher
 	if key, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER"); err == nil && key != "" {
-		fetcher = newEventFetcher(key, apiBase)
+		f, err := newEventFetcher(key, apiBase)
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: %w", err)
+		}
+		fetcher = f
 	} else if err != nil {
 		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
 	}
-	if url := strings.TrimSpace(env("FORWARD_URL")); url != "" {
+	if forwardURL != "" {
 		fwdSecret, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "FORWARD_SECRET", "FORWARD_SECRET_PARAMETER")
 		if err != nil {
 			return nil, fmt.Errorf("boot processor: forward secret: %w", err)
 		}
-		if fwdSecret == "" {
-			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned")
+		switch {
+		case fwdSecret == "" && c.Livemode:
+			// The application could not tell live events from anyone's.
+			return nil, errors.New("boot processor: configuration: FORWARD_URL is set without a signing secret " +
+				"(FORWARD_SECRET_PARAMETER): in live mode forwarded events must be signed")
+		case fwdSecret == "":
+			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned (test mode only; live mode refuses to start)")
 		}
 		if effects == nil {
 			effects = &effect.Registry{}
 		}
-		effects.On(&effect.Forward{URL: url, Secret: fwdSecret, Client: &http.Client{Timeout: 10 * time.Second}}, "*")
+		effects.On(&effect.Forward{URL: forwardURL, Secret: fwdSecret, Client: &http.Client{Timeout: 10 * time.Second}}, "*")
 	}
 	var eff processor.Effects
 	if effects != nil {
@@ -317,7 +345,7 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 	if limit <= 0 || limit >= ceiling {
 		r.errs = append(r.errs, fmt.Errorf("RECONCILE_RATE_LIMIT=%d: want 1 to %d requests/s, under Stripe's limit in this mode", limit, ceiling-1))
 	}
-	apiBase := r.optional("STRIPE_API_BASE", "")
+	apiBase := r.apiBase()
 	if err := r.err("reconciler"); err != nil {
 		return nil, err
 	}
@@ -328,7 +356,10 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 	if err != nil {
 		return nil, err
 	}
-	rc.Stripe = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase, RateLimit: float64(limit)})
+	rc.Stripe, err = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase, RateLimit: float64(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("boot reconciler: %w", err)
+	}
 	in := NewIngester(cfg, c, HandledTypes(env, hooks.Registry()))
 	rc.Ingester = in
 	rc.Queue = in.Queue

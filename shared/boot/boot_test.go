@@ -1,6 +1,7 @@
 package boot
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"log/slog"
@@ -154,7 +155,10 @@ func TestEventFetcher(t *testing.T) {
 		_, _ = w.Write([]byte(body))
 	}))
 	defer srv.Close()
-	f := newEventFetcher("sk_test_key", srv.URL+"/")
+	f, err := newEventFetcher("sk_test_key", srv.URL+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	got, err := f.Fetch(context.Background(), "evt_1")
 	if err != nil || string(got) != body {
@@ -199,5 +203,79 @@ func TestHTTPClientResumesTLSSessions(t *testing.T) {
 	}
 	if tr.TLSClientConfig.MinVersion < tls.VersionTLS12 {
 		t.Errorf("TLS minimum version: got %x, want at least TLS 1.2", tr.TLSClientConfig.MinVersion)
+	}
+}
+
+// processorEnv is a processor configuration that builds without AWS: no
+// secret is read from SSM.
+func processorEnv(extra map[string]string) Env {
+	m := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "MAX_RECEIVE_COUNT": "5"}
+	for k, v := range extra {
+		m[k] = v
+	}
+	return envMap(m)
+}
+
+func TestForwardTargetMustBeHTTPSOrLoopback(t *testing.T) {
+	_, err := Processor(context.Background(), processorEnv(map[string]string{
+		"FORWARD_URL": "http://app.example.com/hooks?token=s3cret", "FORWARD_SECRET": "fwd_local",
+	}), aws.Config{}, slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "FORWARD_URL") || !strings.Contains(err.Error(), "https") {
+		t.Fatalf("plain http to another host: got %v, want a configuration error naming FORWARD_URL and https", err)
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("error %q shows the target's query", err)
+	}
+	for _, target := range []string{"https://app.example.com/hooks", "http://127.0.0.1:8080/hooks", "http://localhost:8080/hooks", "http://[::1]:8080/hooks"} {
+		if _, err := Processor(context.Background(), processorEnv(map[string]string{"FORWARD_URL": target, "FORWARD_SECRET": "fwd_local"}), aws.Config{}, slog.Default(), nil); err != nil {
+			t.Errorf("FORWARD_URL=%s: %v, want it accepted", target, err)
+		}
+	}
+}
+
+func TestLiveModeRefusesAnUnsignedForward(t *testing.T) {
+	var logs bytes.Buffer
+	logger := slog.New(slog.NewJSONHandler(&logs, nil))
+	_, err := Processor(context.Background(), processorEnv(map[string]string{
+		"STRIPE_MODE": "live", "FORWARD_URL": "https://app.example.com/hooks",
+	}), aws.Config{}, logger, nil)
+	if err == nil || !strings.Contains(err.Error(), "FORWARD_SECRET_PARAMETER") || !strings.Contains(err.Error(), "live") {
+		t.Fatalf("live mode, no forward secret: got %v, want a cold-start error naming FORWARD_SECRET_PARAMETER", err)
+	}
+	if _, err := Processor(context.Background(), processorEnv(map[string]string{
+		"STRIPE_MODE": "live", "FORWARD_URL": "https://app.example.com/hooks", "FORWARD_SECRET": "fwd_live",
+	}), aws.Config{}, logger, nil); err != nil {
+		t.Errorf("live mode with a secret: %v", err)
+	}
+	// Test mode keeps the warning, so a first local try needs no secret.
+	logs.Reset()
+	if _, err := Processor(context.Background(), processorEnv(map[string]string{
+		"FORWARD_URL": "https://app.example.com/hooks",
+	}), aws.Config{}, logger, nil); err != nil {
+		t.Fatalf("test mode, no forward secret: %v, want a warning only", err)
+	}
+	if !strings.Contains(logs.String(), "without a signing secret") {
+		t.Errorf("test mode, no forward secret: logs %q, want the warning", logs.String())
+	}
+}
+
+func TestStripeAPIBaseMustBeHTTPSOrLoopback(t *testing.T) {
+	base := map[string]string{"STRIPE_API_BASE": "http://stripe.example.com", "STRIPE_API_KEY": "sk_test_local"}
+	if _, err := Processor(context.Background(), processorEnv(base), aws.Config{}, slog.Default(), nil); err == nil || !strings.Contains(err.Error(), "STRIPE_API_BASE") {
+		t.Errorf("processor, plain http API base: got %v, want an error naming STRIPE_API_BASE", err)
+	}
+	base["EVENTS_TABLE"], base["MIRROR_TABLE"], base["QUEUE_URL"] = "e", "m", "q"
+	if _, err := Reconciler(context.Background(), envMap(base), aws.Config{Region: "us-east-1"}, slog.Default()); err == nil || !strings.Contains(err.Error(), "STRIPE_API_BASE") {
+		t.Errorf("reconciler, plain http API base: got %v, want an error naming STRIPE_API_BASE", err)
+	}
+	if _, err := newEventFetcher("sk_test_key", "http://stripe.example.com"); err == nil {
+		t.Error("event fetcher, plain http API base: got nil error")
+	}
+	f, err := newEventFetcher("sk_test_key", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.base != "https://api.stripe.com" {
+		t.Errorf("event fetcher, no API base: got %q, want Stripe's", f.base)
 	}
 }

@@ -7,14 +7,11 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
-
-// stripeAPIBase is Stripe's API, unless STRIPE_API_BASE says otherwise.
-const stripeAPIBase = "https://api.stripe.com"
 
 // maxEventBytes bounds an event read from Stripe (they are far smaller).
 const maxEventBytes = 16 << 20
@@ -28,17 +25,21 @@ const maxEventBytes = 16 << 20
 // retried through the queue, with the processor's backoff. A rejected key is
 // retried because it is fixable: a permanent failure would strand the event
 // in failed_permanent, which nothing claims again.
-// The reconciler, which lists events, uses package stripeapi.
+// The reconciler, which lists events, uses package stripeapi, whose
+// BaseURL decides for both where the key may go.
 type eventFetcher struct {
 	key, base string
 	client    *http.Client
 }
 
-func newEventFetcher(key, base string) *eventFetcher {
-	if base == "" {
-		base = stripeAPIBase
+// newEventFetcher returns a fetcher for the API at base (STRIPE_API_BASE;
+// "" for Stripe's), or an error when stripeapi.BaseURL refuses it.
+func newEventFetcher(key, base string) (*eventFetcher, error) {
+	base, err := stripeapi.BaseURL(base)
+	if err != nil {
+		return nil, err
 	}
-	return &eventFetcher{key: key, base: strings.TrimRight(base, "/"), client: &http.Client{Timeout: 20 * time.Second}}
+	return &eventFetcher{key: key, base: base, client: &http.Client{Timeout: 20 * time.Second}}, nil
 }
 
 // Fetch returns the raw JSON of event id.

@@ -6,15 +6,17 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/egress"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 )
 
@@ -32,6 +34,14 @@ import (
 //
 // A 2xx answer completes the effect; 429, 5xx and network errors are
 // retried (with the processor's backoff); any other 4xx is permanent.
+//
+// Redirects are never followed, whatever Client says: a 302 or 303 would
+// become a GET without the body whose 2xx completes the effect, so the event
+// is silently never delivered, and a 307 or 308 would send the payload, its
+// signature and the idempotency key to whatever host Location names. Any 3xx
+// is a permanent failure; point URL at the final address instead. URL must
+// pass egress.Check (https, or http to a loopback host): CheckURL at
+// configuration time, and every Handle again.
 type Forward struct {
 	URL    string
 	Secret string
@@ -42,11 +52,25 @@ type Forward struct {
 // Name implements Handler.
 func (f *Forward) Name() string { return "forward" }
 
+// CheckURL reports whether raw may be a forward target (egress.Check). Its
+// error names the scheme and host only: a target's path or query may hold
+// a token.
+func CheckURL(raw string) error {
+	if _, err := egress.Check(raw); err != nil {
+		return fmt.Errorf("forward: target: %w", err)
+	}
+	return nil
+}
+
 // Handle implements Handler. It writes nothing to DynamoDB.
 func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteItem, error) {
+	if err := CheckURL(f.URL); err != nil {
+		return nil, &fault.Permanent{Err: err}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.URL, bytes.NewReader(ev.Payload))
 	if err != nil {
-		return nil, &fault.Permanent{Err: fmt.Errorf("forward: %w", err)}
+		// Not %w: url.Error would print the whole target.
+		return nil, &fault.Permanent{Err: errors.New("forward: cannot build the request")}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", ev.IdempotencyKey)
@@ -63,22 +87,43 @@ func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteIt
 		mac.Write(ev.Payload)
 		req.Header.Set("Webhook-Inbox-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
 	}
-	client := f.Client
-	if client == nil {
-		client = http.DefaultClient
+	client := http.Client{}
+	if f.Client != nil {
+		client = *f.Client
 	}
+	// A redirect comes back as the answer: see Forward.
+	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, err := client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("forward: POST: %w", err)
+		// *url.Error prints the whole target, query included: keep its
+		// cause (which classifies the failure) and name the host only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("forward: POST to host %s: %w", req.URL.Host, err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	switch {
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil, nil
+	case resp.StatusCode >= 300 && resp.StatusCode < 400:
+		return nil, &fault.Permanent{Err: fmt.Errorf("forward: application answered %d, a redirect%s: the forward effect follows none; set the target to the final address",
+			resp.StatusCode, redirectHost(resp.Header.Get("Location")))}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return nil, fmt.Errorf("forward: application answered %d", resp.StatusCode)
 	default:
 		return nil, &fault.Permanent{Err: fmt.Errorf("forward: application answered %d", resp.StatusCode)}
 	}
+}
+
+// redirectHost describes where a redirect pointed, by host alone: its path,
+// query or user info may hold a token.
+func redirectHost(location string) string {
+	u, err := url.Parse(location)
+	if err != nil || u.Host == "" {
+		return ""
+	}
+	return " to host " + u.Host
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // ErrNotFound: no such object or entitlement in the mirror.
@@ -76,11 +78,18 @@ func (r *Reader) Object(ctx context.Context, id string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
-	return SnapshotFrom(item), nil
+	return SnapshotFrom(item)
 }
 
-// SnapshotFrom decodes a mirror item.
-func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
+// maxDataBytes bounds a snapshot's data once decompressed: data is the
+// data.object of one stored event, so it is never larger than the event's
+// payload (store.MaxPayloadBytes). The gzip that fits in an item (maxData)
+// could otherwise inflate about a thousandfold.
+const maxDataBytes = store.MaxPayloadBytes
+
+// SnapshotFrom decodes a mirror item. Data that does not decode (damaged,
+// or inflating past maxDataBytes) is an error naming the object.
+func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
 	gs := func(k string) string {
 		if v, ok := item[k].(*types.AttributeValueMemberS); ok {
 			return v.Value
@@ -102,7 +111,11 @@ func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
 		fmt.Sscan(v.Value, &s.LastEventCreated)
 	}
 	if v, ok := item[attrDataGzip].(*types.AttributeValueMemberB); ok {
-		s.Data = gunzip(v.Value)
+		data, err := gunzip(v.Value)
+		if err != nil {
+			return Snapshot{}, fmt.Errorf("mirror: object %s: stored data: %w", s.ID, err)
+		}
+		s.Data = data
 	}
 	if v, ok := item[attrDataOmitted].(*types.AttributeValueMemberBOOL); ok {
 		s.DataOmitted = v.Value
@@ -113,20 +126,27 @@ func SnapshotFrom(item map[string]types.AttributeValue) Snapshot {
 	if len(s.Data) == 0 {
 		s.Data = json.RawMessage("null")
 	}
-	return s
+	return s, nil
 }
 
-// gunzip decodes stored data; a damaged value reads as no data.
-func gunzip(b []byte) json.RawMessage {
+// gunzip decodes stored data, reading at most one byte more than
+// maxDataBytes.
+func gunzip(b []byte) (json.RawMessage, error) {
 	r, err := gzip.NewReader(bytes.NewReader(b))
 	if err != nil {
-		return nil
+		return nil, fmt.Errorf("gunzip: %w", err)
 	}
-	out, err := io.ReadAll(r)
-	if err != nil || !json.Valid(out) {
-		return nil
+	out, err := io.ReadAll(io.LimitReader(r, maxDataBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
 	}
-	return out
+	if len(out) > maxDataBytes {
+		return nil, fmt.Errorf("gunzip: inflates past the %d-byte limit (store.MaxPayloadBytes)", maxDataBytes)
+	}
+	if !json.Valid(out) {
+		return nil, errors.New("gunzip: not JSON")
+	}
+	return out, nil
 }
 
 // CustomerObjects lists the snapshots of customer's objects (the customer
@@ -149,7 +169,10 @@ func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType strin
 	}
 	out := []Snapshot{}
 	for _, item := range items {
-		s := SnapshotFrom(item)
+		s, err := SnapshotFrom(item)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: read objects of customer %s: %w", customer, err)
+		}
 		if objectType == "" || s.Object == objectType {
 			out = append(out, s)
 		}

@@ -1,10 +1,12 @@
 package processor_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 func TestDuplicateDeliveryHasOneEffect(t *testing.T) {
@@ -565,5 +568,48 @@ func TestOneBadRecordNeverFailsTheBatchAndOrderIsKeptPerObject(t *testing.T) {
 	}
 	if ptr, _ := queue.Decode(msgs[0].Body); snap.LastEventID != ptr.ID {
 		t.Errorf("sub_a snapshot from %s, want the newest event %s", snap.LastEventID, ptr.ID)
+	}
+}
+
+// TestAGzipBombFailsItsEventAlone stores an event whose payload inflates
+// past store.MaxPayloadBytes (valid JSON, padded with whitespace: a few
+// dozen KB gzipped). Processing it fails that event for good, with an error
+// naming it and the limit; the other event of the batch is processed.
+func TestAGzipBombFailsItsEventAlone(t *testing.T) {
+	e := newEnv(t, nil)
+	p := e.processor(t, nil)
+	ctx := context.Background()
+	body := build(t, "invoice.paid", stripefixture.Options{ID: "evt_bomb", Customer: "cus_bomb"})
+	padded := append(append([]byte("{"), bytes.Repeat([]byte(" "), 2*store.MaxPayloadBytes)...), body[1:]...)
+	bomb := e.store(t, padded)
+	fine := e.store(t, build(t, "invoice.paid", stripefixture.Options{ID: "evt_beside_bomb", Customer: "cus_bomb"}))
+
+	msgs := []events.SQSMessage{message(bomb, 1), message(fine, 1)}
+	resp, err := p.Handle(ctx, batch(msgs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.BatchItemFailures) != 0 {
+		t.Errorf("batchItemFailures: got %+v, want none (retrying cannot fix stored bytes)", resp.BatchItemFailures)
+	}
+	got, err := e.events.Get(ctx, event.ProviderStripe, "evt_bomb")
+	var pe *store.PayloadError
+	if errors.As(err, &pe) {
+		got, err = pe.Record, nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != event.StatusFailedPermanent || !strings.Contains(got.LastError, "evt_bomb") || !strings.Contains(got.LastError, strconv.Itoa(store.MaxPayloadBytes)) {
+		t.Errorf("bomb: %s, last error %q; want failed_permanent and an error naming the event and the limit", got.Status, got.LastError)
+	}
+	if n := len(e.logs.lines(map[string]string{"msg": "event failed permanently", "event_id": "evt_bomb", "error_class": "permanent"})); n != 1 {
+		t.Errorf("bomb: permanent failure logged %d times, want 1", n)
+	}
+	if r := e.record(t, "evt_beside_bomb"); r.Status != event.StatusProcessed {
+		t.Errorf("the other event of the batch: %s, want processed", r.Status)
+	}
+	if n := e.effect.callsOf("evt_bomb"); n != 0 {
+		t.Errorf("effects run for the bomb: %d, want 0", n)
 	}
 }

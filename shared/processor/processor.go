@@ -272,6 +272,17 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
 	}
 	owner := p.cfg.Instance + ":" + nonce()
 	rec, err := p.cfg.Store.Claim(ctx, ptr.Provider, ptr.ID, owner, now, until)
+	var pe *store.PayloadError
+	if errors.As(err, &pe) {
+		// The stored payload does not decode (damaged, or inflating past
+		// store.MaxPayloadBytes): no retry can fix stored bytes, so a claim
+		// of ours fails the event for good. A claim that lost is answered
+		// as any lost claim: the record's status says why.
+		if pe.Record.Status == event.StatusProcessing && pe.Record.LeaseOwner == owner {
+			return p.fail(ctx, log, m, pe.Record, owner, receives, &fault.Permanent{Err: err})
+		}
+		err = &store.NotClaimableError{Current: pe.Record}
+	}
 	var nc *store.NotClaimableError
 	switch {
 	case errors.As(err, &nc) && nc.Current.Status == event.StatusProcessing && nc.Current.LeaseOwner == owner:

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/smithy-go"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -439,4 +443,75 @@ type effectsBy struct{ err map[string]error }
 
 func (e *effectsBy) Run(_ context.Context, r event.Record, _ []byte) ([]types.TransactWriteItem, error) {
 	return nil, e.err[r.ID]
+}
+
+// TestARedirectingForwardTargetDoesNotCompleteTheEvent wires the forward
+// effect as boot does: a target answering 302 or 307 leaves the event
+// failed_permanent, never processed, and the host Location names gets
+// nothing.
+func TestARedirectingForwardTargetDoesNotCompleteTheEvent(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, other.URL+"/collect", status)
+			}))
+			defer target.Close()
+			var reg effect.Registry
+			reg.On(&effect.Forward{URL: target.URL, Secret: "fwd_secret", Client: &http.Client{Timeout: 10 * time.Second}}, "*")
+			st := newFakeStore(rec("evt_redirect", event.StatusReceived))
+			resp, _ := newProcessor(t, st, &reg).Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_redirect", 1)}})
+			if got := st.records["evt_redirect"].Status; got != event.StatusFailedPermanent {
+				t.Errorf("status: got %s, want failed_permanent (a redirect is not a delivery)", got)
+			}
+			if f := failures(resp); len(f) != 0 {
+				t.Errorf("failures: got %v, want none (retrying cannot help)", f)
+			}
+			if n := elsewhere.Load(); n != 0 {
+				t.Errorf("the Location's host got %d requests, want none", n)
+			}
+		})
+	}
+}
+
+// undecodableStore answers claims as fakeStore does, with the record's
+// payload reported undecodable, as store.Events does for a gzip bomb.
+type undecodableStore struct{ *fakeStore }
+
+func (s undecodableStore) Claim(ctx context.Context, provider, id, owner string, now, until time.Time) (event.Record, error) {
+	r, err := s.fakeStore.Claim(ctx, provider, id, owner, now, until)
+	var nc *store.NotClaimableError
+	if errors.As(err, &nc) {
+		r, err = nc.Current, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	r.Payload = nil
+	return r, &store.PayloadError{Record: r, Err: errors.New("gunzip: inflates past the limit")}
+}
+
+func TestAnUndecodablePayloadFailsItsEventForGood(t *testing.T) {
+	st := newFakeStore(rec("evt_bomb", event.StatusReceived), rec("evt_done", event.StatusProcessed))
+	eff := &effects{}
+	p := newProcessor(t, undecodableStore{st}, eff)
+	resp, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_bomb", 1), msg("evt_done", 1)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := failures(resp); len(f) != 0 {
+		t.Errorf("failures: got %v, want none", f)
+	}
+	if got := st.records["evt_bomb"].Status; got != event.StatusFailedPermanent {
+		t.Errorf("claimed event with an undecodable payload: %s, want failed_permanent", got)
+	}
+	// A claim that lost is a duplicate, whatever its payload.
+	if got := st.records["evt_done"].Status; got != event.StatusProcessed {
+		t.Errorf("processed event: %s, want it left processed", got)
+	}
+	if len(eff.calls) != 0 {
+		t.Errorf("effects ran: %v, want none", eff.calls)
+	}
 }

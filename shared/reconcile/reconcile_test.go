@@ -94,10 +94,14 @@ func newHarness(t *testing.T, handled []string) *harness {
 // reconciler builds a Reconciler with a stripe client holding key.
 func (h *harness) reconciler(key string, mod func(*reconcile.Config)) *reconcile.Reconciler {
 	h.t.Helper()
+	// A minute, not stripeapi's 20 s: a test may hold a request while
+	// another run works, and a timeout would turn it into a retry.
+	stripe, err := stripeapi.New(stripeapi.Config{Key: key, BaseURL: h.fake.URL, RateLimit: 1000, HTTPClient: &http.Client{Timeout: time.Minute}})
+	if err != nil {
+		h.t.Fatal(err)
+	}
 	cfg := reconcile.Config{
-		// A minute, not stripeapi's 20 s: a test may hold a request while
-		// another run works, and a timeout would turn it into a retry.
-		Stripe:          stripeapi.New(stripeapi.Config{Key: key, BaseURL: h.fake.URL, RateLimit: 1000, HTTPClient: &http.Client{Timeout: time.Minute}}),
+		Stripe:          stripe,
 		DB:              h.db,
 		Table:           h.stack.Table("EventsTable"),
 		Ingester:        h.ingester,

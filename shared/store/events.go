@@ -93,6 +93,10 @@ func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.R
 			// look like a record with no status, which would never be
 			// enqueued again: read it instead.
 			old, err := e.Get(ctx, r.Provider, r.ID)
+			var pe *PayloadError
+			if errors.As(err, &pe) {
+				old, err = pe.Record, nil
+			}
 			if err != nil {
 				return nil, fmt.Errorf("store: read existing event %s: %w", r.ID, err)
 			}
@@ -108,7 +112,8 @@ func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.R
 	return nil, nil
 }
 
-// Get reads a record with a strongly consistent read.
+// Get reads a record with a strongly consistent read. A record whose
+// payload does not decode comes with a *PayloadError, which holds it.
 func (e *Events) Get(ctx context.Context, provider, id string) (event.Record, error) {
 	out, err := e.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(e.Table),
@@ -128,7 +133,10 @@ func (e *Events) Get(ctx context.Context, provider, id string) (event.Record, er
 // leaseUntil, and returns the claimed record. A record is claimable when it
 // is received, failed or dead_lettered (sent back by a DLQ redrive), or
 // processing under a lease that expired before now. Otherwise Claim returns
-// a *NotClaimableError holding the record, or ErrNotFound.
+// a *NotClaimableError holding the record, or ErrNotFound. When the
+// record's payload does not decode, Claim returns a *PayloadError holding
+// the record as the claim left it (processing under owner's lease) or, if
+// the claim lost, as it stood.
 func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, leaseUntil time.Time) (event.Record, error) {
 	out, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(e.Table),

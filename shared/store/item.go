@@ -68,6 +68,32 @@ const (
 	maxStoredPayload = 380 << 10
 )
 
+// MaxPayloadBytes bounds a stored payload once decompressed. A payload is a
+// body the receiver accepted or an event the reconciler listed: the
+// receiver takes at most MAX_BODY_BYTES (1 MB by default), and whatever
+// that says, Lambda hands a function no request over its 6 MB invocation
+// limit; Stripe's events are far smaller. The gzip that fits in an item
+// (maxStoredPayload) could otherwise inflate about a thousandfold, to some
+// 390 MB, past the processor's memory: a value that inflates beyond this
+// bound was not written by this store, and fails its own event (a
+// *PayloadError), not the function.
+const MaxPayloadBytes = 6 << 20
+
+// PayloadError reports a record whose stored payload does not decode:
+// damaged, or inflating past MaxPayloadBytes. Record holds every other
+// attribute, so the caller can still act on its status. Retrying cannot
+// help.
+type PayloadError struct {
+	Record event.Record
+	Err    error
+}
+
+func (e *PayloadError) Error() string {
+	return fmt.Sprintf("store: event %s: stored payload: %v", e.Record.ID, e.Err)
+}
+
+func (e *PayloadError) Unwrap() error { return e.Err }
+
 func s(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func n(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -170,22 +196,39 @@ func encodePayload(p []byte) ([]byte, bool, error) {
 	return buf.Bytes(), true, nil
 }
 
-// Unmarshal decodes an event record item.
+// Unmarshal decodes an event record item. When its payload does not decode
+// it returns the record without it and a *PayloadError.
 func Unmarshal(item map[string]types.AttributeValue) (event.Record, error) {
 	r := unmarshalFields(item)
 	if v, ok := item[attrPayload].(*types.AttributeValueMemberB); ok {
 		r.Payload = v.Value
 		if getB(item, attrPayloadGzip) {
-			zr, err := gzip.NewReader(bytes.NewReader(v.Value))
+			p, err := gunzip(v.Value)
 			if err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
+				r.Payload = nil
+				return r, &PayloadError{Record: r, Err: err}
 			}
-			if r.Payload, err = io.ReadAll(zr); err != nil {
-				return r, fmt.Errorf("store: event %s: gunzip payload: %w", r.ID, err)
-			}
+			r.Payload = p
 		}
 	}
 	return r, nil
+}
+
+// gunzip decompresses a stored payload, reading at most one byte more than
+// MaxPayloadBytes.
+func gunzip(b []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, MaxPayloadBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("gunzip: %w", err)
+	}
+	if len(out) > MaxPayloadBytes {
+		return nil, fmt.Errorf("gunzip: inflates past the %d-byte limit (store.MaxPayloadBytes)", MaxPayloadBytes)
+	}
+	return out, nil
 }
 
 // unmarshalFields decodes every attribute of a record item but the payload.

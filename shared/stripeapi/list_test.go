@@ -45,7 +45,7 @@ func idOf(t *testing.T, raw []byte) string {
 
 func TestListEventsHandsOverWholePagesOfRawEvents(t *testing.T) {
 	s, bodies := fakeWith(t, 250)
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	c := mustNew(t, Config{Key: "sk_test_x", BaseURL: s.URL})
 	var sizes []int
 	seen := 0
 	err := c.ListEvents(context.Background(), EventQuery{CreatedGTE: 1_700_000_000, Types: []string{"invoice.paid"}}, func(p Page) (bool, error) {
@@ -72,7 +72,7 @@ func TestListEventsHandsOverWholePagesOfRawEvents(t *testing.T) {
 
 func TestListEventsStopsBeforeTheNextRequest(t *testing.T) {
 	s, _ := fakeWith(t, 150)
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	c := mustNew(t, Config{Key: "sk_test_x", BaseURL: s.URL})
 	pages := 0
 	err := c.ListEvents(context.Background(), EventQuery{}, func(p Page) (bool, error) {
 		pages++
@@ -92,7 +92,7 @@ func TestListEventsStopsBeforeTheNextRequest(t *testing.T) {
 
 func TestListEventsEmptyAndRateLimited(t *testing.T) {
 	s, _ := fakeWith(t, 3)
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	c := mustNew(t, Config{Key: "sk_test_x", BaseURL: s.URL})
 	var got []Page
 	err := c.ListEvents(context.Background(), EventQuery{CreatedGTE: 1_800_000_000}, func(p Page) (bool, error) {
 		got = append(got, p)
@@ -119,7 +119,7 @@ func TestListEventsEmptyAndRateLimited(t *testing.T) {
 func TestRateLimitSpacesRequests(t *testing.T) {
 	s, _ := fakeWith(t, 1)
 	const rate, n = 40.0, 5
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL, RateLimit: rate})
+	c := mustNew(t, Config{Key: "sk_test_x", BaseURL: s.URL, RateLimit: rate})
 	start := time.Now()
 	for range n {
 		if _, err := c.Fetch(context.Background(), "evt_0000"); err != nil {
@@ -138,7 +138,7 @@ func TestRateLimitSpacesRequests(t *testing.T) {
 // always does), and the split of the raw body into events.
 func BenchmarkListEventsPage(b *testing.B) {
 	s, _ := fakeWith(b, 100)
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	c := mustNew(b, Config{Key: "sk_test_x", BaseURL: s.URL})
 	for b.Loop() {
 		if err := c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil }); err != nil {
 			b.Fatal(err)
@@ -150,7 +150,7 @@ func BenchmarkListEventsPage(b *testing.B) {
 // raw body into per-event json.RawMessage.
 func BenchmarkSplitPage(b *testing.B) {
 	s, _ := fakeWith(b, 100)
-	c := New(Config{Key: "sk_test_x", BaseURL: s.URL})
+	c := mustNew(b, Config{Key: "sk_test_x", BaseURL: s.URL})
 	var raw []byte
 	_ = c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil })
 	it := c.Events.List(&stripe.EventListParams{})
@@ -162,4 +162,13 @@ func BenchmarkSplitPage(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func mustNew(t testing.TB, cfg Config) *Client {
+	t.Helper()
+	c, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

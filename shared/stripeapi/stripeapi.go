@@ -3,6 +3,11 @@
 // live in one process and tests can point it at a local server. It fetches
 // one event (the processor, for events too large to store) and lists events
 // page by page, as raw JSON (the reconciler), under a request-rate cap.
+//
+// The API key goes only to Stripe's API, or to a base that BaseURL allows
+// (https, or plain http to a loopback stand-in): every caller, this
+// package's Client and the processor's event fetcher in boot, goes through
+// BaseURL.
 package stripeapi
 
 import (
@@ -10,12 +15,14 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v81"
 	"github.com/stripe/stripe-go/v81/client"
 	"github.com/stripe/stripe-go/v81/event"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/egress"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 )
 
@@ -23,7 +30,7 @@ import (
 type Config struct {
 	Key string
 	// BaseURL overrides Stripe's API base (STRIPE_API_BASE), for tests and
-	// the local stack.
+	// the local stack; it must pass BaseURL.
 	BaseURL string
 	// MaxNetworkRetries bounds stripe-go's own retries, which back off on
 	// 429 and 5xx. Zero means 2, stripe-go's default; a negative value
@@ -45,9 +52,29 @@ type Client struct {
 	Events *event.Client
 }
 
-// New returns a Client. It makes no network call.
-func New(cfg Config) *Client {
+// BaseURL returns the API base a key may be sent to: Stripe's own when base
+// is empty, else base when it is https, or plain http to a loopback host
+// (egress.Check). A key sent in plain text elsewhere (a stand-in left in a
+// shell after local work, say) could be read on the way.
+func BaseURL(base string) (string, error) {
+	if base == "" {
+		return stripe.APIURL, nil
+	}
+	if _, err := egress.Check(base); err != nil {
+		return "", fmt.Errorf("stripeapi: API base: %w", err)
+	}
+	return strings.TrimRight(base, "/"), nil
+}
+
+// New returns a Client, or an error when cfg.BaseURL is refused (BaseURL).
+// It makes no network call.
+func New(cfg Config) (*Client, error) {
+	base, err := BaseURL(cfg.BaseURL)
+	if err != nil {
+		return nil, err
+	}
 	bc := &stripe.BackendConfig{
+		URL:               stripe.String(base),
 		HTTPClient:        cfg.HTTPClient,
 		LeveledLogger:     &stripe.LeveledLogger{Level: stripe.LevelNull},
 		MaxNetworkRetries: stripe.Int64(2),
@@ -70,11 +97,8 @@ func New(cfg Config) *Client {
 		hc.Transport = &limitedTransport{base: base, limiter: newLimiter(cfg.RateLimit)}
 		bc.HTTPClient = &hc
 	}
-	if cfg.BaseURL != "" {
-		bc.URL = stripe.String(cfg.BaseURL)
-	}
 	api := client.New(cfg.Key, &stripe.Backends{API: stripe.GetBackendWithConfig(stripe.APIBackend, bc)})
-	return &Client{Events: api.Events}
+	return &Client{Events: api.Events}, nil
 }
 
 // Fetch returns the raw JSON of event id (GET /v1/events/{id}), exactly as

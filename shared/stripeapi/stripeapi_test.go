@@ -54,7 +54,10 @@ func TestFetchReturnsTheRawEvent(t *testing.T) {
 	api := &eventsAPI{events: map[string][]byte{"evt_fetch": body}}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	c := stripeapi.New(stripeapi.Config{Key: "rk_test_fetch", BaseURL: srv.URL, MaxNetworkRetries: -1})
+	c, err := stripeapi.New(stripeapi.Config{Key: "rk_test_fetch", BaseURL: srv.URL, MaxNetworkRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	got, err := c.Fetch(context.Background(), "evt_fetch")
 	if err != nil {
@@ -76,7 +79,10 @@ func TestFetchClassifiesErrors(t *testing.T) {
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	c := stripeapi.New(stripeapi.Config{Key: "rk_test_x", BaseURL: srv.URL, MaxNetworkRetries: -1})
+	c, err := stripeapi.New(stripeapi.Config{Key: "rk_test_x", BaseURL: srv.URL, MaxNetworkRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		id            string
 		wantPermanent bool
@@ -102,5 +108,27 @@ func TestFetchClassifiesErrors(t *testing.T) {
 				t.Errorf("requests: got %d, want 1 (retries disabled)", n)
 			}
 		})
+	}
+}
+
+func TestTheKeyGoesOnlyToHTTPSOrLoopback(t *testing.T) {
+	for _, base := range []string{"http://stripe.example.com", "http://10.0.0.7:12111", "ftp://api.stripe.com", "api.stripe.com"} {
+		if _, err := stripeapi.New(stripeapi.Config{Key: "sk_live_x", BaseURL: base}); err == nil {
+			t.Errorf("New with API base %q: got nil error, want it refused", base)
+		}
+		if _, err := stripeapi.BaseURL(base); err == nil {
+			t.Errorf("BaseURL(%q): got nil error, want it refused", base)
+		}
+	}
+	for base, want := range map[string]string{
+		"":                        "https://api.stripe.com",
+		"https://stripe.internal": "https://stripe.internal",
+		"http://127.0.0.1:12111/": "http://127.0.0.1:12111",
+		"http://localhost:12111":  "http://localhost:12111",
+	} {
+		got, err := stripeapi.BaseURL(base)
+		if err != nil || got != want {
+			t.Errorf("BaseURL(%q): got %q, %v; want %q", base, got, err, want)
+		}
 	}
 }
