@@ -2,6 +2,7 @@ package cost
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -74,41 +75,38 @@ func (h Hosted) Monthly(events float64) (float64, bool) {
 	return h.Base + max(0, events-h.Included)/1e6*h.PerMillion, true
 }
 
-// HostedPlans are the alternatives issue 13 names, as published. The
-// providers' pages were read through transcriptions dated in each note;
-// where a figure is not published, Monthly says so rather than guess.
+// HostedPlans are the alternatives issue 13 names, as published: each
+// note says where and when the plan was transcribed. Where a figure is not
+// published, Monthly says so rather than guess.
 var HostedPlans = []Hosted{
 	{Name: "Hookdeck Team", Base: 39, Included: 10_000, PerMillion: 10,
-		Note: "$39/month with 10,000 events, metered beyond (hookdeck.com/pricing, read 2026-09-20); the metered rate, $10/M, is the one that gives issue 13's $48.90 at 1M"},
+		Note: "$39/month with 10,000 events, metered beyond (transcribed from hookdeck.com/pricing on 2026-09-20); the metered rate, $10/M, is the one that gives issue 13's $48.90 at 1M"},
 	{Name: "Hookbase Business", Base: 79, Included: 2_000_000, Max: 2_000_000,
-		Note: "$79/month for up to 2M events, $39.50/M when full (hookbase.app/pricing, read 2026-10-18); above 2M: not published"},
+		Note: "$79/month for up to 2M events, $39.50/M when full (transcribed from hookbase.app/pricing on 2026-10-18); above 2M: not published"},
 	{Name: "Svix Free", Base: 0, Included: 50_000, PerMillion: 100,
-		Note: "50,000 messages free, then $0.0001 a message, 99.9% SLA (svix.com/pricing, read 2026-09-20)"},
+		Note: "50,000 messages free, then $0.0001 a message, 99.9% SLA (transcribed from svix.com/pricing on 2026-09-20)"},
 	{Name: "Svix Professional", Base: 490, Included: 50_000, PerMillion: 100,
-		Note: "$490/month with 50,000 messages, then $0.0001 a message, 99.99% SLA (svix.com/pricing, read 2026-09-20)"},
+		Note: "$490/month with 50,000 messages, then $0.0001 a message, 99.99% SLA (transcribed from svix.com/pricing on 2026-09-20)"},
 }
 
 // PriceTableMarkdown is the price table as docs/performance.md prints it.
 func PriceTableMarkdown() string {
 	var sb strings.Builder
-	fmt.Fprintf(&sb, "| price (us-east-1, on demand, read %s) | USD | per |\n|---|---|---|\n", PricesRead)
+	fmt.Fprintf(&sb, "| price (read %s) | USD | per | source |\n|---|---|---|---|\n", PricesRead)
 	for _, p := range Prices {
-		fmt.Fprintf(&sb, "| %s | %s | %s |\n", p.What, trimFloat(p.USD), p.Per)
+		fmt.Fprintf(&sb, "| %s | %s | %s | %s |\n", p.What, dollars(p.USD), p.Per, p.Where)
 	}
 	for _, h := range HostedPlans {
-		fmt.Fprintf(&sb, "| %s | %s | %s |\n", h.Name, trimFloat(h.Base), "month: "+h.Note)
+		fmt.Fprintf(&sb, "| %s | %s | month | %s |\n", h.Name, dollars(h.Base), h.Note)
 	}
 	return sb.String()
 }
 
-func trimFloat(v float64) string {
-	s := fmt.Sprintf("%.10f", v)
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	if !strings.Contains(s, ".") {
-		return s
-	}
-	if i := strings.Index(s, "."); len(s)-i-1 == 1 {
-		return s + "0"
+// dollars prints a price with cents, and with every further digit it has.
+func dollars(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	if i := strings.IndexByte(s, '.'); i < 0 || len(s)-i-1 < 2 {
+		return fmt.Sprintf("%.2f", v)
 	}
 	return s
 }

@@ -1,6 +1,7 @@
 package cost
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"math"
@@ -16,7 +17,18 @@ import (
 //	WRU per processed event (2.6 KB): N
 //	total per million events (2.6 KB): $X.XX
 //	hottest key at 3000 events/s: N write units/s
-func (r *Report) Print(out io.Writer) {
+func (r *Report) Print(w io.Writer) {
+	var out bytes.Buffer
+	defer func() {
+		// The tables pad their last columns; a report line ends with text.
+		for _, line := range strings.SplitAfter(out.String(), "\n") {
+			_, _ = io.WriteString(w, strings.TrimRight(line, " \n")+strings.Repeat("\n", strings.Count(line, "\n")))
+		}
+	}()
+	r.print(&out)
+}
+
+func (r *Report) print(out io.Writer) {
 	fmt.Fprintf(out, "webhook-inbox cost meter (%s): every unit below is priced from the requests the code made against the emulator,\n", time.Now().UTC().Format(time.DateOnly))
 	fmt.Fprintln(out, "the items they wrote and template.yaml's own indexes, by DynamoDB's published rules (internal/cost).")
 	var sizes []string
