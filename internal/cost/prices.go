@@ -27,6 +27,7 @@ var Prices = []Price{
 	{"httpapi", "API Gateway HTTP API requests", 1.00, "million requests (first 300 million a month; 512 KB each)", "aws.amazon.com/api-gateway/pricing"},
 	{"lambda.requests", "Lambda requests", 0.20, "million requests", "aws.amazon.com/lambda/pricing"},
 	{"lambda.arm64", "Lambda duration, arm64", 0.0000133334, "GB-second", "aws.amazon.com/lambda/pricing"},
+	{"lambda.x86_64", "Lambda duration, x86_64", 0.0000166667, "GB-second", "aws.amazon.com/lambda/pricing"},
 	{"sqs", "SQS standard queue requests", 0.40, "million requests (64 KB chunks)", "aws.amazon.com/sqs/pricing"},
 	{"ddb.write", "DynamoDB on-demand write request units", 0.625, "million WRU", "aws.amazon.com/dynamodb/pricing/on-demand"},
 	{"ddb.read", "DynamoDB on-demand read request units", 0.125, "million RRU", "aws.amazon.com/dynamodb/pricing/on-demand"},

@@ -205,8 +205,8 @@ func (r *Report) printFixed(out io.Writer) {
 // memory) that makes one conditional put of a small item for idempotency.
 func (r *Report) eventBridge() (float64, string) {
 	gbs := float64(r.ProcessorMB) / 1024 * math.Ceil(r.ProcessorMs) / 1000
-	usd := price("eventbridge.partner") + price("lambda.requests") + price("lambda.arm64")*gbs*1e6 + price("ddb.write")
-	return usd, fmt.Sprintf("$%.2f/M: partner events $%.2f/M + a consumer Lambda (request, %.0f ms at %d MB) + one 1 KB conditional put", usd, price("eventbridge.partner"), math.Ceil(r.ProcessorMs), r.ProcessorMB)
+	usd := price("eventbridge.partner") + price("lambda.requests") + price("lambda."+r.ProcessorArch)*gbs*1e6 + price("ddb.write")
+	return usd, fmt.Sprintf("$%.2f/M: partner events $%.2f/M + a consumer Lambda (request, %.0f ms at %d MB, %s) + one 1 KB conditional put", usd, price("eventbridge.partner"), math.Ceil(r.ProcessorMs), r.ProcessorMB, r.ProcessorArch)
 }
 
 // objectStorage is what the items without TTL of n objects cost a month,

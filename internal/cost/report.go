@@ -55,6 +55,7 @@ type Report struct {
 	// ProcessorMB is the processor's memory, for the consumer of the
 	// EventBridge route.
 	ProcessorMB    int
+	ProcessorArch  string
 	notes          []string
 	xray           func(events float64) float64
 	perEventNoXray map[string]float64
@@ -153,7 +154,7 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 	rep.PerMillion = map[string]float64{}
 	rep.perEventNoXray = map[string]float64{}
 	rep.ReceiverMs, rep.ProcessorMs, rep.ReconcilerMs = median(m.recvMs), median(m.procMs), run.ms
-	rep.ProcessorMB = m.memoryMB(devstack.ProcessorID)
+	rep.ProcessorMB, rep.ProcessorArch = m.memoryMB(devstack.ProcessorID), m.arch(devstack.ProcessorID)
 
 	var err error
 	rep.ReconcilerRuns, rep.reconcilerWhy, err = m.reconcilerRuns()
@@ -303,6 +304,15 @@ func (m *meter) memoryMB(id string) int {
 	return 128
 }
 
+// arch is a function's architecture in the template: arm64 or x86_64
+// (Lambda's default).
+func (m *meter) arch(id string) string {
+	if archs, ok := m.functionProperty(id, "Architectures").([]any); ok && len(archs) > 0 && archs[0] == "arm64" {
+		return "arm64"
+	}
+	return "x86_64"
+}
+
 // money is dollars per million new events of size, line by line.
 func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
 	sc := rep.Scenario(ScenarioNew, size)
@@ -317,7 +327,7 @@ func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
 	add("Lambda requests", price("lambda.requests")*(1+1/batch), "receiver 1 per delivery; processor 1 per batch of %.0f (the template's BatchSize)", batch)
 	recvGBs := memGB(devstack.ReceiverID) * math.Ceil(rep.ReceiverMs) / 1000
 	procGBs := memGB(devstack.ProcessorID) * math.Ceil(rep.ProcessorMs) / 1000
-	add("Lambda duration (arm64)", price("lambda.arm64")*(recvGBs+procGBs)*1e6,
+	add("Lambda duration ("+m.arch(devstack.ReceiverID)+")", price("lambda."+m.arch(devstack.ReceiverID))*recvGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
 		"%s MB; measured in process against the emulator: receiver %.1f ms, processor %.1f ms an event (each event invoked alone: an upper bound)",
 		template.Scalar(m.functionProperty(devstack.ReceiverID, "MemorySize")), rep.ReceiverMs, rep.ProcessorMs)
 	sqsReqs, byOp := 2/batch, map[string]int{}
@@ -471,10 +481,10 @@ func (m *meter) platformBytes(invocations float64) (float64, string) {
 	if level == "WARN" {
 		return 0, "Lambda's start/runtimeDone/report records 0 (SystemLogLevel WARN keeps them out)"
 	}
-	// JSON platform records, measured from a function's log group: about
-	// 180 B (start), 300 B (runtimeDone) and 330 B (report).
+	// An estimate, not a measurement: Lambda's JSON platform records are
+	// about 180 B (start), 300 B (runtimeDone) and 330 B (report).
 	const perInvocation = 810
-	return perInvocation * invocations, fmt.Sprintf("Lambda's start/runtimeDone/report records about %d B an invocation (stated, SystemLogLevel %s)", perInvocation, level)
+	return perInvocation * invocations, fmt.Sprintf("Lambda's start/runtimeDone/report records, estimated at %d B an invocation (SystemLogLevel %s)", perInvocation, level)
 }
 
 // xray returns the X-Ray cost of a month of events: Lambda samples with
@@ -550,7 +560,7 @@ func (m *meter) fixed(rep *Report, run reconcilerRun) []MoneyLine {
 		for _, l := range run.lines {
 			logBytes += float64(l.Bytes)
 		}
-		perRun := price("lambda.requests")/1e6 + price("lambda.arm64")*float64(mb)/1024*math.Ceil(run.ms)/1000 +
+		perRun := price("lambda.requests")/1e6 + price("lambda."+m.arch(devstack.ReconcilerID))*float64(mb)/1024*math.Ceil(run.ms)/1000 +
 			float64(wru)*price("ddb.write")/1e6 + rru*price("ddb.read")/1e6 + logBytes*price("logs.ingest")/(1<<30)
 		lines = append(lines, MoneyLine{"reconciler schedule", perRun * runs,
 			fmt.Sprintf("%.0f runs (%s); each, with nothing to list: %.0f ms, %d WRU, %.1f RRU, %.0f B of logs", runs, expr, run.ms, wru, rru, logBytes)})
