@@ -46,7 +46,8 @@ type Options struct {
 	// Template is the path of template.yaml.
 	Template string
 	// Samples is how many new 2.6 KB events are sampled to tell keys all
-	// events share from keys of one event (hot keys); 10 when zero.
+	// events share from keys of one event (hot keys); 10 when zero, and at
+	// least 2: one event cannot tell the two apart.
 	Samples int
 	// Rate is the steady rate hot keys are computed for; 3,000 events/s
 	// when zero.
@@ -106,8 +107,11 @@ type meter struct {
 
 // Measure runs the scenarios against the emulator and returns the report.
 func Measure(ctx context.Context, opts Options) (*Report, error) {
-	if opts.Samples <= 0 {
+	switch {
+	case opts.Samples <= 0:
 		opts.Samples = 10
+	case opts.Samples == 1:
+		opts.Samples = 2
 	}
 	if opts.Rate <= 0 {
 		opts.Rate = 3000

@@ -184,7 +184,7 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 	}
 	sort.Strings(rep.Metrics)
 
-	rep.xray = m.xray(rep)
+	rep.xray = m.xray()
 	for _, size := range rep.Sizes {
 		lines := m.money(rep, size)
 		total := 0.0
@@ -489,7 +489,7 @@ func (m *meter) platformBytes(invocations float64) (float64, string) {
 
 // xray returns the X-Ray cost of a month of events: Lambda samples with
 // the default rule (the first request each second, then 5%), per function.
-func (m *meter) xray(rep *Report) func(events float64) float64 {
+func (m *meter) xray() func(events float64) float64 {
 	active := map[string]bool{}
 	for _, id := range m.tmpl.Functions() {
 		active[id] = template.Scalar(m.functionProperty(id, "Tracing")) == "Active"
