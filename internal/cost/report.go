@@ -586,14 +586,6 @@ func (m *meter) fixed(rep *Report, run reconcilerRun) []MoneyLine {
 // events share, all of the Rate.
 func (m *meter) hotKeys(rep *Report) []HotKey {
 	var samples []keySample
-	sig := map[string]int{}
-	signature := func(s keySample) string {
-		var b strings.Builder
-		for _, k := range s {
-			b.WriteString(k.Target + "/" + k.Role + ";")
-		}
-		return b.String()
-	}
 	for i := range rep.Samples {
 		var s keySample
 		for _, c := range m.rec.Calls(fmt.Sprintf("%s%d", labelSample, i)) {
@@ -602,11 +594,32 @@ func (m *meter) hotKeys(rep *Report) []HotKey {
 			}
 		}
 		samples = append(samples, s)
+	}
+	hot, left := estimateHotKeys(samples, rep.Rate)
+	if left > 0 {
+		rep.notes = append(rep.notes, fmt.Sprintf("hot keys: %d of %d sampled events took another path and were left out", left, len(samples)))
+	}
+	return hot
+}
+
+// estimateHotKeys is hotKeys' estimate from the samples' key writes. It
+// uses the samples that took the most common path, and returns how many
+// it left out.
+func estimateHotKeys(samples []keySample, rate float64) ([]HotKey, int) {
+	sig := map[string]int{}
+	signature := func(s keySample) string {
+		var b strings.Builder
+		for _, k := range s {
+			b.WriteString(k.Target + "/" + k.Role + ";")
+		}
+		return b.String()
+	}
+	for _, s := range samples {
 		sig[signature(s)]++
 	}
 	best, bestN := "", 0
 	for s, n := range sig {
-		if n > bestN {
+		if n > bestN || (n == bestN && s < best) {
 			best, bestN = s, n
 		}
 	}
@@ -616,15 +629,12 @@ func (m *meter) hotKeys(rep *Report) []HotKey {
 			same = append(same, s)
 		}
 	}
-	if bestN < len(samples) {
-		rep.notes = append(rep.notes, fmt.Sprintf("hot keys: %d of %d sampled events took another path and were left out", len(samples)-bestN, len(samples)))
+	if len(same) == 0 {
+		return nil, len(samples)
 	}
 	type kv struct{ target, key string }
-	rate := map[kv]float64{}
+	perSecond := map[kv]float64{}
 	sharedBy := map[kv]map[int]bool{}
-	if len(same) == 0 {
-		return nil
-	}
 	k := len(same)
 	for pos := range same[0] {
 		distinct := map[string]bool{}
@@ -641,18 +651,18 @@ func (m *meter) hotKeys(rep *Report) []HotKey {
 			}
 			sharedBy[x][i] = true
 			if len(distinct) == k && k > 1 {
-				rate[x] += float64(s[pos].Units) // one event's key
+				perSecond[x] += float64(s[pos].Units) // one event's key
 				continue
 			}
-			// Shared by several: the value's share of Rate, counted once
-			// per value, not once per sample that wrote it.
+			// Shared by several: the value's share of the rate, counted
+			// once per value, not once per sample that wrote it.
 			if firstWith(same, pos, s[pos].Key) == i {
-				rate[x] += rep.Rate * avg / float64(len(distinct))
+				perSecond[x] += rate * avg / float64(len(distinct))
 			}
 		}
 	}
 	hottest := map[string]HotKey{}
-	for x, r := range rate {
+	for x, r := range perSecond {
 		h := hottest[x.target]
 		if r > h.UnitsPerSecond || (r == h.UnitsPerSecond && x.key < h.Key) {
 			hottest[x.target] = HotKey{Target: x.target, Key: x.key, UnitsPerSecond: r, Shared: len(sharedBy[x])}
@@ -663,7 +673,7 @@ func (m *meter) hotKeys(rep *Report) []HotKey {
 		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
-	return out
+	return out, len(samples) - len(same)
 }
 
 // keySample is one sampled event's key writes, in the order made.
