@@ -26,7 +26,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test lint fuzz bench bench-coldstart venv build validate rie clean drills loadtest \
+.PHONY: dev test lint fuzz bench bench-coldstart cost venv build validate rie clean drills loadtest \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -91,6 +91,14 @@ bench: venv rie
 	    | $(GO) run ./shared/receiver/internal/benchratio && \
 	  $(GO) test -run "^$$" -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda' \
 	  | $(GO) run ./internal/benchtable
+
+## cost: the cost meter (internal/cost): write and read units per event from
+## the items the code really writes, priced by DynamoDB's published rules
+## and template.yaml's own indexes; $ per million events line by line, the
+## fixed monthly cost beside the hosted alternatives, and the hottest key at
+## 3,000 events a second. The last three lines are issue 13's targets.
+cost: venv
+	@$(GO) run ./internal/withemulator -- $(GO) run ./internal/cost/cmd
 
 ## bench-coldstart: zipped size and cold start of each function under the
 ## Lambda runtime emulator, as a ratio to a hello-world binary, same run

@@ -4,7 +4,9 @@
 // the pipeline itself through an in-process local stack (AWS calls per event
 // counted with an SDK middleware, end-to-end events/s beside the emulator's
 // raw rate), and prints one table in which every ratio compares figures of
-// the same run, with an estimated AWS cost per million events.
+// the same run. The cost per million events is the cost meter's
+// (internal/cost, make cost), run against the same emulator and printed
+// after the table.
 //
 // It reports; it does not fail on a figure: a threshold on timings would be
 // a timed assertion.
@@ -15,13 +17,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"runtime"
 	"text/tabwriter"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/cost"
 	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
 )
@@ -57,31 +59,15 @@ func run(in io.Reader, out io.Writer, n, c int) error {
 		return err
 	}
 	table(out, res, p)
+	fmt.Fprintln(os.Stderr, "benchtable: the cost meter...")
+	rep, err := cost.Measure(ctx, cost.Options{Endpoint: emu.URL, Template: filepath.Join(root, "template.yaml")})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(out)
+	rep.Print(out)
 	return nil
 }
-
-// Prices: AWS us-east-1 list prices, on-demand, as published on AWS's
-// pricing pages (DynamoDB after its November 2024 on-demand reduction),
-// recorded 2026-11-30. Check them before relying on the estimate.
-const (
-	priceHTTPAPI    = 1.00         // $ per million HTTP API requests (first 300 M a month)
-	priceLambdaReq  = 0.20         // $ per million Lambda requests
-	priceLambdaGBs  = 0.0000133334 // $ per GB-second, arm64
-	priceWRU        = 0.625        // $ per million DynamoDB write request units
-	priceRRU        = 0.125        // $ per million DynamoDB read request units
-	priceSQS        = 0.40         // $ per million SQS requests (64 KB chunks)
-	priceLogsGB     = 0.50         // $ per GB of CloudWatch Logs ingested
-	lambdaMemoryGB  = 0.25         // the template's MemorySize, 256 MB
-	logBytesPerEvnt = 1200         // receiver line + processor line + a share of the batch line
-)
-
-// Hosted webhook gateways, as published on their pricing pages (transcribed
-// 2026-09/10): Hookbase Business $79/month for 2 M events; Hookdeck Team
-// from $39/month plus metered events (rate not on the page).
-const (
-	hookbasePerMillion = 79.0 / 2
-	hookdeckTeamFrom   = 39.0
-)
 
 func table(out io.Writer, r results, p pipeline) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
@@ -139,43 +125,5 @@ func table(out io.Writer, r results, p pipeline) {
 	}
 	row("hello world cold start", num("BenchmarkColdStart", "hello-ms", "%.1f ms"), "aws-lambda-go, built the same way")
 
-	// Cost per million events, from the counts and sizes above.
-	e := math.Ceil(float64(p.EventItemBytes) / 1024)
-	m := math.Ceil(float64(p.MirrorItemBytes) / 1024)
-	put := e + 3            // record + its three small index entries
-	claim := e + 4          // record + two index keys moved
-	tx := 2*(e+m+1) + 3 + m // transactional writes cost double; indexes not
-	wru := put + claim + tx
-	rru := 2 * math.Ceil(float64(p.EventItemBytes)/4096) // reconciler's consistent BatchGetItem
-	batch := math.Max(p.BatchSize, 1)
-	recvMs, _ := r.get("BenchmarkColdStart", "receiver-warm-ms")
-	procMs, _ := r.get("BenchmarkColdStart", "processor-warm-ms")
-	if recvMs == 0 {
-		recvMs = 20
-	}
-	if procMs == 0 {
-		procMs = 50
-	}
-	gbs := lambdaMemoryGB * (recvMs/1000 + procMs/1000/batch)
-	costs := []struct {
-		what string
-		usd  float64
-		how  string
-	}{
-		{"API Gateway HTTP API", priceHTTPAPI, "one request per delivery"},
-		{"Lambda requests", priceLambdaReq * (1 + 1/batch), fmt.Sprintf("receiver per delivery, processor per batch of %.1f", batch)},
-		{"Lambda duration", priceLambdaGBs * gbs * 1e6, fmt.Sprintf("256 MB; warm %.0f ms receiver, %.0f ms processor (measured against the emulator)", recvMs, procMs)},
-		{"DynamoDB writes", priceWRU * wru, fmt.Sprintf("%.0f WRU/event: items %d B (event) and %d B (mirror)", wru, p.EventItemBytes, p.MirrorItemBytes)},
-		{"DynamoDB reads", priceRRU * rru, "the reconciler's comparison"},
-		{"SQS", priceSQS * (1 + p.ProcessorSQS), "send, plus the processor's receive/delete per event"},
-		{"CloudWatch Logs", priceLogsGB * logBytesPerEvnt * 1e6 / 1e9, fmt.Sprintf("about %d B of JSON logs per event", logBytesPerEvnt)},
-	}
-	total := 0.0
-	for _, c := range costs {
-		total += c.usd
-		row("$ per million events: "+c.what, fmt.Sprintf("%.2f", c.usd), c.how)
-	}
-	row("$ per million events: total", fmt.Sprintf("%.2f", total), "us-east-1 list prices recorded 2026-11-30; storage, idle polling and alarms extra")
-	row("hosted gateway, per million events", fmt.Sprintf("%.2f", hookbasePerMillion), fmt.Sprintf("Hookbase Business, $79/month for 2 M events; Hookdeck Team from $%.0f/month plus metered events", hookdeckTeamFrom))
 	_ = w.Flush()
 }

@@ -75,15 +75,14 @@ func diff(after, before map[string]int, ops ...string) int {
 
 // pipeline is what the in-process local stack measured.
 type pipeline struct {
-	ReceiverNew, ReceiverDuplicate  float64 // AWS calls per delivery
-	ProcessorDynamo, ProcessorSQS   float64 // AWS calls per event
-	BatchSize                       float64 // messages per processor invocation
-	ReconcilerPer100                int     // AWS calls to reconcile 100 events
-	StripePer100                    int     // Stripe API calls to reconcile 100 events
-	EventItemBytes, MirrorItemBytes int
-	PayloadBytes                    int
-	EndToEnd, Raw                   float64 // events/s; PutItem+SendMessage pairs/s
-	Events                          int
+	ReceiverNew, ReceiverDuplicate float64 // AWS calls per delivery
+	ProcessorDynamo, ProcessorSQS  float64 // AWS calls per event
+	BatchSize                      float64 // messages per processor invocation
+	ReconcilerPer100               int     // AWS calls to reconcile 100 events
+	StripePer100                   int     // Stripe API calls to reconcile 100 events
+	PayloadBytes                   int
+	EndToEnd, Raw                  float64 // events/s; PutItem+SendMessage pairs/s
+	Events                         int
 }
 
 // measure runs the local stack in process and counts what it does.
@@ -147,15 +146,6 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 	time.Sleep(2 * time.Second) // anything wrongly enqueued would show
 	after = cnt.snapshot()
 	p.ReceiverDuplicate = float64(diff(after, before, "PutItem", "SendMessage", "GetItem")) / float64(n)
-
-	// Item sizes, for the write units they cost.
-	env, _ := event.DecodeEnvelope(first[0])
-	if p.EventItemBytes, err = itemBytes(ctx, dynamodb.NewFromConfig(base), prefix+"-EventsTable", event.Key(event.ProviderStripe, env.ID)); err != nil {
-		return p, err
-	}
-	if p.MirrorItemBytes, err = itemBytes(ctx, dynamodb.NewFromConfig(base), prefix+"-MirrorTable", env.ObjectID); err != nil {
-		return p, err
-	}
 
 	// The reconciler over 100 events the store already has.
 	fake := stripefake.New()
@@ -305,49 +295,4 @@ func waitProcessed(ctx context.Context, events *store.Events, bodies [][]byte) e
 		}
 	}
 	return nil
-}
-
-// itemBytes is an item's size as DynamoDB bills it: attribute names plus
-// values.
-func itemBytes(ctx context.Context, db *dynamodb.Client, table, pk string) (int, error) {
-	out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table),
-		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}}})
-	if err != nil {
-		return 0, err
-	}
-	return size(out.Item), nil
-}
-
-func size(item map[string]types.AttributeValue) int {
-	n := 0
-	for k, v := range item {
-		n += len(k) + valueSize(v)
-	}
-	return n
-}
-
-func valueSize(v types.AttributeValue) int {
-	switch x := v.(type) {
-	case *types.AttributeValueMemberS:
-		return len(x.Value)
-	case *types.AttributeValueMemberN:
-		return len(x.Value)/2 + 1
-	case *types.AttributeValueMemberB:
-		return len(x.Value)
-	case *types.AttributeValueMemberBOOL, *types.AttributeValueMemberNULL:
-		return 1
-	case *types.AttributeValueMemberM:
-		n := 3
-		for k, e := range x.Value {
-			n += len(k) + valueSize(e) + 1
-		}
-		return n
-	case *types.AttributeValueMemberL:
-		n := 3
-		for _, e := range x.Value {
-			n += valueSize(e) + 1
-		}
-		return n
-	}
-	return 0
 }

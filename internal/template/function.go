@@ -136,3 +136,11 @@ func (f Function) Schedule() (string, bool) {
 	}
 	return "", false
 }
+
+// Globals returns the template's Globals section for a resource kind
+// (Function, HttpApi, ...), as written: properties that a resource does not
+// set take these values.
+func (t *Template) Globals(kind string) map[string]any {
+	m, _ := t.section("Globals")[kind].(map[string]any)
+	return m
+}

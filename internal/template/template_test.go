@@ -183,3 +183,13 @@ func TestSamconfigEnvironmentsPassTheRules(t *testing.T) {
 		}
 	}
 }
+
+func TestGlobalsAreReadable(t *testing.T) {
+	g := load(t, nil).Globals("Function")
+	if v, _ := Int(g["MemorySize"]); v != 256 {
+		t.Errorf("Globals.Function.MemorySize: got %v, want 256", g["MemorySize"])
+	}
+	if got := load(t, nil).Globals("NoSuchKind"); got != nil {
+		t.Errorf("Globals of an absent kind: got %v, want nil", got)
+	}
+}

@@ -1,0 +1,518 @@
+package cost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/smithy-go/middleware"
+)
+
+// Call is one AWS request a function made, as the recorder saw it.
+type Call struct {
+	// Label is the meter's label when the call was made (the scenario).
+	Label     string
+	Function  string
+	Service   string // the SDK's service id: "DynamoDB", "SQS", ...
+	Operation string
+	// Input is the request's input, as the SDK took it.
+	Input any
+	// Err is the call's error, "" when it succeeded.
+	Err string
+	// Writes are the DynamoDB item writes of the call, priced.
+	Writes []RecordedWrite
+	// Reads are the DynamoDB reads of the call, priced.
+	Reads []RecordedRead
+	// Chunks counts the 64 KB chunks of the SQS messages the call sent,
+	// the unit SQS bills a request by.
+	Chunks int
+}
+
+// WriteUnits is the call's write units, tables and indexes.
+func (c Call) WriteUnits() int {
+	n := 0
+	for _, w := range c.Writes {
+		n += w.Charge.Units()
+	}
+	return n
+}
+
+// ReadUnits is the call's read units.
+func (c Call) ReadUnits() float64 {
+	var n float64
+	for _, r := range c.Reads {
+		n += r.Units
+	}
+	return n
+}
+
+// RecordedWrite is one item write of a call.
+type RecordedWrite struct {
+	Table string // logical id
+	Write
+	Charge Charge
+}
+
+// RecordedRead is one priced read: an item of a GetItem or BatchGetItem,
+// or a whole Query or Scan.
+type RecordedRead struct {
+	Target string // "EventsTable", "EventsTable/pending"
+	// Key is the partition value of the item read ("" for a Query or
+	// Scan), so a read can be attributed to the event whose item it was.
+	Key         string
+	Size        int
+	Consistency Consistency
+	Units       float64
+}
+
+// Recorder records the AWS requests made through the configurations it
+// instruments, and prices their DynamoDB writes and reads.
+type Recorder struct {
+	schema  *Schema
+	db      *dynamodb.Client         // unrecorded: reads the images
+	tables  map[string]*Table        // by physical name
+	names   map[string]string        // logical id → physical name
+	scratch map[string]string        // logical id → scratch table
+	mu      sync.Mutex               // one recorded DynamoDB request at a time
+	logMu   sync.Mutex               // guards the fields below
+	calls   []Call                   //
+	label   string                   //
+	spent   map[string]time.Duration // per function: time in the recorder's own requests
+}
+
+// NewRecorder returns a recorder for the tables of schema, provisioned
+// under the physical names tables (logical id → name). It creates a scratch
+// table beside each (same key schema, no index) for the images of writes
+// that did not apply. cfg must not be instrumented.
+func NewRecorder(ctx context.Context, cfg aws.Config, schema *Schema, tables map[string]string) (*Recorder, error) {
+	r := &Recorder{schema: schema, db: dynamodb.NewFromConfig(cfg), tables: map[string]*Table{},
+		names: map[string]string{}, scratch: map[string]string{}, spent: map[string]time.Duration{}}
+	for logical, name := range tables {
+		t, ok := schema.Tables[logical]
+		if !ok {
+			continue
+		}
+		r.tables[name] = t
+		r.names[logical] = name
+		desc, err := r.db.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			return nil, fmt.Errorf("cost: describe %s: %w", name, err)
+		}
+		in := &dynamodb.CreateTableInput{
+			TableName:   aws.String(name + "-costscratch"),
+			KeySchema:   desc.Table.KeySchema,
+			BillingMode: types.BillingModePayPerRequest,
+		}
+		for _, d := range desc.Table.AttributeDefinitions {
+			if a := aws.ToString(d.AttributeName); a == t.Hash || a == t.Range {
+				in.AttributeDefinitions = append(in.AttributeDefinitions, d)
+			}
+		}
+		_, err = r.db.CreateTable(ctx, in)
+		var inUse *types.ResourceInUseException
+		if err != nil && !errors.As(err, &inUse) {
+			return nil, fmt.Errorf("cost: create scratch table for %s: %w", logical, err)
+		}
+		r.scratch[logical] = aws.ToString(in.TableName)
+	}
+	return r, nil
+}
+
+// SetLabel labels the calls recorded from now on.
+func (r *Recorder) SetLabel(label string) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	r.label = label
+}
+
+// Calls returns the calls recorded under label ("" for all).
+func (r *Recorder) Calls(label string) []Call {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	var out []Call
+	for _, c := range r.calls {
+		if label == "" || c.Label == label {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Spent is the time the recorder's own requests took inside function's
+// calls so far: the meter subtracts it from the functions' durations.
+func (r *Recorder) Spent(function string) time.Duration {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	return r.spent[function]
+}
+
+func (r *Recorder) add(c Call, spent time.Duration) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	c.Label = r.label
+	r.calls = append(r.calls, c)
+	r.spent[c.Function] += spent
+}
+
+// Instrument returns cfg with every request recorded as made by function.
+func (r *Recorder) Instrument(cfg aws.Config, function string) aws.Config {
+	cfg = cfg.Copy()
+	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("costRecorder", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			c := Call{Function: function, Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx), Input: in.Parameters}
+			if c.Service != "DynamoDB" {
+				out, md, err := next.HandleInitialize(ctx, in)
+				c.Chunks = sqsChunks(in.Parameters)
+				if err != nil {
+					c.Err = err.Error()
+				}
+				r.add(c, 0)
+				return out, md, err
+			}
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			start := time.Now()
+			var inner time.Duration
+			call := func() (middleware.InitializeOutput, middleware.Metadata, error) {
+				t := time.Now()
+				defer func() { inner += time.Since(t) }()
+				return next.HandleInitialize(ctx, in)
+			}
+			out, md, err := r.dynamo(ctx, &c, in.Parameters, call)
+			if err != nil {
+				c.Err = err.Error()
+			}
+			r.add(c, time.Since(start)-inner)
+			return out, md, err
+		}), middleware.After)
+	})
+	return cfg
+}
+
+type nextFunc func() (middleware.InitializeOutput, middleware.Metadata, error)
+
+// target is one item a write names.
+type target struct {
+	table *Table
+	name  string // physical
+	kind  WriteKind
+	key   Item
+	put   Item   // the item of a Put
+	upd   update // the expression of an Update
+}
+
+type update struct {
+	expr   *string
+	names  map[string]string
+	values map[string]types.AttributeValue
+}
+
+// dynamo runs one DynamoDB request and prices it.
+func (r *Recorder) dynamo(ctx context.Context, c *Call, params any, call nextFunc) (middleware.InitializeOutput, middleware.Metadata, error) {
+	var targets []target
+	transactional := false
+	add := func(name *string, kind WriteKind, key, item Item, u update) {
+		t := r.tables[aws.ToString(name)]
+		if t == nil {
+			return
+		}
+		if key == nil {
+			key = t.Key(item)
+		}
+		targets = append(targets, target{table: t, name: aws.ToString(name), kind: kind, key: key, put: item, upd: u})
+	}
+	switch p := params.(type) {
+	case *dynamodb.PutItemInput:
+		add(p.TableName, Put, nil, p.Item, update{})
+	case *dynamodb.UpdateItemInput:
+		add(p.TableName, Update, p.Key, nil, update{p.UpdateExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues})
+	case *dynamodb.DeleteItemInput:
+		add(p.TableName, Delete, p.Key, nil, update{})
+	case *dynamodb.BatchWriteItemInput:
+		for name, reqs := range p.RequestItems {
+			for _, w := range reqs {
+				switch {
+				case w.PutRequest != nil:
+					add(aws.String(name), Put, nil, w.PutRequest.Item, update{})
+				case w.DeleteRequest != nil:
+					add(aws.String(name), Delete, w.DeleteRequest.Key, nil, update{})
+				}
+			}
+		}
+	case *dynamodb.TransactWriteItemsInput:
+		transactional = true
+		for _, it := range p.TransactItems {
+			switch {
+			case it.Put != nil:
+				add(it.Put.TableName, Put, nil, it.Put.Item, update{})
+			case it.Update != nil:
+				add(it.Update.TableName, Update, it.Update.Key, nil, update{it.Update.UpdateExpression, it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues})
+			case it.Delete != nil:
+				add(it.Delete.TableName, Delete, it.Delete.Key, nil, update{})
+			case it.ConditionCheck != nil:
+				add(it.ConditionCheck.TableName, ConditionCheck, it.ConditionCheck.Key, nil, update{})
+			}
+		}
+	default:
+		out, md, err := call()
+		if err == nil {
+			c.Reads = r.reads(ctx, params, out.Result)
+		}
+		return out, md, err
+	}
+
+	befores := make([]Item, len(targets))
+	for i, t := range targets {
+		befores[i] = r.get(ctx, t.name, t.key)
+	}
+	out, md, err := call()
+	var ccf *types.ConditionalCheckFailedException
+	var tce *types.TransactionCanceledException
+	outcome := Applied
+	switch {
+	case err == nil:
+	case errors.As(err, &ccf):
+		outcome = ConditionFailed
+	case errors.As(err, &tce):
+		outcome = Cancelled
+	default:
+		// Refused (validation, throttling): nothing was written or billed.
+		return out, md, err
+	}
+	unprocessed := r.unprocessedWrites(out.Result)
+	for i, t := range targets {
+		if unprocessed[t.name+keyID(t.table, t.key)] {
+			continue
+		}
+		w := Write{Kind: t.kind, Outcome: outcome, Before: befores[i], Transactional: transactional}
+		switch {
+		case outcome == Applied && t.kind != Delete:
+			w.After = r.get(ctx, t.name, t.key)
+		case outcome == Applied:
+		case t.kind == Put:
+			w.After = t.put
+		case t.kind == Update:
+			w.After = r.wouldUpdate(ctx, t, befores[i])
+		case t.kind == ConditionCheck:
+			w.After = befores[i]
+		}
+		c.Writes = append(c.Writes, RecordedWrite{Table: t.table.LogicalID, Write: w, Charge: t.table.Charge(w)})
+	}
+	return out, md, err
+}
+
+// unprocessedWrites are the items a BatchWriteItem left unwritten: it bills
+// only the others.
+func (r *Recorder) unprocessedWrites(result any) map[string]bool {
+	out, ok := result.(*dynamodb.BatchWriteItemOutput)
+	if !ok {
+		return nil
+	}
+	m := map[string]bool{}
+	for name, reqs := range out.UnprocessedItems {
+		t := r.tables[name]
+		if t == nil {
+			continue
+		}
+		for _, w := range reqs {
+			switch {
+			case w.PutRequest != nil:
+				m[name+keyID(t, w.PutRequest.Item)] = true
+			case w.DeleteRequest != nil:
+				m[name+keyID(t, w.DeleteRequest.Key)] = true
+			}
+		}
+	}
+	return m
+}
+
+// keyID identifies an item of t by its primary key.
+func keyID(t *Table, item Item) string {
+	return "\x00" + render(item[t.Hash]) + "\x00" + render(item[t.Range])
+}
+
+// get reads an item, strongly consistent, without recording it.
+func (r *Recorder) get(ctx context.Context, table string, key Item) Item {
+	out, err := r.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: key, ConsistentRead: aws.Bool(true)})
+	if err != nil || len(out.Item) == 0 {
+		return nil
+	}
+	return out.Item
+}
+
+var (
+	namePlaceholder  = regexp.MustCompile(`#[A-Za-z0-9_]+`)
+	valuePlaceholder = regexp.MustCompile(`:[A-Za-z0-9_]+`)
+)
+
+// wouldUpdate returns the item t's update expression would have written
+// over before: it runs the same expression, without its condition, on a
+// copy of before in the scratch table, so the emulator's own update engine
+// computes it. On any failure it returns before (the item stays as it was).
+func (r *Recorder) wouldUpdate(ctx context.Context, t target, before Item) Item {
+	scratch := r.scratch[t.table.LogicalID]
+	if scratch == "" || t.upd.expr == nil {
+		return before
+	}
+	var err error
+	if before != nil {
+		_, err = r.db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(scratch), Item: before})
+	} else {
+		_, err = r.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(scratch), Key: t.key})
+	}
+	if err != nil {
+		return before
+	}
+	expr := aws.ToString(t.upd.expr)
+	in := &dynamodb.UpdateItemInput{TableName: aws.String(scratch), Key: t.key, UpdateExpression: t.upd.expr, ReturnValues: types.ReturnValueAllNew}
+	// DynamoDB refuses placeholders the expression does not use, and the
+	// condition's are gone.
+	for _, p := range namePlaceholder.FindAllString(expr, -1) {
+		if v, ok := t.upd.names[p]; ok {
+			if in.ExpressionAttributeNames == nil {
+				in.ExpressionAttributeNames = map[string]string{}
+			}
+			in.ExpressionAttributeNames[p] = v
+		}
+	}
+	for _, p := range valuePlaceholder.FindAllString(expr, -1) {
+		if v, ok := t.upd.values[p]; ok {
+			if in.ExpressionAttributeValues == nil {
+				in.ExpressionAttributeValues = map[string]types.AttributeValue{}
+			}
+			in.ExpressionAttributeValues[p] = v
+		}
+	}
+	out, err := r.db.UpdateItem(ctx, in)
+	if err != nil {
+		return before
+	}
+	return out.Attributes
+}
+
+// reads prices a read request from its answer.
+func (r *Recorder) reads(ctx context.Context, params, result any) []RecordedRead {
+	consistency := func(b *bool) Consistency {
+		if aws.ToBool(b) {
+			return Strong
+		}
+		return Eventual
+	}
+	item := func(name string, key Item, c Consistency) RecordedRead {
+		t := r.tables[name]
+		full := r.get(ctx, name, key)
+		size := ItemSize(full)
+		return RecordedRead{Target: t.Target(""), Key: PartitionValue(t.Hash, key), Size: size, Consistency: c, Units: ReadUnits(size, c)}
+	}
+	var out []RecordedRead
+	switch p := params.(type) {
+	case *dynamodb.GetItemInput:
+		if r.tables[aws.ToString(p.TableName)] != nil {
+			out = append(out, item(aws.ToString(p.TableName), p.Key, consistency(p.ConsistentRead)))
+		}
+	case *dynamodb.BatchGetItemInput:
+		res, _ := result.(*dynamodb.BatchGetItemOutput)
+		for name, ka := range p.RequestItems {
+			if r.tables[name] == nil {
+				continue
+			}
+			t := r.tables[name]
+			left := map[string]bool{}
+			if res != nil {
+				for _, k := range res.UnprocessedKeys[name].Keys {
+					left[keyID(t, k)] = true
+				}
+			}
+			for _, k := range ka.Keys {
+				if !left[keyID(t, k)] {
+					out = append(out, item(name, k, consistency(ka.ConsistentRead)))
+				}
+			}
+		}
+	case *dynamodb.TransactGetItemsInput:
+		for _, g := range p.TransactItems {
+			if g.Get != nil && r.tables[aws.ToString(g.Get.TableName)] != nil {
+				out = append(out, item(aws.ToString(g.Get.TableName), g.Get.Key, Transactional))
+			}
+		}
+	case *dynamodb.QueryInput:
+		if t := r.tables[aws.ToString(p.TableName)]; t != nil {
+			// The same query without its projection, filter or count: what
+			// DynamoDB read, and charged for.
+			q := *p
+			q.ProjectionExpression, q.FilterExpression, q.Select, q.AttributesToGet = nil, nil, "", nil
+			q.ExpressionAttributeNames, q.ExpressionAttributeValues = used(p.KeyConditionExpression, p.ExpressionAttributeNames, p.ExpressionAttributeValues)
+			size := 0
+			if res, err := r.db.Query(ctx, &q); err == nil {
+				for _, it := range res.Items {
+					size += ItemSize(it)
+				}
+			}
+			c := consistency(p.ConsistentRead)
+			out = append(out, RecordedRead{Target: t.Target(aws.ToString(p.IndexName)), Size: size, Consistency: c, Units: ReadUnits(size, c)})
+		}
+	case *dynamodb.ScanInput:
+		if t := r.tables[aws.ToString(p.TableName)]; t != nil {
+			q := *p
+			q.ProjectionExpression, q.FilterExpression, q.Select, q.AttributesToGet = nil, nil, "", nil
+			q.ExpressionAttributeNames, q.ExpressionAttributeValues = nil, nil
+			size := 0
+			if res, err := r.db.Scan(ctx, &q); err == nil {
+				for _, it := range res.Items {
+					size += ItemSize(it)
+				}
+			}
+			c := consistency(p.ConsistentRead)
+			out = append(out, RecordedRead{Target: t.Target(aws.ToString(p.IndexName)), Size: size, Consistency: c, Units: ReadUnits(size, c)})
+		}
+	}
+	return out
+}
+
+// used keeps the placeholders an expression uses.
+func used(expr *string, names map[string]string, values map[string]types.AttributeValue) (map[string]string, map[string]types.AttributeValue) {
+	e := aws.ToString(expr)
+	var n map[string]string
+	var v map[string]types.AttributeValue
+	for _, p := range namePlaceholder.FindAllString(e, -1) {
+		if x, ok := names[p]; ok {
+			if n == nil {
+				n = map[string]string{}
+			}
+			n[p] = x
+		}
+	}
+	for _, p := range valuePlaceholder.FindAllString(e, -1) {
+		if x, ok := values[p]; ok {
+			if v == nil {
+				v = map[string]types.AttributeValue{}
+			}
+			v[p] = x
+		}
+	}
+	return n, v
+}
+
+// sqsChunks counts the 64 KB chunks of the messages an SQS request sends.
+func sqsChunks(params any) int {
+	chunks := func(body *string) int { return max(1, (len(aws.ToString(body))+65535)/65536) }
+	switch p := params.(type) {
+	case *sqs.SendMessageInput:
+		return chunks(p.MessageBody)
+	case *sqs.SendMessageBatchInput:
+		n := 0
+		for _, e := range p.Entries {
+			n += len(aws.ToString(e.MessageBody))
+		}
+		return max(1, (n+65535)/65536)
+	}
+	return 1
+}
