@@ -2,6 +2,7 @@ package template
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,5 +182,124 @@ func TestSamconfigEnvironmentsPassTheRules(t *testing.T) {
 		if _, err := Load("../../template.yaml", overrides); err != nil {
 			t.Errorf("samconfig.toml %s: %v", name, err)
 		}
+	}
+}
+
+// conditional is a template whose resources depend on a parameter through
+// Conditions, Fn::If and AWS::NoValue, as template.yaml's optional
+// features do.
+const conditional = `
+Parameters:
+  KeyArn: {Type: String, Default: ""}
+Conditions:
+  HasKey: !Not [!Equals [!Ref KeyArn, ""]]
+Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties:
+      KmsMasterKeyId: !If [HasKey, !Ref KeyArn, !Ref AWS::NoValue]
+      SqsManagedSseEnabled: !If [HasKey, !Ref AWS::NoValue, true]
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Policies:
+        - Statement:
+            - {Sid: Always, Effect: Allow, Action: sqs:SendMessage, Resource: "*"}
+            - !If
+              - HasKey
+              - {Sid: UseKey, Effect: Allow, Action: kms:Decrypt, Resource: !Ref KeyArn}
+              - !Ref AWS::NoValue
+  KeyAlarm:
+    Type: AWS::CloudWatch::Alarm
+    Condition: HasKey
+    Properties: {}
+`
+
+func TestConditionsShapeTheDocumentAsCloudFormationDeploysIt(t *testing.T) {
+	sids := func(tmpl *Template) []string {
+		fn, _ := tmpl.Resource("Fn")
+		var out []string
+		for _, st := range fn.Properties["Policies"].([]any)[0].(map[string]any)["Statement"].([]any) {
+			m, ok := st.(map[string]any)
+			if !ok {
+				t.Fatalf("statement: got %#v, want a map", st)
+			}
+			out = append(out, m["Sid"].(string))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		queue     map[string]any
+		sids      []string
+		alarm     bool
+	}{
+		{"condition false", nil, map[string]any{"SqsManagedSseEnabled": true}, []string{"Always"}, false},
+		{"condition true", map[string]string{"KeyArn": "arn:aws:kms:us-east-1:000000000000:key/k"},
+			map[string]any{"KmsMasterKeyId": "arn:aws:kms:us-east-1:000000000000:key/k"}, []string{"Always", "UseKey"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := Parse([]byte(conditional), tc.overrides)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, _ := tmpl.Resource("Queue")
+			if !reflect.DeepEqual(q.Properties, tc.queue) {
+				t.Errorf("queue properties: got %v, want %v", q.Properties, tc.queue)
+			}
+			if got := sids(tmpl); !reflect.DeepEqual(got, tc.sids) {
+				t.Errorf("statements: got %v, want %v", got, tc.sids)
+			}
+			if _, got := tmpl.Resource("KeyAlarm"); got != tc.alarm {
+				t.Errorf("resource with Condition: HasKey present: got %v, want %v", got, tc.alarm)
+			}
+			if got := len(tmpl.Resources("AWS::CloudWatch::Alarm")); got != map[bool]int{true: 1}[tc.alarm] {
+				t.Errorf("Resources(alarm): got %d", got)
+			}
+		})
+	}
+}
+
+// TestRuleFunctions evaluates the rule-specific functions CloudFormation
+// offers in Rules, as it does: Fn::Contains compares whole strings.
+func TestRuleFunctions(t *testing.T) {
+	rules := func(assert string) string {
+		return `
+Parameters:
+  A: {Type: String, Default: /app/dev/a}
+  B: {Type: String, Default: /app/dev/b}
+Rules:
+  R:
+    Assertions:
+      - Assert: ` + assert + `
+        AssertDescription: refused
+Resources: {}
+`
+	}
+	for _, tc := range []struct {
+		assert  string
+		refused bool
+	}{
+		{`{"Fn::Contains": [[/app/dev/a, /x], !Ref A]}`, false},
+		{`{"Fn::Contains": [[/app/dev/b, /x], !Ref A]}`, true},
+		{`{"Fn::Contains": [[/app], !Ref A]}`, true}, // not a substring test
+		{`!Not [{"Fn::Contains": [[!Ref B], !Ref A]}]`, false},
+		{`{"Fn::EachMemberEquals": [[!Ref A, /app/dev/a], /app/dev/a]}`, false},
+		{`{"Fn::EachMemberEquals": [[!Ref A, !Ref B], /app/dev/a]}`, true},
+		{`{"Fn::EachMemberIn": [[!Ref A, !Ref B], [/app/dev/b, /app/dev/a, /c]]}`, false},
+		{`{"Fn::EachMemberIn": [[!Ref A, /d], [/app/dev/a, /c]]}`, true},
+	} {
+		_, err := Parse([]byte(rules(tc.assert)), nil)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "R: refused")):
+			t.Errorf("%s: got %v, want the rule's refusal", tc.assert, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v", tc.assert, err)
+		}
+	}
+	_, err := Parse([]byte(rules(`{"Fn::EachMemberEquals": [{"Fn::ValueOfAll": ["AWS::EC2::VPC::Id", Tags.Team]}, x]}`)), nil)
+	if err == nil || !strings.Contains(err.Error(), "Fn::ValueOfAll: not evaluated") {
+		t.Errorf("Fn::ValueOfAll: got %v, want an error naming it", err)
 	}
 }
