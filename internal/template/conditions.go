@@ -100,7 +100,6 @@ func (t *Template) applyConditions() error {
 		}
 		conds[name] = b
 	}
-	t.conditions = conds
 	for _, section := range []string{"Resources", "Outputs"} {
 		entries := t.section(section)
 		ids := make([]string, 0, len(entries))
@@ -183,11 +182,4 @@ func resolveConditions(v any, conds map[string]bool) (out any, keep bool, err er
 		return l, true, nil
 	}
 	return v, true, nil
-}
-
-// Condition reports the value of a condition of the Conditions section
-// with the template's parameters.
-func (t *Template) Condition(name string) (value, ok bool) {
-	value, ok = t.conditions[name]
-	return value, ok
 }

@@ -42,8 +42,7 @@ type GetAtt struct{ LogicalID, Attr string }
 
 // Template is a processed template.
 type Template struct {
-	doc        map[string]any
-	conditions map[string]bool
+	doc map[string]any
 }
 
 // Region and account the local stack pretends to be in.
