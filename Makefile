@@ -1,13 +1,27 @@
 # webhook-inbox. The two commands that matter on a fresh machine:
 #   make dev    run the whole pipeline locally (Ctrl-C stops it)
 #   make test   run every test, starting and stopping what they need
-# Both install what they need (a pinned moto, cfn-lint and SAM CLI in .venv).
+# Both install what they need (moto, cfn-lint and the SAM CLI in .venv, from
+# dev/requirements.lock: every package pinned, with its hashes).
 
 SHELL := /bin/bash
 GO ?= go
 PYTHON ?= python3
 VENV := .venv
 STAMP := $(VENV)/.installed
+# checkov pins boto3 to a release the SAM CLI refuses: its own virtualenv.
+CHECKOV_VENV := .venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# Every package and its dependencies come from a lock file with hashes, as
+# wheels (no setup.py runs at install time); the locks are resolved for
+# CPython 3.11 (make lock). --no-deps: the lock is the whole set (pip check
+# proves it consistent afterwards), and pip's resolver would otherwise
+# demand a second pin for a package a dependency names with extras
+# (boto3 beside boto3[crt]).
+LOCK_PYTHON := 3.11
+PIP_INSTALL := --quiet --disable-pip-version-check --require-hashes --only-binary :all: --no-deps
+PIP_TOOLS_VERSION := 7.6.2
+LOCK_FLAGS ?=
 STATICCHECK_VERSION := v0.8.2
 TEST_FLAGS ?= -race -count=1 -timeout 15m
 
@@ -26,15 +40,41 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test lint fuzz bench bench-coldstart cost venv build validate rie clean drills loadtest \
+.PHONY: dev test lint fuzz bench bench-coldstart cost venv checkov-venv lock build validate rie clean drills loadtest \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
+## (--clear: a changed lock file gives exactly its packages, none left over)
 venv: $(STAMP)
-$(STAMP): dev/requirements.txt
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install --quiet --disable-pip-version-check -r dev/requirements.txt
+$(STAMP): dev/requirements.lock
+	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "$(LOCK_PYTHON)" else "$(PYTHON) is Python " + v + ": dev/*.lock are resolved for Python $(LOCK_PYTHON); run make with PYTHON=python$(LOCK_PYTHON)")'
+	$(PYTHON) -m venv --clear $(VENV)
+	$(VENV)/bin/pip install $(PIP_INSTALL) -r dev/requirements.lock
+	$(VENV)/bin/pip check --disable-pip-version-check
 	touch $@
+
+## checkov-venv: the policy scanner make validate runs, in its own virtualenv
+checkov-venv: $(CHECKOV_STAMP)
+$(CHECKOV_STAMP): dev/checkov.lock
+	@$(PYTHON) -c 'import sys; v = "%d.%d" % sys.version_info[:2]; sys.exit(0 if v == "$(LOCK_PYTHON)" else "$(PYTHON) is Python " + v + ": dev/*.lock are resolved for Python $(LOCK_PYTHON); run make with PYTHON=python$(LOCK_PYTHON)")'
+	$(PYTHON) -m venv --clear $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install $(PIP_INSTALL) -r dev/checkov.lock
+	$(CHECKOV_VENV)/bin/pip check --disable-pip-version-check
+	touch $@
+
+## lock: resolve dev/requirements.in and dev/checkov.in again into their
+## .lock files (every dependency pinned, hashes of every file of each pin),
+## with a pinned pip-tools. Pins already in a lock stay unless
+## LOCK_FLAGS=--upgrade (or --upgrade-package NAME) says otherwise.
+lock:
+	$(PYTHON) -m venv --clear .venv-lock
+	.venv-lock/bin/pip install --quiet --disable-pip-version-check pip-tools==$(PIP_TOOLS_VERSION)
+	@set -e; for f in requirements checkov; do \
+	  echo "== dev/$$f.lock"; \
+	  .venv-lock/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras \
+	    --no-emit-index-url --no-emit-find-links $(LOCK_FLAGS) --output-file dev/$$f.lock dev/$$f.in; \
+	done
+	rm -rf .venv-lock
 
 ## dev: the whole pipeline on this machine, in the foreground
 dev: venv
@@ -114,11 +154,15 @@ $(RIE):
 ## build: the template's Lambda binaries for linux/arm64, as sam build makes them
 build: $(addprefix build-,$(FUNCTIONS))
 
-## validate: the template as SAM and CloudFormation check it, then sam build
-## (which runs the build-<Function> targets below) and a look at what it built
-validate: venv
+## validate: the template as SAM and CloudFormation check it, checkov's
+## policies (each check the template skips says why, in its Metadata), then
+## sam build (which runs the build-<Function> targets below) and a look at
+## what it built
+validate: venv checkov-venv
 	$(SAM) validate --lint --region us-east-1
 	$(VENV)/bin/cfn-lint template.yaml
+	CKV_SKIP_PACKAGE_UPDATE_CHECK=true $(CHECKOV_VENV)/bin/checkov --file template.yaml \
+	  --framework cloudformation --skip-download --compact --quiet
 	$(SAM) build
 	@n=0; for id in $(FUNCTIONS); do \
 	  f=.aws-sam/build/$$id/bootstrap; \

@@ -46,18 +46,37 @@ type setup struct {
 
 func newSetup(tb testing.TB) *setup {
 	tb.Helper()
-	// Parameter names of this setup only: other tests share the emulator
-	// and store their own secrets under the template's default names.
-	base := "/webhook-inbox/rie-" + randomHex(4) + "/stripe/"
-	stack := testenv.Provision(tb, map[string]string{
+	return newSetupWith(tb, nil, nil)
+}
+
+// newSetupWith deploys the template with extra parameter overrides, and
+// stores extraSecrets (template parameter naming an SSM parameter -> its
+// value) beside the signing secrets and the API key.
+func newSetupWith(tb testing.TB, overrides, extraSecrets map[string]string) *setup {
+	tb.Helper()
+	// A stage and parameter names of this setup only: other tests share the
+	// emulator and store their own secrets under the template's default
+	// names. The functions read only parameters under their stage's path.
+	stage := "rie-" + randomHex(4)
+	base := "/webhook-inbox/" + stage + "/stripe/"
+	params := map[string]string{
+		"Stage":                   stage,
 		"WebhookSecretsParameter": base + "webhook-secrets",
 		"ApiKeyParameter":         base + "api-key",
-	})
+	}
+	for k, v := range overrides {
+		params[k] = strings.ReplaceAll(v, "{base}", base)
+	}
+	stack := testenv.Provision(tb, params)
 	s := &setup{stack: stack, secret: "whsec_rie_" + randomHex(12), apiKey: "sk_test_rie_" + randomHex(12)}
 	// As the local stack does (devstack.seedSecrets) and as the README's
 	// deployment steps do with `aws ssm put-parameter --type SecureString`.
 	client := ssm.NewFromConfig(stack.AWS)
-	for param, value := range map[string]string{"WebhookSecretsParameter": s.secret, "ApiKeyParameter": s.apiKey} {
+	secrets := map[string]string{"WebhookSecretsParameter": s.secret, "ApiKeyParameter": s.apiKey}
+	for k, v := range extraSecrets {
+		secrets[k] = v
+	}
+	for param, value := range secrets {
 		name, ok := stack.Template.Parameter(param)
 		if !ok {
 			tb.Fatalf("template: no parameter %s", param)

@@ -6,6 +6,19 @@
 // processes intrinsics and then reads the generic document. Parameters
 // resolve to their values (after overrides); references to resources stay
 // symbolic (Ref, GetAtt) until the local provisioner knows their names.
+//
+// The document is then what CloudFormation would deploy with those
+// parameters: each Fn::If takes the branch its condition chose, a value of
+// AWS::NoValue leaves its property or list element out, and a resource
+// whose Condition is false is not there. goformation resolves neither (its
+// Fn::If reads the conditions unevaluated, and its condition option
+// replaces any map with a Condition key, resources included, by a boolean),
+// so this package does it after the processor, from the Conditions section
+// the processor evaluated. The Rules section is checked as CloudFormation
+// checks it before a deploy, with the rule-specific functions
+// Fn::Contains, Fn::EachMemberEquals and Fn::EachMemberIn evaluated here;
+// Fn::RefAll, Fn::ValueOf and Fn::ValueOfAll (which ask AWS about
+// AWS-specific parameter types) are refused.
 package template
 
 import (
@@ -39,8 +52,10 @@ const (
 )
 
 const (
-	refKey    = "__local_ref"
-	getAttKey = "__local_getatt"
+	refKey     = "__local_ref"
+	getAttKey  = "__local_getatt"
+	ifKey      = "__local_if"
+	noValueKey = "__local_novalue"
 )
 
 // Load reads and processes the template at path; overrides replace parameter
@@ -65,16 +80,27 @@ func Parse(data []byte, overrides map[string]string) (*Template, error) {
 	}
 	parseMu.Lock()
 	defer parseMu.Unlock()
+	unsupportedSeen = nil
 	out, err := intrinsics.ProcessYAML(data, &intrinsics.ProcessorOptions{
 		ParameterOverrides: params,
 		IntrinsicHandlerOverrides: map[string]intrinsics.IntrinsicHandler{
-			"Ref":        ref,
-			"Fn::GetAtt": getAtt,
-			"Fn::Sub":    sub,
+			"Ref":                  ref,
+			"Fn::GetAtt":           getAtt,
+			"Fn::Sub":              sub,
+			"Fn::If":               deferIf,
+			"Fn::Contains":         contains,
+			"Fn::EachMemberEquals": eachMemberEquals,
+			"Fn::EachMemberIn":     eachMemberIn,
+			"Fn::RefAll":           unsupported,
+			"Fn::ValueOf":          unsupported,
+			"Fn::ValueOfAll":       unsupported,
 		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("template: %w", err)
+	}
+	if len(unsupportedSeen) > 0 {
+		return nil, fmt.Errorf("template: %s: not evaluated by the local template loader (it asks AWS about AWS-specific parameter types)", strings.Join(unsupportedSeen, ", "))
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(out, &doc); err != nil {
@@ -87,6 +113,9 @@ func Parse(data []byte, overrides map[string]string) (*Template, error) {
 		}
 	}
 	if err := t.checkRules(); err != nil {
+		return nil, err
+	}
+	if err := t.applyConditions(); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -106,7 +135,7 @@ func (t *Template) checkRules() error {
 		rule, _ := t.section("Rules")[name].(map[string]any)
 		if cond, ok := rule["RuleCondition"]; ok && cond != true {
 			if cond != false {
-				return fmt.Errorf("template: rule %s: condition did not evaluate to a boolean: %v", name, cond)
+				return fmt.Errorf("template: rule %s: condition did not evaluate to a boolean: %s", name, describe(cond))
 			}
 			continue
 		}
@@ -118,7 +147,7 @@ func (t *Template) checkRules() error {
 			case false:
 				failed = append(failed, fmt.Sprintf("%s: %v", name, as["AssertDescription"]))
 			default:
-				return fmt.Errorf("template: rule %s: assertion did not evaluate to a boolean: %v", name, as["Assert"])
+				return fmt.Errorf("template: rule %s: assertion did not evaluate to a boolean: %s", name, describe(as["Assert"]))
 			}
 		}
 	}
@@ -145,7 +174,7 @@ func ref(_ string, input any, tmpl any) any {
 	case "AWS::StackName":
 		return "webhook-inbox-local"
 	case "AWS::NoValue":
-		return nil
+		return map[string]any{noValueKey: true}
 	}
 	if v := intrinsics.Ref("Ref", name, tmpl); v != nil {
 		return v // a parameter

@@ -2,6 +2,7 @@ package template
 
 import (
 	"os"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -181,6 +182,344 @@ func TestSamconfigEnvironmentsPassTheRules(t *testing.T) {
 		if _, err := Load("../../template.yaml", overrides); err != nil {
 			t.Errorf("samconfig.toml %s: %v", name, err)
 		}
+	}
+}
+
+// conditional is a template whose resources depend on a parameter through
+// Conditions, Fn::If and AWS::NoValue, as template.yaml's optional
+// features do.
+const conditional = `
+Parameters:
+  KeyArn: {Type: String, Default: ""}
+Conditions:
+  HasKey: !Not [!Equals [!Ref KeyArn, ""]]
+Resources:
+  Queue:
+    Type: AWS::SQS::Queue
+    Properties:
+      KmsMasterKeyId: !If [HasKey, !Ref KeyArn, !Ref AWS::NoValue]
+      SqsManagedSseEnabled: !If [HasKey, !Ref AWS::NoValue, true]
+  Fn:
+    Type: AWS::Serverless::Function
+    Properties:
+      Policies:
+        - Statement:
+            - {Sid: Always, Effect: Allow, Action: sqs:SendMessage, Resource: "*"}
+            - !If
+              - HasKey
+              - {Sid: UseKey, Effect: Allow, Action: kms:Decrypt, Resource: !Ref KeyArn}
+              - !Ref AWS::NoValue
+  KeyAlarm:
+    Type: AWS::CloudWatch::Alarm
+    Condition: HasKey
+    Properties: {}
+`
+
+func TestConditionsShapeTheDocumentAsCloudFormationDeploysIt(t *testing.T) {
+	sids := func(tmpl *Template) []string {
+		fn, _ := tmpl.Resource("Fn")
+		var out []string
+		for _, st := range fn.Properties["Policies"].([]any)[0].(map[string]any)["Statement"].([]any) {
+			m, ok := st.(map[string]any)
+			if !ok {
+				t.Fatalf("statement: got %#v, want a map", st)
+			}
+			out = append(out, m["Sid"].(string))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		queue     map[string]any
+		sids      []string
+		alarm     bool
+	}{
+		{"condition false", nil, map[string]any{"SqsManagedSseEnabled": true}, []string{"Always"}, false},
+		{"condition true", map[string]string{"KeyArn": "arn:aws:kms:us-east-1:000000000000:key/k"},
+			map[string]any{"KmsMasterKeyId": "arn:aws:kms:us-east-1:000000000000:key/k"}, []string{"Always", "UseKey"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := Parse([]byte(conditional), tc.overrides)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, _ := tmpl.Resource("Queue")
+			if !reflect.DeepEqual(q.Properties, tc.queue) {
+				t.Errorf("queue properties: got %v, want %v", q.Properties, tc.queue)
+			}
+			if got := sids(tmpl); !reflect.DeepEqual(got, tc.sids) {
+				t.Errorf("statements: got %v, want %v", got, tc.sids)
+			}
+			if _, got := tmpl.Resource("KeyAlarm"); got != tc.alarm {
+				t.Errorf("resource with Condition: HasKey present: got %v, want %v", got, tc.alarm)
+			}
+			if got := len(tmpl.Resources("AWS::CloudWatch::Alarm")); got != map[bool]int{true: 1}[tc.alarm] {
+				t.Errorf("Resources(alarm): got %d", got)
+			}
+		})
+	}
+}
+
+// TestRuleFunctions evaluates the rule-specific functions CloudFormation
+// offers in Rules, as it does: Fn::Contains compares whole strings.
+func TestRuleFunctions(t *testing.T) {
+	rules := func(assert string) string {
+		return `
+Parameters:
+  A: {Type: String, Default: /app/dev/a}
+  B: {Type: String, Default: /app/dev/b}
+Rules:
+  R:
+    Assertions:
+      - Assert: ` + assert + `
+        AssertDescription: refused
+Resources: {}
+`
+	}
+	for _, tc := range []struct {
+		assert  string
+		refused bool
+	}{
+		{`{"Fn::Contains": [[/app/dev/a, /x], !Ref A]}`, false},
+		{`{"Fn::Contains": [[/app/dev/b, /x], !Ref A]}`, true},
+		{`{"Fn::Contains": [[/app], !Ref A]}`, true}, // not a substring test
+		{`!Not [{"Fn::Contains": [[!Ref B], !Ref A]}]`, false},
+		{`{"Fn::EachMemberEquals": [[!Ref A, /app/dev/a], /app/dev/a]}`, false},
+		{`{"Fn::EachMemberEquals": [[!Ref A, !Ref B], /app/dev/a]}`, true},
+		{`{"Fn::EachMemberIn": [[!Ref A, !Ref B], [/app/dev/b, /app/dev/a, /c]]}`, false},
+		{`{"Fn::EachMemberIn": [[!Ref A, /d], [/app/dev/a, /c]]}`, true},
+	} {
+		_, err := Parse([]byte(rules(tc.assert)), nil)
+		switch {
+		case tc.refused && (err == nil || !strings.Contains(err.Error(), "R: refused")):
+			t.Errorf("%s: got %v, want the rule's refusal", tc.assert, err)
+		case !tc.refused && err != nil:
+			t.Errorf("%s: %v", tc.assert, err)
+		}
+	}
+	_, err := Parse([]byte(rules(`{"Fn::EachMemberEquals": [{"Fn::ValueOfAll": ["AWS::EC2::VPC::Id", Tags.Team]}, x]}`)), nil)
+	if err == nil || !strings.Contains(err.Error(), "Fn::ValueOfAll: not evaluated") {
+		t.Errorf("Fn::ValueOfAll: got %v, want an error naming it", err)
+	}
+}
+
+// policySids lists the Sids of a function's inline policy statements.
+func policySids(t *testing.T, tmpl *Template, id string) map[string]map[string]any {
+	t.Helper()
+	r, ok := tmpl.Resource(id)
+	if !ok {
+		t.Fatalf("no %s", id)
+	}
+	out := map[string]map[string]any{}
+	for _, p := range r.Properties["Policies"].([]any) {
+		for _, st := range p.(map[string]any)["Statement"].([]any) {
+			m := st.(map[string]any)
+			out[m["Sid"].(string)] = m
+		}
+	}
+	return out
+}
+
+// TestRulesGiveEachSecretItsOwnParameter: the secrets' parameters differ,
+// and forwarding is configured whole (and signed in live mode).
+func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
+	const w, a, f = "/webhook-inbox/dev/stripe/webhook-secrets", "/webhook-inbox/dev/stripe/api-key", "/webhook-inbox/dev/forward/secret"
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		refused   string // the rule, or "" for accepted
+	}{
+		{"one parameter for signing secrets and API key", map[string]string{"ApiKeyParameter": w}, "EachSecretHasItsOwnParameter"},
+		{"forward secret in the signing secrets' parameter", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": w}, "EachSecretHasItsOwnParameter"},
+		{"forward secret in the API key's parameter", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": a}, "EachSecretHasItsOwnParameter"},
+		{"forward secret without a URL", map[string]string{"ForwardSecretParameter": f}, "ForwardSecretNeedsForwardUrl"},
+		{"live forwarding unsigned", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events"}, "LiveForwardingIsSigned"},
+		{"live forwarding signed", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": "/webhook-inbox/prod/f"}, ""},
+		{"test-mode forwarding unsigned", map[string]string{"ForwardUrl": "https://app.example.com/events"}, ""},
+		{"own parameters", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": f}, ""},
+	} {
+		_, err := Load("../../template.yaml", tc.overrides)
+		switch {
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused+":")):
+			t.Errorf("%s: got %v, want refused by %s", tc.name, err, tc.refused)
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		}
+	}
+}
+
+// TestForwardSettingsReachOnlyTheProcessor: FORWARD_URL and
+// FORWARD_SECRET_PARAMETER, and the grant to read that parameter, exist
+// only when the parameters are set.
+func TestForwardSettingsReachOnlyTheProcessor(t *testing.T) {
+	off := load(t, nil)
+	f, _ := off.Function("ProcessorFunction")
+	if _, ok := f.Environment["FORWARD_URL"]; ok {
+		t.Errorf("forwarding off: FORWARD_URL = %v, want unset", f.Environment["FORWARD_URL"])
+	}
+	if _, ok := f.Environment["FORWARD_SECRET_PARAMETER"]; ok {
+		t.Errorf("forwarding off: FORWARD_SECRET_PARAMETER = %v, want unset", f.Environment["FORWARD_SECRET_PARAMETER"])
+	}
+	if _, ok := policySids(t, off, "ProcessorFunction")["ReadForwardSecret"]; ok {
+		t.Error("forwarding off: the processor may read a forward secret")
+	}
+
+	on := load(t, map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": "/webhook-inbox/dev/forward/secret"})
+	f, _ = on.Function("ProcessorFunction")
+	if got := Scalar(f.Environment["FORWARD_URL"]); got != "https://app.example.com/events" {
+		t.Errorf("FORWARD_URL: got %q", got)
+	}
+	if got := Scalar(f.Environment["FORWARD_SECRET_PARAMETER"]); got != "/webhook-inbox/dev/forward/secret" {
+		t.Errorf("FORWARD_SECRET_PARAMETER: got %q", got)
+	}
+	st, ok := policySids(t, on, "ProcessorFunction")["ReadForwardSecret"]
+	want := "arn:aws:ssm:" + Region + ":" + AccountID + ":parameter/webhook-inbox/dev/forward/secret"
+	if !ok || st["Action"] != "ssm:GetParameter" || st["Resource"] != want {
+		t.Errorf("ReadForwardSecret: got %v, want ssm:GetParameter on %s", st, want)
+	}
+	for _, id := range []string{"ReceiverFunction", "ReconcilerFunction"} {
+		g, _ := on.Function(id)
+		if _, ok := g.Environment["FORWARD_URL"]; ok {
+			t.Errorf("%s gets FORWARD_URL", id)
+		}
+		if _, ok := policySids(t, on, id)["ReadForwardSecret"]; ok {
+			t.Errorf("%s may read the forward secret", id)
+		}
+	}
+}
+
+// TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions: with KmsKeyArn the
+// tables, queues (the reconciler's own dead letters aside), log groups and
+// topic use the key, and each function may use it for what it does; without
+// it, AWS-managed encryption and no grant.
+func TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions(t *testing.T) {
+	const key = "arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+	grants := map[string]any{
+		"ReceiverFunction":   []any{"kms:Decrypt", "kms:GenerateDataKey"},
+		"ProcessorFunction":  "kms:Decrypt",
+		"ReconcilerFunction": []any{"kms:Decrypt", "kms:GenerateDataKey"},
+	}
+	for _, withKey := range []bool{false, true} {
+		overrides := map[string]string{}
+		if withKey {
+			overrides["KmsKeyArn"] = key
+		}
+		tmpl := load(t, overrides)
+		for _, r := range tmpl.Resources("AWS::DynamoDB::Table") {
+			sse := r.Properties["SSESpecification"].(map[string]any)
+			want := map[string]any{"SSEEnabled": true}
+			if withKey {
+				want = map[string]any{"SSEEnabled": true, "SSEType": "KMS", "KMSMasterKeyId": key}
+			}
+			if !reflect.DeepEqual(sse, want) {
+				t.Errorf("key %v: %s SSESpecification: got %v, want %v", withKey, r.LogicalID, sse, want)
+			}
+		}
+		for _, r := range tmpl.Resources("AWS::SQS::Queue") {
+			usesKey := withKey && r.LogicalID != "ReconcilerDeadLetterQueue"
+			if got := r.Properties["KmsMasterKeyId"]; usesKey != (got == key) || (got != nil && got != key) {
+				t.Errorf("key %v: %s KmsMasterKeyId: got %v", withKey, r.LogicalID, got)
+			}
+			if got := r.Properties["SqsManagedSseEnabled"]; usesKey != (got == nil) {
+				t.Errorf("key %v: %s SqsManagedSseEnabled: got %v", withKey, r.LogicalID, got)
+			}
+		}
+		for _, typ := range []string{"AWS::Logs::LogGroup", "AWS::SNS::Topic"} {
+			prop := map[string]string{"AWS::Logs::LogGroup": "KmsKeyId", "AWS::SNS::Topic": "KmsMasterKeyId"}[typ]
+			rs := tmpl.Resources(typ)
+			if len(rs) == 0 {
+				t.Fatalf("no %s", typ)
+			}
+			for _, r := range rs {
+				if got, want := r.Properties[prop], map[bool]any{true: key}[withKey]; got != want {
+					t.Errorf("key %v: %s %s: got %v, want %v", withKey, r.LogicalID, prop, got, want)
+				}
+			}
+		}
+		for id, actions := range grants {
+			st, ok := policySids(t, tmpl, id)["UseCustomerKey"]
+			if ok != withKey || (ok && (!reflect.DeepEqual(st["Action"], actions) || st["Resource"] != key)) {
+				t.Errorf("key %v: %s UseCustomerKey: got %v (present %v), want %v on the key only with KmsKeyArn", withKey, id, st, ok, actions)
+			}
+		}
+	}
+}
+
+// TestReconcilerRunsOneAtATimeAndKeepsItsFailures: a single run at a time
+// (its rate limit is per run), no Lambda retries, the scheduler's retries
+// bounded, and both kinds of failure kept in a queue an alarm watches.
+func TestReconcilerRunsOneAtATimeAndKeepsItsFailures(t *testing.T) {
+	tmpl := load(t, nil)
+	r, _ := tmpl.Resource("ReconcilerFunction")
+	p := r.Properties
+	if n, _ := Int(p["ReservedConcurrentExecutions"]); n != 1 {
+		t.Errorf("ReservedConcurrentExecutions: got %v, want 1", p["ReservedConcurrentExecutions"])
+	}
+	if n, ok := Int(p["EventInvokeConfig"].(map[string]any)["MaximumRetryAttempts"]); !ok || n != 0 {
+		t.Errorf("EventInvokeConfig.MaximumRetryAttempts: got %v, want 0", p["EventInvokeConfig"])
+	}
+	dlq, _ := p["DeadLetterQueue"].(map[string]any)
+	if _, target, ok := Symbol(dlq["TargetArn"]); dlq["Type"] != "SQS" || !ok || target != (GetAtt{"ReconcilerDeadLetterQueue", "Arn"}) {
+		t.Errorf("DeadLetterQueue: got %v, want the SQS queue ReconcilerDeadLetterQueue", dlq)
+	}
+	f, _ := tmpl.Function("ReconcilerFunction")
+	sched := f.Events["Schedule"]
+	retry, _ := sched.Properties["RetryPolicy"].(map[string]any)
+	attempts, _ := Int(retry["MaximumRetryAttempts"])
+	age, _ := Int(retry["MaximumEventAgeInSeconds"])
+	if sched.Type != "ScheduleV2" || retry == nil || attempts > 5 || age < 60 || age > 600 {
+		t.Errorf("schedule RetryPolicy: got %v, want a few retries within minutes", retry)
+	}
+	sdlq, _ := sched.Properties["DeadLetterConfig"].(map[string]any)
+	if _, target, ok := Symbol(sdlq["Arn"]); !ok || target.LogicalID != "ReconcilerDeadLetterQueue" {
+		t.Errorf("schedule DeadLetterConfig: got %v, want ReconcilerDeadLetterQueue", sdlq)
+	}
+	watched := false
+	for _, a := range tmpl.Resources("AWS::CloudWatch::Alarm") {
+		for _, d := range a.Properties["Dimensions"].([]any) {
+			if _, v, ok := Symbol(d.(map[string]any)["Value"]); ok && v.LogicalID == "ReconcilerDeadLetterQueue" {
+				watched = true
+			}
+		}
+	}
+	if !watched {
+		t.Error("no alarm watches ReconcilerDeadLetterQueue")
+	}
+}
+
+// TestEveryFunctionKnowsItsStage: the functions refuse secret parameters
+// outside their stage's path, so each gets STAGE.
+func TestEveryFunctionKnowsItsStage(t *testing.T) {
+	tmpl := load(t, map[string]string{"Stage": "staging", "WebhookSecretsParameter": "/webhook-inbox/staging/w", "ApiKeyParameter": "/webhook-inbox/staging/a"})
+	for _, id := range tmpl.Functions() {
+		f, _ := tmpl.Function(id)
+		if got := Scalar(f.Environment["STAGE"]); got != "staging" {
+			t.Errorf("%s: STAGE=%q, want staging", id, got)
+		}
+	}
+}
+
+// TestEveryScannerSkipSaysWhy: each checkov check skipped in the template
+// carries its reason, for the reviewer reading the template.
+func TestEveryScannerSkipSaysWhy(t *testing.T) {
+	n := 0
+	for id, raw := range load(t, nil).section("Resources") {
+		meta, _ := raw.(map[string]any)["Metadata"].(map[string]any)
+		ckv, _ := meta["checkov"].(map[string]any)
+		skips, _ := ckv["skip"].([]any)
+		for _, s := range skips {
+			m, _ := s.(map[string]any)
+			check, _ := m["id"].(string)
+			comment, _ := m["comment"].(string)
+			if !strings.HasPrefix(check, "CKV_") || len(strings.Fields(comment)) < 5 {
+				t.Errorf("%s: skip %v: want a check id and a one-line reason", id, s)
+			}
+			n++
+		}
+	}
+	if n == 0 {
+		t.Error("no checkov skips found: has the Metadata layout changed?")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -126,6 +127,7 @@ func (r *reader) common() Common {
 		QueueURL:    r.required("QUEUE_URL"),
 		Retention:   time.Duration(r.integer("RETENTION_DAYS", 90)) * 24 * time.Hour,
 	}
+	r.secretSources()
 	switch mode := r.optional("STRIPE_MODE", "test"); mode {
 	case "test":
 	case "live":
@@ -136,10 +138,48 @@ func (r *reader) common() Common {
 	return c
 }
 
-// secret reads a secret: the local-only variable when set (the local stack
-// and tests), otherwise the SSM SecureString parameter it names.
+// secretParameters maps each variable that carries a secret itself (the
+// local stack's and the tests' way) to the one naming its SSM SecureString
+// parameter (the only way in Lambda).
+var secretParameters = map[string]string{
+	"STRIPE_WEBHOOK_SECRET": "STRIPE_WEBHOOK_SECRETS_PARAMETER",
+	"STRIPE_API_KEY":        "STRIPE_API_KEY_PARAMETER",
+	"FORWARD_SECRET":        "FORWARD_SECRET_PARAMETER",
+}
+
+// inLambda reports whether the process runs in Lambda, whose runtime sets
+// AWS_LAMBDA_FUNCTION_NAME.
+func (r *reader) inLambda() bool {
+	return strings.TrimSpace(r.env("AWS_LAMBDA_FUNCTION_NAME")) != ""
+}
+
+// secretSources reports, as configuration errors, a secret in a plain
+// variable inside Lambda (anyone allowed lambda:GetFunctionConfiguration
+// reads it, and it would win over the SSM parameter), and a parameter
+// outside the stage's own: with STAGE set (the template sets it), a
+// parameter's path must have the stage as one of its segments, so a
+// staging stack pointed at /webhook-inbox/prod/... fails its cold start
+// instead of reading prod's live secrets. The template's Rules cannot say
+// this: CloudFormation's rule functions compare whole strings only.
+func (r *reader) secretSources() {
+	stage := strings.TrimSpace(r.env("STAGE"))
+	for _, local := range slices.Sorted(maps.Keys(secretParameters)) {
+		param := secretParameters[local]
+		if r.inLambda() && strings.TrimSpace(r.env(local)) != "" {
+			r.errs = append(r.errs, fmt.Errorf("%s is set in the function's environment: in Lambda a secret comes only from the SSM SecureString parameter %s names; remove the variable (and rotate the secret it exposed)", local, param))
+		}
+		name := strings.TrimSpace(r.env(param))
+		if stage != "" && name != "" && !strings.Contains(name+"/", "/"+stage+"/") {
+			r.errs = append(r.errs, fmt.Errorf("%s=%s is not one of stage %s's parameters: its path must have %q as a segment (like /webhook-inbox/%s/stripe/...)", param, name, stage, stage, stage))
+		}
+	}
+}
+
+// secret reads a secret: outside Lambda the local-only variable when set
+// (the local stack and tests), otherwise the SSM SecureString parameter it
+// names.
 func secret(ctx context.Context, r *reader, client secrets.SSM, localKey, paramKey string) (string, error) {
-	if v := strings.TrimSpace(r.env(localKey)); v != "" {
+	if v := strings.TrimSpace(r.env(localKey)); v != "" && !r.inLambda() {
 		return v, nil
 	}
 	name := r.required(paramKey)

@@ -279,3 +279,82 @@ func TestStripeAPIBaseMustBeHTTPSOrLoopback(t *testing.T) {
 		t.Errorf("event fetcher, no API base: got %q, want Stripe's", f.base)
 	}
 }
+
+// builders are the three functions' cold starts, for tests that hold for
+// each of them.
+var builders = map[string]func(Env) error{
+	"receiver": func(env Env) error {
+		_, err := Receiver(context.Background(), env, aws.Config{}, slog.Default())
+		return err
+	},
+	"processor": func(env Env) error {
+		_, err := Processor(context.Background(), env, aws.Config{}, slog.Default(), nil)
+		return err
+	},
+	"reconciler": func(env Env) error {
+		_, err := Reconciler(context.Background(), env, aws.Config{}, slog.Default())
+		return err
+	},
+}
+
+func baseEnv(kv ...string) map[string]string {
+	m := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "MAX_RECEIVE_COUNT": "5", "STRIPE_API_BASE": "http://127.0.0.1:1"}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}
+
+// TestLambdaRefusesSecretsInPlainVariables: inside Lambda a secret in a
+// plain environment variable fails the cold start (naming the variable,
+// never the value) instead of overriding the SSM parameter; outside Lambda
+// the local stack's variables still work.
+func TestLambdaRefusesSecretsInPlainVariables(t *testing.T) {
+	for _, local := range []string{"STRIPE_WEBHOOK_SECRET", "STRIPE_API_KEY", "FORWARD_SECRET"} {
+		for name, build := range builders {
+			t.Run(local+"/"+name, func(t *testing.T) {
+				env := baseEnv("AWS_LAMBDA_FUNCTION_NAME", "webhook-inbox-"+name, local, "s3cr3t_plain",
+					"STRIPE_WEBHOOK_SECRET", "whsec_plain", "STRIPE_API_KEY", "sk_test_plain")
+				env[local] = "s3cr3t_plain"
+				err := build(envMap(env))
+				if err == nil || !strings.Contains(err.Error(), local+" is set in the function's environment") {
+					t.Fatalf("got %v, want a refusal naming %s", err, local)
+				}
+				if strings.Contains(err.Error(), "s3cr3t_plain") {
+					t.Errorf("error leaks the secret: %v", err)
+				}
+			})
+		}
+	}
+	// Outside Lambda, the same variables are the local stack's secrets.
+	if err := builders["reconciler"](envMap(baseEnv("STRIPE_API_KEY", "sk_test_local"))); err != nil {
+		t.Errorf("outside Lambda: %v", err)
+	}
+}
+
+// TestSecretParametersBelongToTheStage: with STAGE set, as the template
+// sets it, a parameter outside the stage's path fails the cold start of
+// every function that has it in its environment.
+func TestSecretParametersBelongToTheStage(t *testing.T) {
+	for _, param := range []string{"STRIPE_WEBHOOK_SECRETS_PARAMETER", "STRIPE_API_KEY_PARAMETER", "FORWARD_SECRET_PARAMETER"} {
+		for name, build := range builders {
+			t.Run(param+"/"+name, func(t *testing.T) {
+				for _, tc := range []struct {
+					value   string
+					refused bool
+				}{
+					{"/webhook-inbox/prod/stripe/secret", true},
+					{"/webhook-inbox/staging-old/stripe/secret", true}, // a segment, not a prefix
+					{"/staging", false},
+					{"/webhook-inbox/staging/stripe/secret", false},
+				} {
+					err := build(envMap(baseEnv("STAGE", "staging", param, tc.value)))
+					refused := err != nil && strings.Contains(err.Error(), param+"="+tc.value+" is not one of stage staging's parameters")
+					if refused != tc.refused {
+						t.Errorf("%s=%s: got %v, want refused=%v", param, tc.value, err, tc.refused)
+					}
+				}
+			})
+		}
+	}
+}

@@ -5,19 +5,28 @@ package secrets
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 )
+
+// ErrNotSecureString is returned for a parameter of another type: a
+// String parameter is stored unencrypted and readable with ssm:GetParameter
+// alone (no kms:Decrypt), and shows in the console and in CloudTrail's
+// GetParameter responses, so a secret there has already leaked.
+var ErrNotSecureString = errors.New("secrets: parameter is not a SecureString")
 
 // SSM is the part of *ssm.Client the package uses.
 type SSM interface {
 	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
 }
 
-// Read returns the decrypted value of the parameter name.
+// Read returns the decrypted value of the parameter name, which must be a
+// SecureString (ErrNotSecureString otherwise; its value is not returned).
 func Read(ctx context.Context, client SSM, name string) (string, error) {
 	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{
 		Name:           aws.String(name),
@@ -29,6 +38,9 @@ func Read(ctx context.Context, client SSM, name string) (string, error) {
 	}
 	if out.Parameter == nil || aws.ToString(out.Parameter.Value) == "" {
 		return "", fmt.Errorf("secrets: parameter %s is empty", name)
+	}
+	if t := out.Parameter.Type; t != types.ParameterTypeSecureString {
+		return "", fmt.Errorf("%w: %s is a %s; store it again with --type SecureString and rotate the secret it held", ErrNotSecureString, name, t)
 	}
 	return aws.ToString(out.Parameter.Value), nil
 }

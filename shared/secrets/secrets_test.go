@@ -14,6 +14,7 @@ import (
 
 type fakeSSM struct {
 	value string
+	typ   types.ParameterType // SecureString when empty
 	err   error
 	in    *ssm.GetParameterInput
 }
@@ -23,7 +24,11 @@ func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ .
 	if f.err != nil {
 		return nil, f.err
 	}
-	return &ssm.GetParameterOutput{Parameter: &types.Parameter{Value: aws.String(f.value)}}, nil
+	typ := f.typ
+	if typ == "" {
+		typ = types.ParameterTypeSecureString
+	}
+	return &ssm.GetParameterOutput{Parameter: &types.Parameter{Value: aws.String(f.value), Type: typ}}, nil
 }
 
 func TestRead(t *testing.T) {
@@ -41,6 +46,22 @@ func TestRead(t *testing.T) {
 	}
 	if _, err := Read(context.Background(), &fakeSSM{value: ""}, "/p"); err == nil {
 		t.Error("empty parameter: got nil error")
+	}
+}
+
+// TestReadRefusesPlainParameters: a secret stored as a String (or
+// StringList) parameter is refused, and the error carries the parameter's
+// name but never its value.
+func TestReadRefusesPlainParameters(t *testing.T) {
+	for _, typ := range []types.ParameterType{types.ParameterTypeString, types.ParameterTypeStringList} {
+		v, err := Read(context.Background(), &fakeSSM{value: "whsec_plain", typ: typ}, "/p")
+		if !errors.Is(err, ErrNotSecureString) {
+			t.Errorf("%s: got %q, %v; want ErrNotSecureString", typ, v, err)
+			continue
+		}
+		if v != "" || strings.Contains(err.Error(), "whsec_plain") || !strings.Contains(err.Error(), "/p") {
+			t.Errorf("%s: got %q, %v; want no value, the parameter's name and not its value", typ, v, err)
+		}
 	}
 }
 

@@ -1,0 +1,113 @@
+package lambda
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+)
+
+// TestProcessorForwardsWithTheTemplatesForwardSettings deploys the template
+// with ForwardUrl and ForwardSecretParameter set: the processor gets the
+// target and the secret's parameter from the template alone, reads the
+// secret once at cold start, signs each forwarded event with it, and its
+// policy (the grant that exists only with ForwardSecretParameter) allows
+// exactly what it did.
+func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
+	type delivery struct {
+		sig  string
+		body []byte
+	}
+	var mu sync.Mutex
+	var got []delivery
+	// The application is down for the first delivery: the retry exercises
+	// the rest of the processor's policy (its backoff), so the policy is
+	// checked whole with forwarding on.
+	app := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, delivery{r.Header.Get("Webhook-Inbox-Signature"), body})
+		first := len(got) == 1
+		mu.Unlock()
+		if first {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer app.Close()
+	// The function trusts the application's certificate as Go does on
+	// Linux, through SSL_CERT_FILE: the template allows https targets only.
+	certFile := filepath.Join(t.TempDir(), "app.pem")
+	pemBytes := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: app.Certificate().Raw})
+	if err := os.WriteFile(certFile, pemBytes, 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	fwdSecret := "fwd_rie_" + randomHex(12)
+	s := newSetupWith(t,
+		map[string]string{"ForwardUrl": app.URL + "/events", "ForwardSecretParameter": "{base}forward-secret"},
+		map[string]string{"ForwardSecretParameter": fwdSecret})
+	env := s.env(t, processorID, map[string]string{"SSL_CERT_FILE": certFile, "RETRY_BACKOFF_BASE": "1s"})
+	if env["FORWARD_URL"] != app.URL+"/events" || !strings.HasSuffix(env["FORWARD_SECRET_PARAMETER"], "/forward-secret") {
+		t.Fatalf("processor environment: FORWARD_URL=%q FORWARD_SECRET_PARAMETER=%q, want the template's parameters", env["FORWARD_URL"], env["FORWARD_SECRET_PARAMETER"])
+	}
+	fn := start(t, hostBootstrap(t, processorID), env)
+
+	ctx := context.Background()
+	q := s.stack.Queue("WebhookQueue")
+	events := &store.Events{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
+	in := &ingest.Ingester{Store: events, Queue: &queue.Queue{Client: sqs.NewFromConfig(s.stack.AWS), URL: q.URL}, Provider: event.ProviderStripe}
+	body, err := stripefixture.Build("customer.subscription.created", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	envl, _ := event.DecodeEnvelope(body)
+	if _, err := in.Ingest(ctx, envl, body, event.SourceWebhook); err != nil {
+		t.Fatal(err)
+	}
+	mark := s.rec.Len()
+	var answer map[string]any
+	for attempt := 1; attempt <= 2; attempt++ {
+		status, out := fn.call(t, sqsEvent(t, q.ARN, receive(t, s, q.URL)))
+		decodeAnswer(t, status, out, &answer)
+	}
+	if rec, err := events.Get(ctx, event.ProviderStripe, envl.ID); err != nil || rec.Status != event.StatusProcessed {
+		t.Fatalf("record: got %s (%v), want processed\n%s", rec.Status, err, fn.out.String())
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 2 {
+		t.Fatalf("forwarded: got %d requests, want the event twice (503, then 200)", len(got))
+	}
+	for _, d := range got {
+		ts, v1, _ := strings.Cut(strings.TrimPrefix(d.sig, "t="), ",v1=")
+		mac := hmac.New(sha256.New, []byte(fwdSecret))
+		mac.Write([]byte(ts + "."))
+		mac.Write(body)
+		if string(d.body) != string(body) || !hmac.Equal([]byte(v1), []byte(hex.EncodeToString(mac.Sum(nil)))) {
+			t.Errorf("forwarded request (Webhook-Inbox-Signature %q): want the event, signed with the secret ForwardSecretParameter holds", d.sig)
+		}
+	}
+	if reads := secretReads(s.rec.Calls(mark)); reads != 2 {
+		t.Errorf("secret reads: got %d, want 2 (the API key and the forward secret, at cold start)", reads)
+	}
+	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, processorID, s.rec.Calls(0))
+}
