@@ -194,12 +194,12 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 		}
 	}
 	ms := []metrics.Metric{metrics.C("messages", len(batch.Records)), metrics.Ms("batch_duration", p.cfg.Now().Sub(start))}
-	attrs := []any{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
+	attrs := []slog.Attr{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
 	for _, name := range []string{ResultApplied, ResultSuperseded, ResultDuplicate, ResultLeased, ResultMissing, ResultBadMessage, ResultLeaseLost, ResultRetry, ResultPermanent, ResultDeadLettered} {
 		ms = append(ms, metrics.C(name, counts[name]))
 	}
 	attrs = append(attrs, metrics.Attrs(p.cfg.Now(), []metrics.Dim{{Name: "function", Value: "processor"}}, ms...)...)
-	p.cfg.Logger.InfoContext(ctx, "batch", attrs...)
+	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "batch", attrs...)
 	return resp, nil
 }
 

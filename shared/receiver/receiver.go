@@ -317,13 +317,7 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 		ms = append(ms, metrics.C("payload_omitted", 1))
 	}
 	dims := []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}
-	for _, a := range metrics.Attrs(h.cfg.Now(), dims, ms...) {
-		if attr, ok := a.(slog.Attr); ok {
-			attrs = append(attrs, attr)
-		} else {
-			attrs = append(attrs, slog.Any("!BADKEY", a))
-		}
-	}
+	attrs = append(attrs, metrics.Attrs(h.cfg.Now(), dims, ms...)...)
 	level := slog.LevelInfo
 	switch {
 	case r.status >= 500:

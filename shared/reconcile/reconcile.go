@@ -622,7 +622,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if res.Missing > 0 && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
-	attrs := []any{
+	attrs := []slog.Attr{
 		slog.String("run_id", res.RunID),
 		slog.String("outcome", outcome),
 		slog.Int("groups", len(r.groups)),
@@ -649,7 +649,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		metrics.Ms(MetricDuration, res.Duration),
 		metrics.Metric{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
 	)...)
-	r.cfg.Logger.Log(ctx, level, "reconcile run", attrs...)
+	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
 }
 
 // Metric names of a run's log line (namespace metrics.Namespace, dimension
