@@ -90,20 +90,6 @@ func ParseStatus(s string) (Status, error) {
 	return "", fmt.Errorf("event: unknown status %q (want one of %s)", s, strings.Join(names, ", "))
 }
 
-// Outcome says what processing did with an event.
-type Outcome string
-
-// The outcomes of processing.
-const (
-	// OutcomeApplied: the event's snapshot and effects were written.
-	OutcomeApplied Outcome = "applied"
-	// OutcomeSuperseded: a newer event had already been applied to the same
-	// object, so the snapshot was left alone; the event is still processed.
-	OutcomeSuperseded Outcome = "superseded"
-	// OutcomeIgnored: the type is not handled; recorded for the audit trail.
-	OutcomeIgnored Outcome = "ignored"
-)
-
 // Source says how an event reached the store.
 type Source string
 
