@@ -122,6 +122,12 @@ func TestAnswers(t *testing.T) {
 		{name: "malformed JSON", req: request([]byte(`{"id":`), sign([]byte(`{"id":`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
 		{name: "bad base64", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true}, wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
 		{name: "missing event id", req: request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))), wantStatus: 400, wantOutcome: outcome.RejectedMissingID},
+		{name: "JSON null", req: request([]byte(`null`), sign([]byte(`null`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
+		{name: "data.object not an object", req: request([]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`), sign([]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
+		// A repeated key reads as every reader of the payload reads it
+		// (package event's doc): the last value is the event's.
+		{name: "repeated id: the last is the event's", req: request([]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`), sign([]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`))), wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1, wantSent: 1,
+			wantLog: map[string]any{"event_id": "evt_6"}},
 		{name: "wrong mode", req: request(payload("evt_3", "invoice.paid", true), sign(payload("evt_3", "invoice.paid", true))), wantStatus: 400, wantOutcome: outcome.RejectedWrongMode},
 		{name: "oversize body", req: request(bytes.Repeat([]byte("x"), 2048), sign(bytes.Repeat([]byte("x"), 2048))), wantStatus: 413, wantOutcome: outcome.RejectedTooLarge},
 		{name: "oversize base64 body", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{}, Body: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 2048)), IsBase64Encoded: true}, wantStatus: 413, wantOutcome: outcome.RejectedTooLarge},
