@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -101,7 +102,7 @@ func TestDrill2OutOfOrder(t *testing.T) {
 	}
 	superseded := 0
 	for _, id := range ids[:3] {
-		if r, _ := p.record(id); r.Outcome == event.OutcomeSuperseded {
+		if r, _ := p.record(id); r.Outcome == outcome.Superseded {
 			superseded++
 		}
 	}

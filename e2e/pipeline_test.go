@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -76,7 +77,7 @@ func TestSignedEventIsProcessedOnceEvenWhenDeliveredTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Attempts != 1 || r.Outcome != event.OutcomeApplied || r.Source != event.SourceWebhook {
+	if r.Attempts != 1 || r.Outcome != outcome.Applied || r.Source != event.SourceWebhook {
 		t.Errorf("record: attempts %d outcome %s source %s; want 1, applied, webhook", r.Attempts, r.Outcome, r.Source)
 	}
 	snap, err := (&mirror.Reader{DB: dynamodb.NewFromConfig(testenv.AWS(t)), Table: stack.Prefix + "-MirrorTable"}).Object(ctx, env.ObjectID)

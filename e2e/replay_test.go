@@ -15,7 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -54,20 +54,20 @@ func TestReplayedAndFarFutureDeliveriesAreRejected(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		sigs    func(body []byte, now time.Time) []string
-		outcome string
+		outcome outcome.Outcome
 	}{
 		{"a fresh t= in front of a captured header", func(body []byte, now time.Time) []string {
 			return []string{fmt.Sprintf("t=%d,", now.Unix()) + signature.Sign(body, secret, now.Add(-120*24*time.Hour))}
-		}, receiver.OutcomeMalformedHeader},
+		}, outcome.RejectedMalformedSignature},
 		{"the header sent twice", func(body []byte, now time.Time) []string {
 			return []string{
 				fmt.Sprintf("t=%d,v1=%s", now.Unix(), strings.Repeat("0", 64)),
 				signature.Sign(body, secret, now.Add(-120*24*time.Hour)),
 			}
-		}, receiver.OutcomeMalformedHeader},
+		}, outcome.RejectedMalformedSignature},
 		{"signed 2^40 s in the future", func(body []byte, now time.Time) []string {
 			return []string{signature.Sign(body, secret, time.Unix(now.Unix()+1<<40, 0))}
-		}, receiver.OutcomeFuture},
+		}, outcome.RejectedFutureTimestamp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			body, err := stripefixture.Build("invoice.paid", stripefixture.Options{})
@@ -78,12 +78,12 @@ func TestReplayedAndFarFutureDeliveriesAreRejected(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			before := len(stack.Lines(map[string]string{"msg": "webhook", "outcome": tc.outcome}))
+			before := len(stack.Lines(map[string]string{"msg": "webhook", "outcome": string(tc.outcome)}))
 			if status, resp := post(t, stack.URL, body, tc.sigs(body, time.Now())...); status != 400 {
 				t.Fatalf("got %d %s, want 400", status, resp)
 			}
-			testenv.Eventually(t, 10*time.Second, "the rejection to be logged as "+tc.outcome, func() bool {
-				return len(stack.Lines(map[string]string{"msg": "webhook", "outcome": tc.outcome})) == before+1
+			testenv.Eventually(t, 10*time.Second, "the rejection to be logged as "+string(tc.outcome), func() bool {
+				return len(stack.Lines(map[string]string{"msg": "webhook", "outcome": string(tc.outcome)})) == before+1
 			})
 			if _, err := events.Get(ctx, "stripe", env.ID); !errors.Is(err, store.ErrNotFound) {
 				t.Fatalf("record after a rejected delivery: got %v, want none", err)

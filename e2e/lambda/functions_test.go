@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -382,7 +383,7 @@ func TestProcessorBinaryAnswersSQSEventsAsLambdaRunsIt(t *testing.T) {
 		t.Errorf("AWS calls of the cold start and first batch: got %v, want the API key read first", names(calls))
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)
-	if err != nil || rec.Status != event.StatusProcessed || rec.Outcome != event.OutcomeApplied {
+	if err != nil || rec.Status != event.StatusProcessed || rec.Outcome != outcome.Applied {
 		t.Fatalf("record: got %s/%s (%v), want processed/applied\n%s", rec.Status, rec.Outcome, err, fn.out.String())
 	}
 	reader := &mirror.Reader{DB: db, Table: s.stack.Table("MirrorTable")}

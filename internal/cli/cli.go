@@ -19,13 +19,17 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
@@ -273,7 +277,7 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	name := StackName(a.stage)
 	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
 	if err != nil {
-		if strings.Contains(err.Error(), "does not exist") {
+		if noStack(err) {
 			return nil, fmt.Errorf("--stage %s: no stack %s in %s: check --stage, --region and --profile, or deploy it with `sam deploy`", a.stage, name, cfg.Region)
 		}
 		return nil, fmt.Errorf("--stage %s: describe stack %s: %w", a.stage, name, err)
@@ -383,14 +387,30 @@ func (a *app) queue(ctx context.Context, client SQS) (string, error) {
 	return aws.ToString(out.QueueUrl), nil
 }
 
+// noStack reports whether err is CloudFormation's answer to DescribeStacks
+// for a stack that does not exist: a ValidationError, for which the SDK has
+// no type (the stack name is valid by then: --stage is checked first).
+func noStack(err error) bool {
+	var ae smithy.APIError
+	return errors.As(err, &ae) && ae.ErrorCode() == "ValidationError"
+}
+
+// nothingThere reports whether err means that nothing is there: nothing
+// listens at the endpoint, or the table or queue does not exist.
+func nothingThere(err error) bool {
+	var noQueue *sqstypes.QueueDoesNotExist
+	return errors.Is(err, syscall.ECONNREFUSED) || noTable(err) || errors.As(err, &noQueue)
+}
+
+// noTable reports whether err is DynamoDB's answer for a missing table.
+func noTable(err error) bool {
+	var nf *ddbtypes.ResourceNotFoundException
+	return errors.As(err, &nf)
+}
+
 // hint adds what to do next to errors that mean "nothing is there".
 func (a *app) hint(err error) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	if !strings.Contains(msg, "connection refused") && !strings.Contains(msg, "ResourceNotFound") &&
-		!strings.Contains(msg, "NonExistentQueue") && !strings.Contains(msg, "QueueDoesNotExist") {
+	if err == nil || !nothingThere(err) {
 		return err
 	}
 	if a.stage != "" || a.profile != "" {
@@ -401,7 +421,7 @@ func (a *app) hint(err error) error {
 
 // tableHint names the table in errors that mean it does not exist.
 func (a *app) tableHint(table string, err error) error {
-	if err != nil && strings.Contains(err.Error(), "ResourceNotFound") {
+	if noTable(err) {
 		err = fmt.Errorf("table %s not found: %w", table, err)
 	}
 	return a.hint(err)

@@ -33,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -161,7 +162,7 @@ func (w *world) store(b []byte, source event.Source, status event.Status, at tim
 	}
 	r := event.NewRecord(event.ProviderStripe, env, b, hex.EncodeToString(sum[:]), source, status, at)
 	if status == event.StatusIgnored {
-		r.Outcome = event.OutcomeIgnored
+		r.Outcome = outcome.Ignored
 	}
 	if _, err := w.events.Create(context.Background(), &r); err != nil {
 		w.t.Fatal(err)

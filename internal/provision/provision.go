@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -101,16 +100,35 @@ func (p *Provisioner) table(ctx context.Context, r template.Resource) (string, e
 	}
 	if ttl, ok := r.Properties["TimeToLiveSpecification"].(map[string]any); ok && ttl["Enabled"] == true {
 		attr, _ := ttl["AttributeName"].(string)
-		_, err := p.DynamoDB.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
-			TableName:               aws.String(name),
-			TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(attr), Enabled: aws.Bool(true)},
-		})
-		// Enabling TTL twice is refused by DynamoDB; that is the idempotent case.
-		if err != nil && !strings.Contains(err.Error(), "already enabled") {
-			return "", fmt.Errorf("provision %s: enable TTL: %w", r.LogicalID, err)
+		if err := p.ttl(ctx, name, attr); err != nil {
+			return "", fmt.Errorf("provision %s: %w", r.LogicalID, err)
 		}
 	}
 	return name, nil
+}
+
+// ttl turns on expiry by attr, unless it is on already. DynamoDB refuses to
+// enable TTL twice with a ValidationException that only its message tells
+// apart from other invalid requests, so the table's TTL is read first; a
+// TTL on another attribute (the template changed) is set to the template's,
+// as queues' attributes are.
+func (p *Provisioner) ttl(ctx context.Context, table, attr string) error {
+	cur, err := p.DynamoDB.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("read TTL of %s: %w", table, err)
+	}
+	if d := cur.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == attr &&
+		(d.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabled || d.TimeToLiveStatus == ddbtypes.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	_, err = p.DynamoDB.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String(attr), Enabled: aws.Bool(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("enable TTL of %s: %w", table, err)
+	}
+	return nil
 }
 
 // queueAttributes maps template properties to SQS attribute names.

@@ -3,12 +3,17 @@ package provision_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
@@ -103,5 +108,51 @@ func TestResolveSubstitutesResourcesLeftInSubStrings(t *testing.T) {
 	}
 	if _, err := res.Resolve("${Missing.Arn}"); err == nil {
 		t.Error("Resolve of an unknown resource: got nil error")
+	}
+}
+
+// TestProvisionAgainLeavesAnEnabledTTLAlone: a second run reads each
+// table's TTL and asks for no change when it is already the template's
+// (DynamoDB refuses to enable it twice, with an error only its text tells
+// apart); a TTL on another attribute is set to the template's.
+func TestProvisionAgainLeavesAnEnabledTTLAlone(t *testing.T) {
+	ctx := context.Background()
+	s := testenv.Provision(t, nil)
+	var mu sync.Mutex
+	var ops []string
+	counted := dynamodb.NewFromConfig(s.AWS, func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				mu.Lock()
+				ops = append(ops, awsmiddleware.GetOperationName(ctx))
+				mu.Unlock()
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		})
+	})
+	p := &provision.Provisioner{DynamoDB: counted, SQS: s.SQS, Prefix: s.Prefix}
+	if _, err := p.Provision(ctx, s.Template); err != nil {
+		t.Fatalf("second provision: %v", err)
+	}
+	if slices.Contains(ops, "UpdateTimeToLive") {
+		t.Errorf("second provision: got %v, want no UpdateTimeToLive", ops)
+	}
+
+	events := s.Table("EventsTable")
+	if _, err := s.DynamoDB.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{
+		TableName:               aws.String(events),
+		TimeToLiveSpecification: &ddbtypes.TimeToLiveSpecification{AttributeName: aws.String("other"), Enabled: aws.Bool(true)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Provision(ctx, s.Template); err != nil {
+		t.Fatalf("provision over another TTL attribute: %v", err)
+	}
+	ttl, err := s.DynamoDB.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(events)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := aws.ToString(ttl.TimeToLiveDescription.AttributeName); got != "expires_at" {
+		t.Errorf("TTL attribute: got %s, want the template's expires_at", got)
 	}
 }

@@ -3,21 +3,18 @@ package effect
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/egress"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 // Forward is a built-in effect: it POSTs each processed event to your
@@ -29,8 +26,14 @@ import (
 //     receiving application must treat a repeated key as already done,
 //     because a crash after its 2xx and before our commit repeats the call.
 //   - Webhook-Inbox-Event-Id and Webhook-Inbox-Event-Type.
-//   - Webhook-Inbox-Signature: "t=<unix>,v1=<hex HMAC-SHA256 of
-//     "<t>.<body>">", Stripe's scheme, when a secret is configured.
+//   - Webhook-Inbox-Signature, when a secret is configured: a
+//     Stripe-Signature header in every byte ("t=<unix>,v1=<hex
+//     HMAC-SHA256 of "<t>.<body>">"), made by signature.Sign, the
+//     project's one signer. The application verifies it as it would a
+//     Stripe webhook, with the forward secret in place of Stripe's: in Go,
+//     stripe-go's webhook.ValidatePayload(body, header, secret), which
+//     compares in constant time and rejects a timestamp older than 5
+//     minutes; in other languages, Stripe's library's verifier.
 //
 // A 2xx answer completes the effect; 429, 5xx and network errors are
 // retried (with the processor's backoff); any other 4xx is permanent.
@@ -81,11 +84,7 @@ func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteIt
 		if f.Now != nil {
 			now = f.Now
 		}
-		ts := strconv.FormatInt(now().Unix(), 10)
-		mac := hmac.New(sha256.New, []byte(f.Secret))
-		mac.Write([]byte(ts + "."))
-		mac.Write(ev.Payload)
-		req.Header.Set("Webhook-Inbox-Signature", "t="+ts+",v1="+hex.EncodeToString(mac.Sum(nil)))
+		req.Header.Set("Webhook-Inbox-Signature", signature.Sign(ev.Payload, f.Secret, now()))
 	}
 	client := http.Client{}
 	if f.Client != nil {

@@ -13,6 +13,27 @@
 //
 // A record in processing whose lease has expired can be claimed again, so a
 // worker that dies never blocks its event.
+//
+// # Reading a payload: one rule for repeated keys
+//
+// JSON leaves a key given twice in one object undefined, and decoders differ
+// (the last value, the first, or an error). What matters is that every reader
+// of one payload finds the same id, type and object: the receiver routes and
+// orders by what DecodeEnvelope reads, and the processor (the mirror, a
+// team's effects through stripe-go) decodes the same bytes again. All of them
+// use encoding/json, so the rule is encoding/json's, everywhere: the last
+// value of a repeated key wins, and a key matches a field case-insensitively
+// when no key matches it exactly. DecodeEnvelope reads data.object in the
+// same two steps as the mirror (raw, then its id and object), so the two
+// agree even on a repeated "data" or "object"; FuzzDecodeEnvelope holds
+// DecodeEnvelope to the mirror's reading and to stripe-go's.
+//
+// Repeated keys are not rejected. An earlier hand-written decoder did reject
+// them, to stay out of the disagreement between decoders; with one decoder
+// there is none to stay out of, and detecting them would take a second,
+// token-by-token pass over every event (or hand-written scanning again) for
+// payloads that only the holder of the signing secret can produce, and that
+// Stripe never sends.
 package event
 
 import (
@@ -68,20 +89,6 @@ func ParseStatus(s string) (Status, error) {
 	}
 	return "", fmt.Errorf("event: unknown status %q (want one of %s)", s, strings.Join(names, ", "))
 }
-
-// Outcome says what processing did with an event.
-type Outcome string
-
-// The outcomes of processing.
-const (
-	// OutcomeApplied: the event's snapshot and effects were written.
-	OutcomeApplied Outcome = "applied"
-	// OutcomeSuperseded: a newer event had already been applied to the same
-	// object, so the snapshot was left alone; the event is still processed.
-	OutcomeSuperseded Outcome = "superseded"
-	// OutcomeIgnored: the type is not handled; recorded for the audit trail.
-	OutcomeIgnored Outcome = "ignored"
-)
 
 // Source says how an event reached the store.
 type Source string

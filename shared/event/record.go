@@ -1,6 +1,10 @@
 package event
 
-import "time"
+import (
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+)
 
 // Record is an event as the store keeps it: the envelope, where the event
 // stands, and the raw payload it arrived with.
@@ -18,7 +22,9 @@ type Record struct {
 	Status   Status
 	StatusAt time.Time
 	Source   Source
-	Outcome  Outcome
+	// Outcome is what processing did (outcome.Applied, outcome.Superseded),
+	// or outcome.Ignored for a type this deployment does not handle.
+	Outcome outcome.Outcome
 
 	// Payload is the raw body exactly as signed. PayloadOmitted marks a
 	// record whose payload was too large to store even compressed: the

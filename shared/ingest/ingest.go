@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
 // Store creates event records; *store.Events implements it.
@@ -33,29 +34,12 @@ var (
 	ErrEnqueue = errors.New("ingest: event persisted but not enqueued")
 )
 
-// Outcome says what Ingest did.
-type Outcome string
-
-// The outcomes of Ingest.
-const (
-	// Stored: a new record, enqueued.
-	Stored Outcome = "stored"
-	// Ignored: a new record of a type the pipeline does not handle, kept for
-	// the audit trail and not enqueued.
-	Ignored Outcome = "ignored"
-	// Duplicate: the record exists and needs nothing (processed, processing,
-	// ignored, or final).
-	Duplicate Outcome = "duplicate"
-	// Requeued: the record existed as received or failed, so its pointer was
-	// sent again; its earlier message may never have been sent.
-	Requeued Outcome = "requeued"
-)
-
 // Result is what Ingest did with one event.
 type Result struct {
-	Outcome Outcome
+	// Outcome is outcome.Stored, Ignored, Duplicate or Requeued.
+	Outcome outcome.Outcome
 	// Record is the stored record: the new one, or the existing one for
-	// Duplicate and Requeued.
+	// outcome.Duplicate and outcome.Requeued.
 	Record event.Record
 	// HashConflict is set when a record with the same id, from the same
 	// source, exists with a different payload. The original is kept.
@@ -84,7 +68,7 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 	}
 	rec := event.NewRecord(in.Provider, env, payload, hash, source, status, in.now())
 	if status == event.StatusIgnored {
-		rec.Outcome = event.OutcomeIgnored
+		rec.Outcome = outcome.Ignored
 	}
 	existing, err := in.Store.Create(ctx, &rec)
 	if err != nil {
@@ -92,23 +76,23 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 	}
 	if existing == nil {
 		if status == event.StatusIgnored {
-			return Result{Outcome: Ignored, Record: rec}, nil
+			return Result{Outcome: outcome.Ignored, Record: rec}, nil
 		}
 		if err := in.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
 			// The record stays received: the sender's retry, or the
 			// reconciler, finds it and enqueues it again.
-			return Result{Outcome: Stored, Record: rec}, fmt.Errorf("%w: %w", ErrEnqueue, err)
+			return Result{Outcome: outcome.Stored, Record: rec}, fmt.Errorf("%w: %w", ErrEnqueue, err)
 		}
-		return Result{Outcome: Stored, Record: rec}, nil
+		return Result{Outcome: outcome.Stored, Record: rec}, nil
 	}
 	// The API's copy of an event (the reconciler's) is not byte-equal to the
 	// webhook's, so only a difference within one source is a conflict.
 	conflict := existing.PayloadHash != hash && existing.Source == source
-	res := Result{Outcome: Duplicate, Record: *existing, HashConflict: conflict}
+	res := Result{Outcome: outcome.Duplicate, Record: *existing, HashConflict: conflict}
 	if !existing.Status.NeedsEnqueue() {
 		return res, nil
 	}
-	res.Outcome = Requeued
+	res.Outcome = outcome.Requeued
 	if err := in.Queue.Send(ctx, event.PointerTo(*existing)); err != nil {
 		return res, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
 func TestIngest(t *testing.T) {
@@ -22,28 +23,28 @@ func TestIngest(t *testing.T) {
 		existing     *event.Record
 		storeErr     error
 		queueErr     error
-		wantOutcome  Outcome
+		wantOutcome  outcome.Outcome
 		wantErr      error
 		wantSent     int
 		wantConflict bool
 	}{
-		{name: "new event is stored and enqueued", wantOutcome: Stored, wantSent: 1},
-		{name: "type outside the allowlist is recorded as ignored", eventType: "charge.refunded", wantOutcome: Ignored},
-		{name: "duplicate of processed", existing: existing(event.StatusProcessed, same), wantOutcome: Duplicate},
-		{name: "duplicate of ignored", existing: existing(event.StatusIgnored, same), wantOutcome: Duplicate},
-		{name: "duplicate while processing", existing: existing(event.StatusProcessing, same), wantOutcome: Duplicate},
-		{name: "duplicate of dead-lettered", existing: existing(event.StatusDeadLettered, same), wantOutcome: Duplicate},
-		{name: "received: the earlier enqueue may have failed, so enqueue again", existing: existing(event.StatusReceived, same), wantOutcome: Requeued, wantSent: 1},
-		{name: "failed: enqueue again", existing: existing(event.StatusFailed, same), wantOutcome: Requeued, wantSent: 1},
-		{name: "same id, other payload: original kept, conflict flagged", existing: existing(event.StatusProcessed, "other"), wantOutcome: Duplicate, wantConflict: true},
+		{name: "new event is stored and enqueued", wantOutcome: outcome.Stored, wantSent: 1},
+		{name: "type outside the allowlist is recorded as ignored", eventType: "charge.refunded", wantOutcome: outcome.Ignored},
+		{name: "duplicate of processed", existing: existing(event.StatusProcessed, same), wantOutcome: outcome.Duplicate},
+		{name: "duplicate of ignored", existing: existing(event.StatusIgnored, same), wantOutcome: outcome.Duplicate},
+		{name: "duplicate while processing", existing: existing(event.StatusProcessing, same), wantOutcome: outcome.Duplicate},
+		{name: "duplicate of dead-lettered", existing: existing(event.StatusDeadLettered, same), wantOutcome: outcome.Duplicate},
+		{name: "received: the earlier enqueue may have failed, so enqueue again", existing: existing(event.StatusReceived, same), wantOutcome: outcome.Requeued, wantSent: 1},
+		{name: "failed: enqueue again", existing: existing(event.StatusFailed, same), wantOutcome: outcome.Requeued, wantSent: 1},
+		{name: "same id, other payload: original kept, conflict flagged", existing: existing(event.StatusProcessed, "other"), wantOutcome: outcome.Duplicate, wantConflict: true},
 		{name: "reconciler's copy differs from the webhook's: not a conflict", existing: func() *event.Record {
 			r := existing(event.StatusProcessed, "api-copy")
 			r.Source = event.SourceReconciler
 			return r
-		}(), wantOutcome: Duplicate},
+		}(), wantOutcome: outcome.Duplicate},
 		{name: "store down", storeErr: errors.New("dynamodb unavailable"), wantErr: ErrPersist},
-		{name: "queue down after the put", queueErr: errors.New("sqs unavailable"), wantOutcome: Stored, wantErr: ErrEnqueue},
-		{name: "queue down when requeueing", existing: existing(event.StatusReceived, same), queueErr: errors.New("sqs unavailable"), wantOutcome: Requeued, wantErr: ErrEnqueue},
+		{name: "queue down after the put", queueErr: errors.New("sqs unavailable"), wantOutcome: outcome.Stored, wantErr: ErrEnqueue},
+		{name: "queue down when requeueing", existing: existing(event.StatusReceived, same), queueErr: errors.New("sqs unavailable"), wantOutcome: outcome.Requeued, wantErr: ErrEnqueue},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -78,7 +79,7 @@ func TestIngest(t *testing.T) {
 			if tc.existing == nil && len(st.Created) == 1 {
 				got := st.Created[0]
 				wantStatus := event.StatusReceived
-				if tc.wantOutcome == Ignored {
+				if tc.wantOutcome == outcome.Ignored {
 					wantStatus = event.StatusIgnored
 				}
 				if got.Status != wantStatus || got.Source != event.SourceWebhook || got.PayloadHash != same {

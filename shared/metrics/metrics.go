@@ -54,10 +54,10 @@ type metricDecl struct {
 }
 
 // Attrs returns the slog attributes that make a log line carry ms, with the
-// dimensions dims, as Embedded Metric Format. Pass them to a logging call.
-func Attrs(now time.Time, dims []Dim, ms ...Metric) []any {
+// dimensions dims, as Embedded Metric Format. Pass them to Logger.LogAttrs.
+func Attrs(now time.Time, dims []Dim, ms ...Metric) []slog.Attr {
 	names := make([]string, len(dims))
-	attrs := make([]any, 0, 1+len(dims)+len(ms))
+	attrs := make([]slog.Attr, 0, 1+len(dims)+len(ms))
 	for i, d := range dims {
 		names[i] = d.Name
 		attrs = append(attrs, slog.String(d.Name, d.Value))

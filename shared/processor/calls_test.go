@@ -19,6 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
 // callCounter counts the DynamoDB requests a client sends, by operation,
@@ -157,7 +158,7 @@ func TestOmittedPayloadIsFetchedFromStripe(t *testing.T) {
 		t.Errorf("requests to the Events API: %q; want one GET per event with the API key", requests)
 	}
 	mu.Unlock()
-	if r := e.record(t, found.ID); r.Status != event.StatusProcessed || r.Outcome != event.OutcomeApplied {
+	if r := e.record(t, found.ID); r.Status != event.StatusProcessed || r.Outcome != outcome.Applied {
 		t.Errorf("fetched event: %s %s, want processed, applied", r.Status, r.Outcome)
 	}
 	snap, err := e.reader.Object(ctx, "sub_big")

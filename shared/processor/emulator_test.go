@@ -18,7 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
-	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -29,14 +29,14 @@ func TestDuplicateDeliveryHasOneEffect(t *testing.T) {
 	p := e.processor(t, nil)
 	body := build(t, "invoice.paid", stripefixture.Options{Customer: "cus_dup"})
 
-	envl, outcome := e.ingest(t, body)
-	if outcome != ingest.Stored {
-		t.Fatalf("first delivery: got %s, want stored", outcome)
+	envl, got := e.ingest(t, body)
+	if got != outcome.Stored {
+		t.Fatalf("first delivery: got %s, want stored", got)
 	}
 	// Stripe delivers again before the event is processed (the receiver
 	// enqueues it again), and SQS delivers one of the messages twice.
-	if _, outcome := e.ingest(t, body); outcome != ingest.Requeued {
-		t.Fatalf("second delivery: got %s, want requeued", outcome)
+	if _, got := e.ingest(t, body); got != outcome.Requeued {
+		t.Fatalf("second delivery: got %s, want requeued", got)
 	}
 	r := e.record(t, envl.ID)
 	if err := (&queue.Queue{Client: e.stack.SQS, URL: e.queue}).Send(context.Background(), event.PointerTo(r)); err != nil {
@@ -46,7 +46,7 @@ func TestDuplicateDeliveryHasOneEffect(t *testing.T) {
 	e.drain(t, p)
 	e.exactlyOnce(t, envl.ID)
 	r = e.record(t, envl.ID)
-	if r.Status != event.StatusProcessed || r.Outcome != event.OutcomeApplied || r.Attempts != 1 {
+	if r.Status != event.StatusProcessed || r.Outcome != outcome.Applied || r.Attempts != 1 {
 		t.Errorf("record: %s %s attempts %d; want processed, applied, 1", r.Status, r.Outcome, r.Attempts)
 	}
 	if n := len(e.logs.lines(map[string]string{"msg": "duplicate message", "event_id": envl.ID})); n != 2 {
@@ -55,8 +55,8 @@ func TestDuplicateDeliveryHasOneEffect(t *testing.T) {
 
 	// A delivery after processing is acknowledged by the receiver and never
 	// reaches the queue.
-	if _, outcome := e.ingest(t, body); outcome != ingest.Duplicate {
-		t.Errorf("delivery after processing: got %s, want duplicate", outcome)
+	if _, got := e.ingest(t, body); got != outcome.Duplicate {
+		t.Errorf("delivery after processing: got %s, want duplicate", got)
 	}
 	if msgs := e.receive(t, e.queue); len(msgs) != 0 {
 		t.Errorf("queue after a processed duplicate: %d messages, want none", len(msgs))
@@ -187,7 +187,7 @@ func TestEveryOrderingEndsInTheChronologicalState(t *testing.T) {
 						continue
 					}
 					got := e.record(t, r.ID)
-					if got.Status != event.StatusProcessed || got.Outcome != event.OutcomeApplied {
+					if got.Status != event.StatusProcessed || got.Outcome != outcome.Applied {
 						t.Errorf("chronological order: event %d is %s %s, want processed, applied", i, got.Status, got.Outcome)
 					}
 				}
@@ -252,9 +252,9 @@ func TestEqualCreatedTimesAreBrokenByEventID(t *testing.T) {
 		if snap.LastEventID != recs["b"].ID || !ent.Active {
 			t.Errorf("order %v: snapshot from %s, entitlement active %v; want the larger id (%s), active", order, snap.LastEventID, ent.Active, recs["b"].ID)
 		}
-		wantA := event.OutcomeApplied
+		wantA := outcome.Applied
 		if order[0] == "b" {
-			wantA = event.OutcomeSuperseded
+			wantA = outcome.Superseded
 		}
 		if got := e.record(t, recs["a"].ID).Outcome; got != wantA {
 			t.Errorf("order %v: outcome of the smaller id: got %s, want %s", order, got, wantA)
@@ -284,7 +284,7 @@ func TestDeletionIsNeverResurrected(t *testing.T) {
 	}
 	for _, r := range []event.Record{late, later} {
 		got := e.record(t, r.ID)
-		if got.Status != event.StatusProcessed || got.Outcome != event.OutcomeSuperseded {
+		if got.Status != event.StatusProcessed || got.Outcome != outcome.Superseded {
 			t.Errorf("update after the deletion: %s %s; want processed, superseded", got.Status, got.Outcome)
 		}
 		// The event's own effect still happens, once.
@@ -455,7 +455,7 @@ func TestFailingTwiceThenSucceeding(t *testing.T) {
 		t.Errorf("invocations: got %d, want 3", n)
 	}
 	r := e.record(t, envl.ID)
-	if r.Status != event.StatusProcessed || r.Attempts != 3 || r.Outcome != event.OutcomeApplied {
+	if r.Status != event.StatusProcessed || r.Attempts != 3 || r.Outcome != outcome.Applied {
 		t.Errorf("record: %s %s attempts %d; want processed, applied, 3", r.Status, r.Outcome, r.Attempts)
 	}
 	if !strings.Contains(r.LastError, "attempt 2") {

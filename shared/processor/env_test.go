@@ -27,6 +27,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -106,7 +107,7 @@ func build(t *testing.T, eventType string, o stripefixture.Options) []byte {
 }
 
 // ingest puts body into the pipeline as the receiver does.
-func (e *env) ingest(t *testing.T, body []byte) (event.Envelope, ingest.Outcome) {
+func (e *env) ingest(t *testing.T, body []byte) (event.Envelope, outcome.Outcome) {
 	t.Helper()
 	envl, err := event.DecodeEnvelope(body)
 	if err != nil {

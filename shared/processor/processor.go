@@ -41,6 +41,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -149,26 +150,12 @@ func New(cfg Config) (*Processor, error) {
 	return &Processor{cfg: cfg}, nil
 }
 
-// Result of one message, as logged and counted.
-const (
-	ResultApplied      = "applied"
-	ResultSuperseded   = "superseded"
-	ResultDuplicate    = "duplicate"     // already finished
-	ResultLeased       = "leased"        // another worker holds a live lease
-	ResultMissing      = "missing"       // no record (expired or never stored)
-	ResultBadMessage   = "bad_message"   // the message is not a pointer
-	ResultLeaseLost    = "lease_lost"    // our lease expired and another worker took over
-	ResultRetry        = "retry"         // failed, will be retried
-	ResultPermanent    = "permanent"     // failed_permanent
-	ResultDeadLettered = "dead_lettered" // last receive failed
-)
-
 // Handle processes a batch and reports the messages to retry. It never fails
 // the whole batch for one record.
 func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.SQSEventResponse, error) {
 	start := p.cfg.Now()
 	groups := groupByObject(batch.Records)
-	results := make([]string, len(batch.Records))
+	results := make([]outcome.Outcome, len(batch.Records))
 	sem := make(chan struct{}, p.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for _, g := range groups {
@@ -186,21 +173,31 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 	wg.Wait()
 
 	var resp events.SQSEventResponse
-	counts := map[string]int{}
+	counts := map[outcome.Outcome]int{}
 	for i, r := range results {
 		counts[r]++
-		if r == ResultRetry || r == ResultDeadLettered {
+		if redelivered(r) {
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: batch.Records[i].MessageId})
 		}
 	}
 	ms := []metrics.Metric{metrics.C("messages", len(batch.Records)), metrics.Ms("batch_duration", p.cfg.Now().Sub(start))}
-	attrs := []any{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
-	for _, name := range []string{ResultApplied, ResultSuperseded, ResultDuplicate, ResultLeased, ResultMissing, ResultBadMessage, ResultLeaseLost, ResultRetry, ResultPermanent, ResultDeadLettered} {
-		ms = append(ms, metrics.C(name, counts[name]))
+	attrs := []slog.Attr{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
+	// Every outcome, zero included: each metric gets a data point for
+	// every batch.
+	for _, o := range outcome.Processor {
+		ms = append(ms, metrics.C(string(o), counts[o]))
 	}
 	attrs = append(attrs, metrics.Attrs(p.cfg.Now(), []metrics.Dim{{Name: "function", Value: "processor"}}, ms...)...)
-	p.cfg.Logger.InfoContext(ctx, "batch", attrs...)
+	p.cfg.Logger.LogAttrs(ctx, slog.LevelInfo, "batch", attrs...)
 	return resp, nil
+}
+
+// redelivered reports whether a message of outcome o is reported as a batch
+// item failure, so SQS delivers it again: a retry comes back after its
+// backoff, and a dead-lettered one moves to the DLQ on its next receive.
+// Every other outcome deletes the message.
+func redelivered(o outcome.Outcome) bool {
+	return o == outcome.Retry || o == outcome.DeadLettered
 }
 
 // groupByObject returns the indexes of records, grouped by the object their
@@ -231,12 +228,12 @@ func groupByObject(records []events.SQSMessage) [][]int {
 // that message alone: one bad record never takes the batch, or the
 // invocation, down with it. Handlers' panics are caught closer, in apply,
 // where the failure can still be recorded; this is the last net.
-func (p *Processor) guarded(ctx context.Context, m events.SQSMessage) (result string) {
+func (p *Processor) guarded(ctx context.Context, m events.SQSMessage) (result outcome.Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.cfg.Logger.ErrorContext(ctx, "processing panicked; the message will be retried",
 				slog.String("message_id", m.MessageId), slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
-			result = ResultRetry
+			result = outcome.Retry
 		}
 	}()
 	return p.message(ctx, m)
@@ -252,15 +249,15 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("processor: a handler panicked: %v", e.Value) }
 
-// message processes one message and returns its result.
-func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
+// message processes one message and returns its outcome.
+func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Outcome {
 	log := p.cfg.Logger.With(slog.String("message_id", m.MessageId))
 	ptr, err := queue.Decode(m.Body)
 	if err != nil {
 		// Not a pointer: nothing can ever process it. It has no record to
 		// lose; log it whole (a pointer holds no secret) and drop it.
 		log.ErrorContext(ctx, "undecodable message dropped", slog.String("error", err.Error()), slog.String("body", truncate(m.Body, 512)))
-		return ResultBadMessage
+		return outcome.BadMessage
 	}
 	log = log.With(slog.String("event_id", ptr.ID), slog.String("event_type", ptr.Type))
 	receives, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
@@ -292,37 +289,35 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) string {
 	case errors.As(err, &nc):
 		if nc.Current.Status == event.StatusProcessing {
 			log.InfoContext(ctx, "event leased by another worker", slog.Time("lease_until", nc.Current.LeaseUntil))
-			return ResultLeased
+			return outcome.Leased
 		}
 		log.InfoContext(ctx, "duplicate message", slog.String("status", string(nc.Current.Status)))
-		return ResultDuplicate
+		return outcome.Duplicate
 	case errors.Is(err, store.ErrNotFound):
 		log.WarnContext(ctx, "message for an event with no record")
-		return ResultMissing
+		return outcome.Missing
 	case err != nil:
 		// Nothing was changed; the message comes back after its visibility
 		// timeout.
 		log.ErrorContext(ctx, "claim failed", slog.String("error", err.Error()))
-		return ResultRetry
+		return outcome.Retry
 	}
 
-	outcome, err := p.apply(ctx, rec, owner)
+	done, err := p.apply(ctx, rec, owner)
 	if err == nil {
-		log.InfoContext(ctx, "processed", slog.String("outcome", string(outcome)), slog.Int("attempts", rec.Attempts))
-		if outcome == event.OutcomeSuperseded {
-			return ResultSuperseded
-		}
-		return ResultApplied
+		log.InfoContext(ctx, "processed", slog.String("outcome", string(done)), slog.Int("attempts", rec.Attempts))
+		return done
 	}
 	if errors.Is(err, store.ErrLeaseLost) {
 		log.WarnContext(ctx, "lease lost before commit; the new holder finishes the event")
-		return ResultLeaseLost
+		return outcome.LeaseLost
 	}
 	return p.fail(ctx, log, m, rec, owner, receives, err)
 }
 
-// apply plans, runs effects and commits. It returns the committed outcome.
-func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (event.Outcome, error) {
+// apply plans, runs effects and commits. It returns the committed outcome,
+// outcome.Applied or outcome.Superseded.
+func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (outcome.Outcome, error) {
 	payload := rec.Payload
 	if rec.PayloadOmitted {
 		if p.cfg.Fetcher == nil {
@@ -338,7 +333,7 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		return "", err
 	}
 	c := store.Completion{
-		Outcome:   event.OutcomeApplied,
+		Outcome:   outcome.Applied,
 		MirrorKey: plan.Key,
 		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
 	}
@@ -347,7 +342,7 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
 		// A newer event of this object was applied first. The snapshot
 		// stays; the event's own effects still happen, exactly once.
-		c.Outcome = event.OutcomeSuperseded
+		c.Outcome = outcome.Superseded
 		c.Writes = effects
 		err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	}
@@ -379,15 +374,15 @@ func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []by
 }
 
 // fail records a failed attempt and decides the message's fate.
-func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMessage, rec event.Record, owner string, receives int, cause error) string {
-	status, result := event.StatusFailed, ResultRetry
+func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMessage, rec event.Record, owner string, receives int, cause error) outcome.Outcome {
+	status, result := event.StatusFailed, outcome.Retry
 	switch {
 	case fault.IsPermanent(cause):
-		status, result = event.StatusFailedPermanent, ResultPermanent
+		status, result = event.StatusFailedPermanent, outcome.Permanent
 	case receives >= p.cfg.MaxReceiveCount:
 		// SQS moves the message to the DLQ instead of delivering it again:
 		// mark the record first so the store and the DLQ agree.
-		status, result = event.StatusDeadLettered, ResultDeadLettered
+		status, result = event.StatusDeadLettered, outcome.DeadLettered
 	}
 	log = log.With(slog.String("error", cause.Error()), slog.String("error_class", Class(cause)),
 		slog.Int("attempts", rec.Attempts), slog.Int("receive_count", receives))
@@ -399,12 +394,12 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 		// The record stays processing under our lease, which expires; the
 		// message is retried either way.
 		log.ErrorContext(ctx, "recording the failure failed", slog.String("record_error", err.Error()))
-		return ResultRetry
+		return outcome.Retry
 	}
 	switch result {
-	case ResultPermanent:
+	case outcome.Permanent:
 		log.ErrorContext(ctx, "event failed permanently")
-	case ResultDeadLettered:
+	case outcome.DeadLettered:
 		log.ErrorContext(ctx, "event dead-lettered after its last allowed receive")
 		// Visible again at once, the message moves to the DLQ on the next
 		// receive instead of after the queue's whole visibility timeout.

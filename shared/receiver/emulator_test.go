@@ -31,6 +31,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
@@ -174,18 +175,18 @@ func TestConcurrentIdenticalDeliveriesMakeOneRecord(t *testing.T) {
 	if rec := r.record(env.ID); rec.Status != event.StatusReceived || rec.Type != env.Type {
 		t.Errorf("record: got %s %s, want received %s", rec.Status, rec.Type, env.Type)
 	}
-	outcomes := map[string]int{}
+	outcomes := map[outcome.Outcome]int{}
 	for _, line := range r.logs.lines(t) {
-		outcomes[line["outcome"].(string)]++
+		outcomes[outcome.Outcome(line["outcome"].(string))]++
 	}
-	if outcomes[receiver.OutcomeStored] != 1 || outcomes[receiver.OutcomeStored]+outcomes[receiver.OutcomeRequeued] != n {
+	if outcomes[outcome.Stored] != 1 || outcomes[outcome.Stored]+outcomes[outcome.Requeued] != n {
 		t.Errorf("outcomes: got %v, want 1 stored and the rest requeued (the record is received until processed)", outcomes)
 	}
 	msgs := r.drain()
 	if len(msgs) < 1 || len(msgs) > n {
 		t.Errorf("messages on the queue: got %d, want 1..%d", len(msgs), n)
 	}
-	if len(msgs) != outcomes[receiver.OutcomeStored]+outcomes[receiver.OutcomeRequeued] {
+	if len(msgs) != outcomes[outcome.Stored]+outcomes[outcome.Requeued] {
 		t.Errorf("messages on the queue: got %d, want one per stored or requeued answer (%v)", len(msgs), outcomes)
 	}
 	for _, p := range msgs {
@@ -247,7 +248,7 @@ func TestSQSUnavailable(t *testing.T) {
 			if resp, _ := healthy.Handle(context.Background(), delivery(body)); resp.StatusCode != 200 {
 				t.Fatalf("retry after SQS recovered: got %d, want 200", resp.StatusCode)
 			}
-			if lines := r.logs.lines(t); lines[len(lines)-1]["outcome"] != receiver.OutcomeRequeued {
+			if lines := r.logs.lines(t); lines[len(lines)-1]["outcome"] != string(outcome.Requeued) {
 				t.Errorf("retry outcome: got %v, want requeued", lines[len(lines)-1]["outcome"])
 			}
 			if msgs := r.drain(); len(msgs) != 1 || msgs[0].ID != env.ID {
@@ -287,7 +288,7 @@ func TestOversizedEventIsStoredWithoutPayloadAndEnqueued(t *testing.T) {
 		t.Errorf("messages: got %+v, want one pointer to %s", msgs, env.ID)
 	}
 	lines := r.logs.lines(t)
-	if line := lines[len(lines)-1]; line["payload_omitted"] != 1.0 || line["outcome"] != receiver.OutcomeStored {
+	if line := lines[len(lines)-1]; line["payload_omitted"] != 1.0 || line["outcome"] != string(outcome.Stored) {
 		t.Errorf("log line: got payload_omitted %v outcome %v; want the omission counted", line["payload_omitted"], line["outcome"])
 	}
 }
@@ -325,13 +326,13 @@ func TestAWSCallsPerDelivery(t *testing.T) {
 	h := r.handler(cfg, r.common, receiver.DefaultBudget)
 	ctx := context.Background()
 
-	deliver := func(body []byte, want string) []string {
+	deliver := func(body []byte, want outcome.Outcome) []string {
 		t.Helper()
 		if resp, _ := h.Handle(ctx, delivery(body)); resp.StatusCode != 200 {
 			t.Fatalf("got %d, want 200", resp.StatusCode)
 		}
 		lines := r.logs.lines(t)
-		if got := lines[len(lines)-1]["outcome"]; got != want {
+		if got := lines[len(lines)-1]["outcome"]; got != string(want) {
 			t.Fatalf("outcome: got %v, want %s", got, want)
 		}
 		return counter.take()
@@ -344,8 +345,8 @@ func TestAWSCallsPerDelivery(t *testing.T) {
 	}
 
 	body, env := build(t, "invoice.paid", stripefixture.Options{Customer: "cus_calls"})
-	expect("new event", deliver(body, receiver.OutcomeStored), "DynamoDB.PutItem", "SQS.SendMessage")
-	expect("duplicate of a received event", deliver(body, receiver.OutcomeRequeued), "DynamoDB.PutItem", "SQS.SendMessage")
+	expect("new event", deliver(body, outcome.Stored), "DynamoDB.PutItem", "SQS.SendMessage")
+	expect("duplicate of a received event", deliver(body, outcome.Requeued), "DynamoDB.PutItem", "SQS.SendMessage")
 
 	// The processor's transitions, on the uncounted client.
 	now := time.Now()
@@ -353,13 +354,13 @@ func TestAWSCallsPerDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := r.events.Complete(ctx, claimed, "worker", now, store.Completion{Outcome: event.OutcomeApplied}); err != nil {
+	if err := r.events.Complete(ctx, claimed, "worker", now, store.Completion{Outcome: outcome.Applied}); err != nil {
 		t.Fatal(err)
 	}
-	expect("duplicate of a processed event", deliver(body, receiver.OutcomeDuplicate), "DynamoDB.PutItem")
+	expect("duplicate of a processed event", deliver(body, outcome.Duplicate), "DynamoDB.PutItem")
 
 	ignored, _ := build(t, "charge.refunded", stripefixture.Options{})
-	expect("type outside the allowlist", deliver(ignored, receiver.OutcomeIgnored), "DynamoDB.PutItem")
+	expect("type outside the allowlist", deliver(ignored, outcome.Ignored), "DynamoDB.PutItem")
 }
 
 func TestBudgetBoundsTheSDKsRetries(t *testing.T) {
@@ -407,7 +408,7 @@ func TestBudgetBoundsTheSDKsRetries(t *testing.T) {
 				t.Errorf("got %d, want 504", resp.StatusCode)
 			}
 			lines := r.logs.lines(t)
-			if line := lines[len(lines)-1]; line["outcome"] != receiver.OutcomeTimeout || line["failed_at"] != "persist" || line["event_id"] != env.ID {
+			if line := lines[len(lines)-1]; line["outcome"] != string(outcome.Timeout) || line["failed_at"] != "persist" || line["event_id"] != env.ID {
 				t.Errorf("log line: got outcome %v failed_at %v event %v", line["outcome"], line["failed_at"], line["event_id"])
 			}
 		})

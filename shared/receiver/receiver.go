@@ -18,7 +18,9 @@
 //	503  DynamoDB or SQS throttled us
 //	504  the time budget (or the Lambda deadline) ran out
 //
-// Every 5xx makes the provider retry, and nothing was acknowledged.
+// Every 5xx makes the provider retry, and nothing was acknowledged. Each
+// request's log line names its outcome (package outcome; docs/outcomes.md
+// describes each one).
 package receiver
 
 import (
@@ -35,6 +37,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
@@ -91,27 +94,6 @@ func New(cfg Config) *Handler {
 	return &Handler{cfg: cfg}
 }
 
-// Outcomes of a request, as logged and counted.
-const (
-	OutcomeStored           = "stored"
-	OutcomeDuplicate        = "duplicate"
-	OutcomeRequeued         = "requeued"
-	OutcomeIgnored          = "ignored"
-	OutcomeMissingSignature = "rejected_missing_signature"
-	OutcomeMalformedHeader  = "rejected_malformed_signature"
-	OutcomeBadSignature     = "rejected_signature"
-	OutcomeStale            = "rejected_stale_timestamp"
-	OutcomeFuture           = "rejected_future_timestamp"
-	OutcomeMalformed        = "rejected_malformed"
-	OutcomeMissingID        = "rejected_missing_id"
-	OutcomeWrongMode        = "rejected_wrong_mode"
-	OutcomeTooLarge         = "rejected_too_large"
-	OutcomePersistFailed    = "persist_failed"
-	OutcomeEnqueueFailed    = "enqueue_failed"
-	OutcomeThrottled        = "throttled"
-	OutcomeTimeout          = "timeout"
-)
-
 // Stages at which an accepted event can fail to enter the pipeline, as
 // logged (failed_at) and counted.
 const (
@@ -122,7 +104,7 @@ const (
 // result is what one request produced, for the answer and the log line.
 type result struct {
 	status  int
-	outcome string
+	outcome outcome.Outcome
 	env     event.Envelope
 	err     error
 	ing     ingest.Result
@@ -142,43 +124,43 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) result {
 	body, err := h.body(req)
 	if errors.Is(err, errTooLarge) {
-		return result{status: 413, outcome: OutcomeTooLarge, err: err}
+		return result{status: 413, outcome: outcome.RejectedTooLarge, err: err}
 	}
 	if err != nil {
-		return result{status: 400, outcome: OutcomeMalformed, err: err}
+		return result{status: 400, outcome: outcome.RejectedMalformed, err: err}
 	}
 	if err := h.cfg.Verifier.Verify(body, header(req.Headers, "stripe-signature")); err != nil {
 		return result{status: 400, outcome: signatureOutcome(err), err: err}
 	}
 	env, err := event.DecodeEnvelope(body)
 	if err != nil {
-		outcome := OutcomeMalformed
+		o := outcome.RejectedMalformed
 		if errors.Is(err, event.ErrMissingID) {
-			outcome = OutcomeMissingID
+			o = outcome.RejectedMissingID
 		}
-		return result{status: 400, outcome: outcome, err: err}
+		return result{status: 400, outcome: o, err: err}
 	}
 	if env.Livemode != h.cfg.Livemode {
-		return result{status: 400, outcome: OutcomeWrongMode, env: env, err: errWrongMode}
+		return result{status: 400, outcome: outcome.RejectedWrongMode, env: env, err: errWrongMode}
 	}
 
 	ctx, cancel := h.budget(ctx)
 	defer cancel()
 	res, err := h.cfg.Ingester.Ingest(ctx, env, body, event.SourceWebhook)
 	if err != nil {
-		r := result{status: 500, outcome: OutcomePersistFailed, env: env, err: err, ing: res, stage: stagePersist}
+		r := result{status: 500, outcome: outcome.PersistFailed, env: env, err: err, ing: res, stage: stagePersist}
 		if errors.Is(err, ingest.ErrEnqueue) {
-			r.outcome, r.stage = OutcomeEnqueueFailed, stageEnqueue
+			r.outcome, r.stage = outcome.EnqueueFailed, stageEnqueue
 		}
 		switch {
 		case fault.Throttled(err):
-			r.status, r.outcome = 503, OutcomeThrottled
+			r.status, r.outcome = 503, outcome.Throttled
 		case fault.Timeout(err) || ctx.Err() != nil:
-			r.status, r.outcome = 504, OutcomeTimeout
+			r.status, r.outcome = 504, outcome.Timeout
 		}
 		return r
 	}
-	return result{status: 200, outcome: string(res.Outcome), env: env, ing: res}
+	return result{status: 200, outcome: res.Outcome, env: env, ing: res}
 }
 
 // budget bounds the AWS calls of one request: Budget from now, or the
@@ -238,18 +220,18 @@ func header(headers map[string]string, name string) string {
 	return ""
 }
 
-func signatureOutcome(err error) string {
+func signatureOutcome(err error) outcome.Outcome {
 	switch {
 	case errors.Is(err, signature.ErrMissingHeader):
-		return OutcomeMissingSignature
+		return outcome.RejectedMissingSignature
 	case errors.Is(err, signature.ErrMalformedHeader):
-		return OutcomeMalformedHeader
+		return outcome.RejectedMalformedSignature
 	case errors.Is(err, signature.ErrTooOld):
-		return OutcomeStale
+		return outcome.RejectedStaleTimestamp
 	case errors.Is(err, signature.ErrTooNew):
-		return OutcomeFuture
+		return outcome.RejectedFutureTimestamp
 	}
-	return OutcomeBadSignature
+	return outcome.RejectedSignature
 }
 
 // Response bodies: generic on purpose.
@@ -316,14 +298,8 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	if r.ing.Record.PayloadOmitted {
 		ms = append(ms, metrics.C("payload_omitted", 1))
 	}
-	dims := []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: r.outcome}}
-	for _, a := range metrics.Attrs(h.cfg.Now(), dims, ms...) {
-		if attr, ok := a.(slog.Attr); ok {
-			attrs = append(attrs, attr)
-		} else {
-			attrs = append(attrs, slog.Any("!BADKEY", a))
-		}
-	}
+	dims := []metrics.Dim{{Name: "function", Value: "receiver"}, {Name: "outcome", Value: string(r.outcome)}}
+	attrs = append(attrs, metrics.Attrs(h.cfg.Now(), dims, ms...)...)
 	level := slog.LevelInfo
 	switch {
 	case r.status >= 500:

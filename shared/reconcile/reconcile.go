@@ -16,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
@@ -189,13 +190,6 @@ const (
 	StopCheckpointMoved = "checkpoint_moved" // another run is at work
 	StopCanceled        = "canceled"         // its context was canceled
 	stopNone            = ""
-)
-
-// Outcomes of a run, as logged.
-const (
-	outcomeComplete = "complete"
-	outcomePartial  = "partial"
-	outcomeFailed   = "failed"
 )
 
 // metricsFunction is the value of the metrics' function dimension.
@@ -582,7 +576,7 @@ func (rn *run) page(ctx context.Context, p stripeapi.Page) (event.Envelope, erro
 		attrs := []any{slog.String("run_id", rn.res.RunID), slog.String("event_id", env.ID), slog.String("event_type", env.Type),
 			slog.Time("created", time.Unix(env.Created, 0)), slog.String("outcome", string(res.Outcome))}
 		switch res.Outcome {
-		case ingest.Stored, ingest.Ignored:
+		case outcome.Stored, outcome.Ignored:
 			rn.res.Missing++
 			r.cfg.Logger.WarnContext(ctx, "missing event ingested", attrs...)
 		default:
@@ -611,20 +605,20 @@ func (rn *run) report() {
 // report logs the run's one line, with its metrics.
 func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	res := rn.res
-	outcome := outcomeComplete
+	ended := outcome.RunComplete
 	level := slog.LevelInfo
 	switch {
 	case err != nil:
-		outcome, level = outcomeFailed, slog.LevelError
+		ended, level = outcome.RunFailed, slog.LevelError
 	case res.Stopped != stopNone:
-		outcome = outcomePartial
+		ended = outcome.RunPartial
 	}
 	if res.Missing > 0 && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
-	attrs := []any{
+	attrs := []slog.Attr{
 		slog.String("run_id", res.RunID),
-		slog.String("outcome", outcome),
+		slog.String("outcome", string(ended)),
 		slog.Int("groups", len(r.groups)),
 	}
 	if res.Stopped != stopNone {
@@ -649,7 +643,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		metrics.Ms(MetricDuration, res.Duration),
 		metrics.Metric{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
 	)...)
-	r.cfg.Logger.Log(ctx, level, "reconcile run", attrs...)
+	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
 }
 
 // Metric names of a run's log line (namespace metrics.Namespace, dimension

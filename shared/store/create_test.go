@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -113,7 +114,7 @@ func TestCompleteRunsAgainAfterATransactionConflict(t *testing.T) {
 	complete := func(db store.DynamoDB) error {
 		ev := &store.Events{DB: db, Table: "events"}
 		return ev.Complete(context.Background(), record("evt_conflict", time.Now()), "w1", time.Now(),
-			store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{entitlement}})
+			store.Completion{Outcome: outcome.Applied, Writes: []types.TransactWriteItem{entitlement}})
 	}
 
 	db := &conflictingDB{n: 2, reason: "TransactionConflict", tokens: map[string]bool{}}

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -30,7 +31,7 @@ func TestErasePayloadKeepsTheRecordForIdempotency(t *testing.T) {
 		if _, err := ev.Claim(ctx, r.Provider, r.ID, "w1", now, now.Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if err := ev.Complete(ctx, r, "w1", now, store.Completion{Outcome: event.OutcomeApplied}); err != nil {
+		if err := ev.Complete(ctx, r, "w1", now, store.Completion{Outcome: outcome.Applied}); err != nil {
 			t.Fatal(err)
 		}
 	}

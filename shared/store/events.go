@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
 // DynamoDB is the part of *dynamodb.Client the store uses.
@@ -188,7 +189,7 @@ func transitioned(out *dynamodb.UpdateItemOutput, err error, verb, id string) (e
 
 // Completion is the result of processing an event, written by Complete.
 type Completion struct {
-	Outcome   event.Outcome
+	Outcome   outcome.Outcome
 	MirrorKey string
 	// Writes are the effect's own items, committed in the same transaction
 	// as the status change.

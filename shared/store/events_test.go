@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -134,7 +135,7 @@ func TestClaimLeaseCompleteFail(t *testing.T) {
 	if _, err := ev.Claim(ctx, "stripe", "evt_claim", "w2", later, later.Add(time.Minute)); err != nil {
 		t.Fatalf("claim after lease expiry: %v", err)
 	}
-	if err := ev.Complete(ctx, claimed, "w1", later, store.Completion{Outcome: event.OutcomeApplied}); !errors.Is(err, store.ErrLeaseLost) {
+	if err := ev.Complete(ctx, claimed, "w1", later, store.Completion{Outcome: outcome.Applied}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("complete by the old holder: got %v, want ErrLeaseLost", err)
 	}
 	if err := ev.Fail(ctx, claimed, "w1", event.StatusFailed, "boom", later); !errors.Is(err, store.ErrLeaseLost) {
@@ -161,11 +162,11 @@ func TestClaimLeaseCompleteFail(t *testing.T) {
 		TableName: aws.String(s.Table("MirrorTable")),
 		Item:      map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "marker"}},
 	}}
-	if err := ev.Complete(ctx, again, "w3", later, store.Completion{Outcome: event.OutcomeApplied, MirrorKey: "in_1", Writes: []types.TransactWriteItem{marker}}); err != nil {
+	if err := ev.Complete(ctx, again, "w3", later, store.Completion{Outcome: outcome.Applied, MirrorKey: "in_1", Writes: []types.TransactWriteItem{marker}}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = ev.Get(ctx, "stripe", "evt_claim")
-	if got.Status != event.StatusProcessed || got.Outcome != event.OutcomeApplied || got.MirrorKey != "in_1" || got.LeaseOwner != "" {
+	if got.Status != event.StatusProcessed || got.Outcome != outcome.Applied || got.MirrorKey != "in_1" || got.LeaseOwner != "" {
 		t.Fatalf("after Complete: got %s %s %q owner %q", got.Status, got.Outcome, got.MirrorKey, got.LeaseOwner)
 	}
 	// Processed is final for claims.
@@ -200,7 +201,7 @@ func TestCompleteReportsWhichWriteConflicted(t *testing.T) {
 		Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "obj"}},
 		ConditionExpression: aws.String("attribute_exists(pk)"),
 	}}
-	err = ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{applies, never}})
+	err = ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: outcome.Applied, Writes: []types.TransactWriteItem{applies, never}})
 	var ce *store.ConflictError
 	if !errors.As(err, &ce) || ce.Index != 1 {
 		t.Fatalf("got %v, want ConflictError{Index: 1}", err)
@@ -251,7 +252,7 @@ func TestByObjectReadsEveryPageAndOrdersTiesByID(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ev.Complete(ctx, claimed, "w", now, store.Completion{Outcome: event.OutcomeSuperseded}); err != nil {
+	if err := ev.Complete(ctx, claimed, "w", now, store.Completion{Outcome: outcome.Superseded}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -304,7 +305,7 @@ func TestCompleteWhoseAnswerWasLostCommitsOnce(t *testing.T) {
 		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
 	}}
 	p.Set(faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.DropAfter, Count: 1})
-	if err := ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: event.OutcomeApplied, Writes: []types.TransactWriteItem{counter}}); err != nil {
+	if err := ev.Complete(ctx, claimed, "w1", now, store.Completion{Outcome: outcome.Applied, Writes: []types.TransactWriteItem{counter}}); err != nil {
 		t.Fatalf("complete whose first answer was lost: got %v, want success from the retry", err)
 	}
 	if p.Injected() != 1 {

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
 // Attribute names of an event record. They are part of the stored format:
@@ -246,7 +247,7 @@ func unmarshalFields(item map[string]types.AttributeValue) event.Record {
 	r.Status = event.Status(getS(item, attrStatus))
 	r.StatusAt = getTime(item, attrStatusAt)
 	r.Source = event.Source(getS(item, attrSource))
-	r.Outcome = event.Outcome(getS(item, attrOutcome))
+	r.Outcome = outcome.Outcome(getS(item, attrOutcome))
 	r.PayloadHash = getS(item, attrPayloadHash)
 	r.PayloadOmitted = getB(item, attrPayloadOmit)
 	r.ReceivedAt = getTime(item, attrReceivedAt)

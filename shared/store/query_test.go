@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -123,7 +124,7 @@ func TestByObjectListsEventsInTheProvidersOrder(t *testing.T) {
 		{"evt_other", "sub_2", 150, event.StatusReceived},
 	} {
 		r := record(c.id, now)
-		r.ObjectID, r.Created, r.Status, r.Outcome = c.obj, c.created, c.status, event.OutcomeApplied
+		r.ObjectID, r.Created, r.Status, r.Outcome = c.obj, c.created, c.status, outcome.Applied
 		if _, err := ev.Create(ctx, &r); err != nil {
 			t.Fatal(err)
 		}
@@ -135,7 +136,7 @@ func TestByObjectListsEventsInTheProvidersOrder(t *testing.T) {
 	var ids []string
 	for _, r := range got {
 		ids = append(ids, r.ID)
-		if r.Provider != event.ProviderStripe || r.Type != "invoice.paid" || r.Status == "" || r.Outcome != event.OutcomeApplied || r.ObjectID != "sub_1" {
+		if r.Provider != event.ProviderStripe || r.Type != "invoice.paid" || r.Status == "" || r.Outcome != outcome.Applied || r.ObjectID != "sub_1" {
 			t.Errorf("%s: got %+v, want provider, type, status, outcome and object from the index", r.ID, r)
 		}
 	}

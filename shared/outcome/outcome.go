@@ -1,0 +1,125 @@
+package outcome
+
+// Outcome is one value of the vocabulary.
+type Outcome string
+
+// What the receiver did with one webhook request, and what ingesting an event
+// did (the receiver's path, which the reconciler shares for events it found
+// missing): the `outcome` field of the "webhook" log line and the dimension of
+// its `requests` metric.
+const (
+	// Stored: a new record was stored and its pointer enqueued (200).
+	Stored Outcome = "stored"
+	// Requeued: the record existed as received or failed, so its pointer
+	// was enqueued again; its earlier message may never have been sent (200).
+	Requeued Outcome = "requeued"
+	// Duplicate: the event is already in hand (its record needs nothing
+	// from this delivery or message), acknowledged with no second effect.
+	// The receiver answers 200; the processor deletes the message of a
+	// record that is already finished.
+	Duplicate Outcome = "duplicate"
+	// Ignored: the event's type is not handled by this deployment. Its new
+	// record is kept with status ignored for the audit trail and never
+	// enqueued (200); the record's own outcome says the same.
+	Ignored Outcome = "ignored"
+
+	// RejectedMissingSignature: no signature header (400).
+	RejectedMissingSignature Outcome = "rejected_missing_signature"
+	// RejectedMalformedSignature: the signature header does not parse (400).
+	RejectedMalformedSignature Outcome = "rejected_malformed_signature"
+	// RejectedSignature: no signature matches any configured secret (400).
+	RejectedSignature Outcome = "rejected_signature"
+	// RejectedStaleTimestamp: the signed timestamp is older than the
+	// tolerance (400).
+	RejectedStaleTimestamp Outcome = "rejected_stale_timestamp"
+	// RejectedFutureTimestamp: the signed timestamp is further ahead than
+	// the allowed skew (400).
+	RejectedFutureTimestamp Outcome = "rejected_future_timestamp"
+	// RejectedMalformed: the body is not valid base64, or not one JSON event
+	// object (400).
+	RejectedMalformed Outcome = "rejected_malformed"
+	// RejectedMissingID: the event has no id or no type (400).
+	RejectedMissingID Outcome = "rejected_missing_id"
+	// RejectedWrongMode: a live event at a test deployment or the reverse
+	// (400).
+	RejectedWrongMode Outcome = "rejected_wrong_mode"
+	// RejectedTooLarge: the body is over the size limit (413).
+	RejectedTooLarge Outcome = "rejected_too_large"
+
+	// PersistFailed: the record could not be stored (500); nothing was
+	// acknowledged and the provider retries.
+	PersistFailed Outcome = "persist_failed"
+	// EnqueueFailed: the record was stored but its pointer not enqueued
+	// (500); the provider's retry or the reconciler enqueues it.
+	EnqueueFailed Outcome = "enqueue_failed"
+	// Throttled: DynamoDB or SQS throttled the request (503).
+	Throttled Outcome = "throttled"
+	// Timeout: the request's time budget, or the Lambda deadline, ran out
+	// (504).
+	Timeout Outcome = "timeout"
+)
+
+// What the processor did with one queue message: the name of the metric
+// that counts it on each batch's log line. Applied and Superseded are also
+// the outcome a processed record keeps.
+const (
+	// Applied: the event's snapshot and effects were committed with the
+	// status processed.
+	Applied Outcome = "applied"
+	// Superseded: a newer event of the same object had been applied first,
+	// so the snapshot was left alone; the event's effects were committed and
+	// it is processed.
+	Superseded Outcome = "superseded"
+	// Leased: another worker holds a live lease on the event; the message is
+	// deleted and that worker finishes the event.
+	Leased Outcome = "leased"
+	// Missing: no record for the message (expired, or never stored); the
+	// message is deleted.
+	Missing Outcome = "missing"
+	// BadMessage: the message is not a pointer to an event; it is logged
+	// and deleted.
+	BadMessage Outcome = "bad_message"
+	// LeaseLost: the lease expired before the commit and another worker
+	// took the event over; it finishes the event.
+	LeaseLost Outcome = "lease_lost"
+	// Retry: the attempt failed; the record is failed and the message comes
+	// back after a backoff.
+	Retry Outcome = "retry"
+	// Permanent: the attempt failed in a way no retry can fix; the record is
+	// failed_permanent and the message deleted.
+	Permanent Outcome = "permanent"
+	// DeadLettered: the last receive the redrive policy allows failed; the
+	// record is dead_lettered and the message moves to the DLQ.
+	DeadLettered Outcome = "dead_lettered"
+)
+
+// How a reconciler run ended: the `outcome` field of its "reconcile run" log
+// line.
+const (
+	// RunComplete: every group was reconciled up to the present.
+	RunComplete Outcome = "complete"
+	// RunPartial: the run stopped cleanly before the present (its
+	// `stopped` field says why); the next run resumes from the checkpoint.
+	RunPartial Outcome = "partial"
+	// RunFailed: the run stopped on an error (its `error` field).
+	RunFailed Outcome = "failed"
+)
+
+// Receiver lists the receiver's outcomes, by answer.
+var Receiver = []Outcome{
+	Stored, Requeued, Duplicate, Ignored,
+	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
+	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedMalformed,
+	RejectedMissingID, RejectedWrongMode, RejectedTooLarge,
+	PersistFailed, EnqueueFailed, Throttled, Timeout,
+}
+
+// Processor lists the processor's outcomes of a message, in the order its
+// batch line counts them.
+var Processor = []Outcome{
+	Applied, Superseded, Duplicate, Leased, Missing, BadMessage, LeaseLost,
+	Retry, Permanent, DeadLettered,
+}
+
+// Run lists the outcomes of a reconciler run.
+var Run = []Outcome{RunComplete, RunPartial, RunFailed}
