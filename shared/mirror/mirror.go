@@ -14,7 +14,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
-	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 // Types lists the event types the mirror handles: the receiver's default
@@ -62,8 +61,17 @@ const IndexCustomer = "by_customer"
 // EntitlementKey is the key of a customer's entitlement item.
 func EntitlementKey(customer string) string { return "entitlement#" + customer }
 
-// Mirror plans the writes of the mirror table. It implements
-// processor.Mirror.
+// Plan is what applying one event writes to the mirror.
+type Plan struct {
+	// Key names the mirrored object the event touched ("" for none).
+	Key string
+	// Writes are conditioned on the ordering guard: when one fails, a newer
+	// event was applied first and this one is superseded.
+	Writes []types.TransactWriteItem
+}
+
+// Mirror plans the writes of the mirror table (the processor commits them
+// with the event's status).
 type Mirror struct {
 	Table string
 	Now   func() time.Time
@@ -71,8 +79,6 @@ type Mirror struct {
 	// keeps DefaultFields.
 	Fields *Fields
 }
-
-var _ processor.Mirror = (*Mirror)(nil)
 
 // object is what the mirror reads of data.object.
 type object struct {
@@ -104,17 +110,17 @@ type payloadShape struct {
 
 // Plan returns the writes that apply r to the mirror. Types the mirror does
 // not handle get an empty plan.
-func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
+func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if !Handles(r.Type) {
-		return processor.Plan{}, nil
+		return Plan{}, nil
 	}
 	var p payloadShape
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
+		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
 	}
 	var o object
 	if err := json.Unmarshal(p.Data.Object, &o); err != nil || o.ID == "" {
-		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
+		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
 	}
 	deleted := o.Deleted || strings.HasSuffix(r.Type, ".deleted")
 	// A tombstone keeps no data: only what the ordering guard, the
@@ -127,7 +133,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 		}
 		var err error
 		if data, err = fields.Filter(o.Object, p.Data.Object); err != nil {
-			return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
+			return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
 		}
 	}
 	customer := idOf(o.Customer)
@@ -169,7 +175,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if o.Object == "subscription" && customer != "" {
 		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
 	}
-	return processor.Plan{Key: o.ID, Writes: writes}, nil
+	return Plan{Key: o.ID, Writes: writes}, nil
 }
 
 // Sizes for a snapshot's data: above gzipAbove it is stored gzipped; if it
