@@ -2,10 +2,11 @@ package mirror
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // subAttrPrefix prefixes the attribute that holds one subscription's state on
@@ -30,15 +31,15 @@ type SubscriptionEntry struct {
 
 func (s SubscriptionEntry) attr() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		"status":               str(s.Status),
-		"price":                str(s.Price),
-		"product":              str(s.Product),
-		"current_period_end":   num(s.CurrentPeriodEnd),
-		"trial_end":            num(s.TrialEnd),
-		"cancel_at_period_end": &types.AttributeValueMemberBOOL{Value: s.CancelAtPeriodEnd},
-		"deleted":              &types.AttributeValueMemberBOOL{Value: s.Deleted},
-		"c":                    num(s.EventCreated),
-		"e":                    str(s.EventID),
+		"status":               ddbattr.S(s.Status),
+		"price":                ddbattr.S(s.Price),
+		"product":              ddbattr.S(s.Product),
+		"current_period_end":   ddbattr.N(s.CurrentPeriodEnd),
+		"trial_end":            ddbattr.N(s.TrialEnd),
+		"cancel_at_period_end": ddbattr.Bool(s.CancelAtPeriodEnd),
+		"deleted":              ddbattr.Bool(s.Deleted),
+		"c":                    ddbattr.N(s.EventCreated),
+		"e":                    ddbattr.S(s.EventID),
 	}}
 }
 
@@ -133,29 +134,10 @@ func until(s SubscriptionEntry) int64 {
 }
 
 func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
-	gs := func(k string) string {
-		if v, ok := m[k].(*types.AttributeValueMemberS); ok {
-			return v.Value
-		}
-		return ""
-	}
-	gn := func(k string) int64 {
-		if v, ok := m[k].(*types.AttributeValueMemberN); ok {
-			n, _ := strconv.ParseInt(v.Value, 10, 64)
-			return n
-		}
-		return 0
-	}
-	gb := func(k string) bool {
-		if v, ok := m[k].(*types.AttributeValueMemberBOOL); ok {
-			return v.Value
-		}
-		return false
-	}
 	return SubscriptionEntry{
-		ID: id, Status: gs("status"), Price: gs("price"), Product: gs("product"),
-		CurrentPeriodEnd: gn("current_period_end"), TrialEnd: gn("trial_end"),
-		CancelAtPeriodEnd: gb("cancel_at_period_end"), Deleted: gb("deleted"),
-		EventCreated: gn("c"), EventID: gs("e"),
+		ID: id, Status: ddbattr.GetS(m, "status"), Price: ddbattr.GetS(m, "price"), Product: ddbattr.GetS(m, "product"),
+		CurrentPeriodEnd: ddbattr.GetN(m, "current_period_end"), TrialEnd: ddbattr.GetN(m, "trial_end"),
+		CancelAtPeriodEnd: ddbattr.GetBool(m, "cancel_at_period_end"), Deleted: ddbattr.GetBool(m, "deleted"),
+		EventCreated: ddbattr.GetN(m, "c"), EventID: ddbattr.GetS(m, "e"),
 	}
 }

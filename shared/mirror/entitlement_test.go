@@ -4,10 +4,12 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 func item(entries ...SubscriptionEntry) map[string]types.AttributeValue {
-	m := map[string]types.AttributeValue{"pk": str("entitlement#cus_1")}
+	m := map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey("cus_1"))}
 	for _, e := range entries {
 		m[subAttrPrefix+e.ID] = e.attr()
 	}

@@ -1,17 +1,15 @@
 package mirror
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 )
@@ -147,20 +145,22 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	g := newGuard(r, deleted)
 
 	item := map[string]types.AttributeValue{
-		attrPK:               str(o.ID),
-		attrObject:           str(o.Object),
-		attrDeleted:          &types.AttributeValueMemberBOOL{Value: deleted},
-		attrLastEventID:      str(r.ID),
-		attrLastEventCreated: num(r.Created),
-		attrLastEventType:    str(r.Type),
-		attrLivemode:         &types.AttributeValueMemberBOOL{Value: r.Livemode},
-		attrUpdatedAt:        num(now().UnixMilli()),
+		attrPK:               ddbattr.S(o.ID),
+		attrObject:           ddbattr.S(o.Object),
+		attrDeleted:          ddbattr.Bool(deleted),
+		attrLastEventID:      ddbattr.S(r.ID),
+		attrLastEventCreated: ddbattr.N(r.Created),
+		attrLastEventType:    ddbattr.S(r.Type),
+		attrLivemode:         ddbattr.Bool(r.Livemode),
+		attrUpdatedAt:        ddbattr.N(now().UnixMilli()),
 	}
 	if customer != "" {
-		item[attrCustomer] = str(customer)
+		item[attrCustomer] = ddbattr.S(customer)
 	}
 	if !deleted {
-		putData(item, data)
+		if err := putData(item, data); err != nil {
+			return Plan{}, fmt.Errorf("mirror: event %s: %w", r.ID, err)
+		}
 	}
 	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
 	// does not, in transactions).
@@ -178,31 +178,23 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	return Plan{Key: o.ID, Writes: writes}, nil
 }
 
-// Sizes for a snapshot's data: above gzipAbove it is stored gzipped; if it
-// is still above maxData it is left out, flagged, because a DynamoDB item
-// holds at most 400 KB with its other attributes. A snapshot is never the
-// reason an event fails.
-const (
-	gzipAbove = 8 << 10
-	maxData   = 350 << 10
-)
-
-// putData sets the snapshot's data on item: as JSON text, gzipped, or not at
-// all (data_omitted) when even gzipped it would not fit.
-func putData(item map[string]types.AttributeValue, data []byte) {
-	if len(data) <= gzipAbove {
-		item[attrData] = str(string(data))
-		return
+// putData sets the snapshot's data on item by ddbattr's rule for large
+// values: as JSON text, gzipped, or not at all (data_omitted) when even
+// gzipped it would not fit, so a snapshot is never the reason an event
+// fails.
+func putData(item map[string]types.AttributeValue, data []byte) error {
+	stored, gz, err := ddbattr.Pack(data)
+	switch {
+	case err != nil:
+		return err
+	case stored == nil:
+		item[attrDataOmitted] = ddbattr.Bool(true)
+	case gz:
+		item[attrDataGzip] = ddbattr.B(stored)
+	default:
+		item[attrData] = ddbattr.S(string(stored))
 	}
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	_, _ = w.Write(data) // writes to a bytes.Buffer do not fail
-	_ = w.Close()
-	if gz.Len() <= maxData {
-		item[attrDataGzip] = &types.AttributeValueMemberB{Value: gz.Bytes()}
-		return
-	}
-	item[attrDataOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+	return nil
 }
 
 // entitlementWrite records the subscription's state on the customer's
@@ -231,11 +223,11 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	}
 	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
 	values[":entry"] = entry.attr()
-	values[":cus"] = str(customer)
-	values[":now"] = num(now.UnixMilli())
+	values[":cus"] = ddbattr.S(customer)
+	values[":now"] = ddbattr.N(now.UnixMilli())
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(m.Table),
-		Key:                       map[string]types.AttributeValue{attrPK: str(EntitlementKey(customer))},
+		Key:                       map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey(customer))},
 		UpdateExpression:          aws.String("SET #sub = :entry, customer = :cus, updated_at = :now"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
@@ -268,9 +260,9 @@ func (g guard) condition(path, absent string) (string, map[string]types.Attribut
 	}
 	newer := fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
 	values := map[string]types.AttributeValue{
-		":g_c": num(g.created),
-		":g_e": str(g.id),
-		":g_f": &types.AttributeValueMemberBOOL{Value: false},
+		":g_c": ddbattr.N(g.created),
+		":g_e": ddbattr.S(g.id),
+		":g_f": ddbattr.Bool(false),
 	}
 	var expr string
 	if g.deleted {
@@ -298,9 +290,4 @@ func idOf(raw json.RawMessage) string {
 		return obj.ID
 	}
 	return ""
-}
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }

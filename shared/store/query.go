@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -92,9 +93,9 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		}
 		day = d
 		start = map[string]types.AttributeValue{
-			attrPK:        s(c.PK),
-			attrStatusDay: s(StatusDay(q.Status, d)),
-			attrStatusAt:  n(c.StatusAt),
+			attrPK:        ddbattr.S(c.PK),
+			attrStatusDay: ddbattr.S(StatusDay(q.Status, d)),
+			attrStatusAt:  ddbattr.N(c.StatusAt),
 		}
 	}
 
@@ -110,9 +111,9 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 				IndexName:              aws.String(IndexStatus),
 				KeyConditionExpression: aws.String("status_day = :day AND status_at BETWEEN :since AND :until"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":day":   s(StatusDay(q.Status, day)),
-					":since": ms(q.Since),
-					":until": ms(until),
+					":day":   ddbattr.S(StatusDay(q.Status, day)),
+					":since": ddbattr.Millis(q.Since),
+					":until": ddbattr.Millis(until),
 				},
 				ScanIndexForward:  aws.Bool(false),
 				ExclusiveStartKey: start,
@@ -121,7 +122,7 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 			if q.Type != "" {
 				in.FilterExpression = aws.String("#type = :type")
 				in.ExpressionAttributeNames = map[string]string{"#type": attrType}
-				in.ExpressionAttributeValues[":type"] = s(q.Type)
+				in.ExpressionAttributeValues[":type"] = ddbattr.S(q.Type)
 			}
 			out, err := e.DB.Query(ctx, in)
 			if err != nil {
@@ -145,8 +146,8 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		page.Next = encodeCursor(cursor{
 			Status:   string(q.Status),
 			Day:      gotDay[limit-1].Format(time.DateOnly),
-			PK:       getS(last, attrPK),
-			StatusAt: getN(last, attrStatusAt),
+			PK:       ddbattr.GetS(last, attrPK),
+			StatusAt: ddbattr.GetN(last, attrStatusAt),
 		})
 		got = got[:limit]
 	}
@@ -200,7 +201,7 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 			TableName:                 aws.String(e.Table),
 			IndexName:                 aws.String(IndexObject),
 			KeyConditionExpression:    aws.String("object_id = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": s(objectID)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": ddbattr.S(objectID)},
 			ScanIndexForward:          aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})
@@ -214,7 +215,7 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 			}
 			if r.Provider == "" {
 				// The index does not project provider; the key carries it.
-				r.Provider, _, _ = strings.Cut(getS(item, attrPK), "#")
+				r.Provider, _, _ = strings.Cut(ddbattr.GetS(item, attrPK), "#")
 			}
 			out = append(out, r)
 		}
@@ -252,10 +253,10 @@ func (e *Events) Reopen(ctx context.Context, provider, id string, now time.Time)
 		ConditionExpression:      aws.String("#st = :permanent"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":failed":    s(string(event.StatusFailed)),
-			":permanent": s(string(event.StatusFailedPermanent)),
-			":now":       ms(now),
-			":day":       s(StatusDay(event.StatusFailed, now)),
+			":failed":    ddbattr.S(string(event.StatusFailed)),
+			":permanent": ddbattr.S(string(event.StatusFailedPermanent)),
+			":now":       ddbattr.Millis(now),
+			":day":       ddbattr.S(StatusDay(event.StatusFailed, now)),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
