@@ -63,6 +63,9 @@ type Events struct {
 	Table string
 	// Retention sets the TTL of new records; zero keeps them forever.
 	Retention time.Duration
+	// BatchBackoff is the first pause of Existing before it asks again for
+	// keys DynamoDB left unprocessed; DefaultBatchBackoff when zero.
+	BatchBackoff time.Duration
 }
 
 func (e *Events) key(provider, id string) map[string]types.AttributeValue {
@@ -153,7 +156,7 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 			":failed":     ddbattr.S(string(event.StatusFailed)),
 			":dead":       ddbattr.S(string(event.StatusDeadLettered)),
 			":now":        ddbattr.Millis(now),
-			":day":        ddbattr.S(StatusDay(event.StatusProcessing, now)),
+			":day":        ddbattr.S(statusDay(event.StatusProcessing, now)),
 			":owner":      ddbattr.S(owner),
 			":until":      ddbattr.Millis(leaseUntil),
 			":zero":       ddbattr.N(0),
@@ -206,7 +209,7 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 		":processed":  ddbattr.S(string(event.StatusProcessed)),
 		":processing": ddbattr.S(string(event.StatusProcessing)),
 		":now":        ddbattr.Millis(now),
-		":day":        ddbattr.S(StatusDay(event.StatusProcessed, now)),
+		":day":        ddbattr.S(statusDay(event.StatusProcessed, now)),
 		":outcome":    ddbattr.S(string(c.Outcome)),
 		":owner":      ddbattr.S(owner),
 	}
@@ -309,7 +312,7 @@ func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status 
 			":status":     ddbattr.S(string(status)),
 			":processing": ddbattr.S(string(event.StatusProcessing)),
 			":now":        ddbattr.Millis(now),
-			":day":        ddbattr.S(StatusDay(status, now)),
+			":day":        ddbattr.S(statusDay(status, now)),
 			":err":        ddbattr.S(truncate(cause, 1000)),
 			":owner":      ddbattr.S(owner),
 		},

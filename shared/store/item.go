@@ -47,11 +47,14 @@ const (
 
 // Index names, as the template defines them.
 const (
-	// IndexPending is sparse: only records whose status is pending carry
+	// indexPending is sparse: only records whose status is pending carry
 	// pending_shard, so the reconciler reads unfinished work without a scan.
-	IndexPending = "pending"
-	// IndexStatus lists records by status and day of their last transition.
-	IndexStatus = "by_status"
+	indexPending = "pending"
+	// indexStatus lists records by status and day of their last transition.
+	indexStatus = "by_status"
+	// indexObject lists the events about one object in the provider's
+	// order (object_id, created).
+	indexObject = "by_object"
 )
 
 // MaxPayloadBytes bounds a stored payload once decompressed: a value that
@@ -75,8 +78,8 @@ func (e *PayloadError) Error() string {
 
 func (e *PayloadError) Unwrap() error { return e.Err }
 
-// StatusDay is the partition value of IndexStatus for a transition to st at t.
-func StatusDay(st event.Status, t time.Time) string {
+// statusDay is the partition value of indexStatus for a transition to st at t.
+func statusDay(st event.Status, t time.Time) string {
 	return string(st) + "#" + t.UTC().Format(time.DateOnly)
 }
 
@@ -97,7 +100,7 @@ func (e *Events) marshalNew(r *event.Record) (map[string]types.AttributeValue, e
 	item[attrLivemode] = ddbattr.Bool(r.Livemode)
 	item[attrStatus] = ddbattr.S(string(r.Status))
 	item[attrStatusAt] = ddbattr.Millis(r.StatusAt)
-	item[attrStatusDay] = ddbattr.S(StatusDay(r.Status, r.StatusAt))
+	item[attrStatusDay] = ddbattr.S(statusDay(r.Status, r.StatusAt))
 	item[attrSource] = ddbattr.S(string(r.Source))
 	item[attrPayloadHash] = ddbattr.S(r.PayloadHash)
 	item[attrReceivedAt] = ddbattr.Millis(r.ReceivedAt)

@@ -20,7 +20,7 @@ type reflectedItem struct {
 	Livemode    bool   `dynamodbav:"livemode"`
 	Status      string `dynamodbav:"status"`
 	StatusAt    int64  `dynamodbav:"status_at"`
-	StatusDay   string `dynamodbav:"status_day"`
+	Day         string `dynamodbav:"status_day"`
 	Source      string `dynamodbav:"source"`
 	PayloadHash string `dynamodbav:"payload_hash"`
 	ReceivedAt  int64  `dynamodbav:"received_at"`
@@ -65,7 +65,7 @@ func BenchmarkNewItem(b *testing.B) {
 			it := reflectedItem{
 				PK: event.Key(r.Provider, r.ID), Provider: r.Provider, ID: r.ID, Type: r.Type, Created: r.Created,
 				Livemode: r.Livemode, Status: string(r.Status), StatusAt: r.StatusAt.UnixMilli(),
-				StatusDay: StatusDay(r.Status, r.StatusAt), Source: string(r.Source), PayloadHash: r.PayloadHash,
+				Day: statusDay(r.Status, r.StatusAt), Source: string(r.Source), PayloadHash: r.PayloadHash,
 				ReceivedAt: r.ReceivedAt.UnixMilli(), Attempts: r.Attempts, ExpiresAt: r.ReceivedAt.Add(e.Retention).Unix(),
 				Pending: r.Provider, APIVersion: r.APIVersion, ObjectID: r.ObjectID, ObjectType: r.ObjectType, Payload: r.Payload,
 			}

@@ -18,10 +18,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
-// IndexObject lists the events about one object in the provider's order
-// (object_id, created), as the template defines it.
-const IndexObject = "by_object"
-
 // DefaultPageSize is the page size of ListByStatus when the query sets none.
 const DefaultPageSize = 50
 
@@ -94,7 +90,7 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		day = d
 		start = map[string]types.AttributeValue{
 			attrPK:        ddbattr.S(c.PK),
-			attrStatusDay: ddbattr.S(StatusDay(q.Status, d)),
+			attrStatusDay: ddbattr.S(statusDay(q.Status, d)),
 			attrStatusAt:  ddbattr.N(c.StatusAt),
 		}
 	}
@@ -108,10 +104,10 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		for {
 			in := &dynamodb.QueryInput{
 				TableName:              aws.String(e.Table),
-				IndexName:              aws.String(IndexStatus),
+				IndexName:              aws.String(indexStatus),
 				KeyConditionExpression: aws.String("status_day = :day AND status_at BETWEEN :since AND :until"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":day":   ddbattr.S(StatusDay(q.Status, day)),
+					":day":   ddbattr.S(statusDay(q.Status, day)),
 					":since": ddbattr.Millis(q.Since),
 					":until": ddbattr.Millis(until),
 				},
@@ -199,7 +195,7 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 	for {
 		res, err := e.DB.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(e.Table),
-			IndexName:                 aws.String(IndexObject),
+			IndexName:                 aws.String(indexObject),
 			KeyConditionExpression:    aws.String("object_id = :id"),
 			ExpressionAttributeValues: map[string]types.AttributeValue{":id": ddbattr.S(objectID)},
 			ScanIndexForward:          aws.Bool(true),
@@ -256,7 +252,7 @@ func (e *Events) Reopen(ctx context.Context, provider, id string, now time.Time)
 			":failed":    ddbattr.S(string(event.StatusFailed)),
 			":permanent": ddbattr.S(string(event.StatusFailedPermanent)),
 			":now":       ddbattr.Millis(now),
-			":day":       ddbattr.S(StatusDay(event.StatusFailed, now)),
+			":day":       ddbattr.S(statusDay(event.StatusFailed, now)),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
