@@ -1,12 +1,12 @@
 package mirror
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // subAttrPrefix prefixes the attribute that holds one subscription's state on
@@ -29,18 +29,47 @@ type SubscriptionEntry struct {
 	EventID           string `json:"last_event_id"`
 }
 
-func (s SubscriptionEntry) attr() types.AttributeValue {
-	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		"status":               ddbattr.S(s.Status),
-		"price":                ddbattr.S(s.Price),
-		"product":              ddbattr.S(s.Product),
-		"current_period_end":   ddbattr.N(s.CurrentPeriodEnd),
-		"trial_end":            ddbattr.N(s.TrialEnd),
-		"cancel_at_period_end": ddbattr.Bool(s.CancelAtPeriodEnd),
-		"deleted":              ddbattr.Bool(s.Deleted),
-		"c":                    ddbattr.N(s.EventCreated),
-		"e":                    ddbattr.S(s.EventID),
-	}}
+// entryItem is a subscription's state as stored: the map attribute
+// subAttrPrefix+id of the entitlement item, read and written whole, so
+// attributevalue marshals it. The ordering guard names three of its keys
+// (entryCreated, entryEventID, entryDeleted), which are the tags' too.
+type entryItem struct {
+	Status            string `dynamodbav:"status"`
+	Price             string `dynamodbav:"price"`
+	Product           string `dynamodbav:"product"`
+	CurrentPeriodEnd  int64  `dynamodbav:"current_period_end"`
+	TrialEnd          int64  `dynamodbav:"trial_end"`
+	CancelAtPeriodEnd bool   `dynamodbav:"cancel_at_period_end"`
+	Deleted           bool   `dynamodbav:"deleted"`
+	EventCreated      int64  `dynamodbav:"c"`
+	EventID           string `dynamodbav:"e"`
+}
+
+// Keys of an entry that the ordering guard reads.
+const (
+	entryCreated = "c"
+	entryEventID = "e"
+	entryDeleted = "deleted"
+)
+
+func (s SubscriptionEntry) attr() (types.AttributeValue, error) {
+	return attributevalue.Marshal(entryItem{
+		Status: s.Status, Price: s.Price, Product: s.Product,
+		CurrentPeriodEnd: s.CurrentPeriodEnd, TrialEnd: s.TrialEnd, CancelAtPeriodEnd: s.CancelAtPeriodEnd,
+		Deleted: s.Deleted, EventCreated: s.EventCreated, EventID: s.EventID,
+	})
+}
+
+func entryFrom(id string, m map[string]types.AttributeValue) (SubscriptionEntry, error) {
+	var e entryItem
+	if err := attributevalue.UnmarshalMap(m, &e); err != nil {
+		return SubscriptionEntry{}, fmt.Errorf("subscription %s: %w", id, err)
+	}
+	return SubscriptionEntry{
+		ID: id, Status: e.Status, Price: e.Price, Product: e.Product,
+		CurrentPeriodEnd: e.CurrentPeriodEnd, TrialEnd: e.TrialEnd, CancelAtPeriodEnd: e.CancelAtPeriodEnd,
+		Deleted: e.Deleted, EventCreated: e.EventCreated, EventID: e.EventID,
+	}, nil
 }
 
 // Entitlement is what a customer is entitled to, derived from the states of
@@ -84,15 +113,20 @@ func grants(s SubscriptionEntry) bool {
 
 // DeriveEntitlement computes the entitlement from an entitlement item. The
 // result depends only on the subscriptions' states, never on the order their
-// events arrived in.
-func DeriveEntitlement(customer string, item map[string]types.AttributeValue) Entitlement {
+// events arrived in. A subscription's state that does not decode is an
+// error.
+func DeriveEntitlement(customer string, item map[string]types.AttributeValue) (Entitlement, error) {
 	ent := Entitlement{Customer: customer, Subscriptions: []SubscriptionEntry{}}
 	for name, v := range item {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok || !strings.HasPrefix(name, subAttrPrefix) {
 			continue
 		}
-		ent.Subscriptions = append(ent.Subscriptions, entryFrom(strings.TrimPrefix(name, subAttrPrefix), m.Value))
+		e, err := entryFrom(strings.TrimPrefix(name, subAttrPrefix), m.Value)
+		if err != nil {
+			return Entitlement{}, fmt.Errorf("mirror: entitlement of %s: %w", customer, err)
+		}
+		ent.Subscriptions = append(ent.Subscriptions, e)
 	}
 	// Most recent first; ties broken by id so the result is deterministic.
 	sort.Slice(ent.Subscriptions, func(i, j int) bool {
@@ -123,7 +157,7 @@ func DeriveEntitlement(customer string, item map[string]types.AttributeValue) En
 			ent.Reason = "canceled"
 		}
 	}
-	return ent
+	return ent, nil
 }
 
 func until(s SubscriptionEntry) int64 {
@@ -131,13 +165,4 @@ func until(s SubscriptionEntry) int64 {
 		return s.TrialEnd
 	}
 	return s.CurrentPeriodEnd
-}
-
-func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
-	return SubscriptionEntry{
-		ID: id, Status: ddbattr.GetS(m, "status"), Price: ddbattr.GetS(m, "price"), Product: ddbattr.GetS(m, "product"),
-		CurrentPeriodEnd: ddbattr.GetN(m, "current_period_end"), TrialEnd: ddbattr.GetN(m, "trial_end"),
-		CancelAtPeriodEnd: ddbattr.GetBool(m, "cancel_at_period_end"), Deleted: ddbattr.GetBool(m, "deleted"),
-		EventCreated: ddbattr.GetN(m, "c"), EventID: ddbattr.GetS(m, "e"),
-	}
 }

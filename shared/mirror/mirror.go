@@ -53,8 +53,8 @@ const (
 	attrErased           = "erased"
 )
 
-// IndexCustomer lists a customer's objects and entitlement.
-const IndexCustomer = "by_customer"
+// indexCustomer lists a customer's objects and entitlement (keys only).
+const indexCustomer = "by_customer"
 
 // EntitlementKey is the key of a customer's entitlement item.
 func EntitlementKey(customer string) string { return "entitlement#" + customer }
@@ -173,7 +173,11 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	}}}
 
 	if o.Object == "subscription" && customer != "" {
-		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
+		w, err := m.entitlementWrite(r, o, customer, deleted, g, now())
+		if err != nil {
+			return Plan{}, fmt.Errorf("mirror: event %s: %w", r.ID, err)
+		}
+		writes = append(writes, w)
 	}
 	return Plan{Key: o.ID, Writes: writes}, nil
 }
@@ -199,7 +203,7 @@ func putData(item map[string]types.AttributeValue, data []byte) error {
 
 // entitlementWrite records the subscription's state on the customer's
 // entitlement item, one attribute per subscription, behind the same guard.
-func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, deleted bool, g guard, now time.Time) types.TransactWriteItem {
+func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, deleted bool, g guard, now time.Time) (types.TransactWriteItem, error) {
 	entry := SubscriptionEntry{
 		Status:            o.Status,
 		CurrentPeriodEnd:  o.CurrentPeriodEnd,
@@ -221,8 +225,12 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	if deleted && entry.Status == "" {
 		entry.Status = "canceled"
 	}
+	attr, err := entry.attr()
+	if err != nil {
+		return types.TransactWriteItem{}, err
+	}
 	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
-	values[":entry"] = entry.attr()
+	values[":entry"] = attr
 	values[":cus"] = ddbattr.S(customer)
 	values[":now"] = ddbattr.N(now.UnixMilli())
 	return types.TransactWriteItem{Update: &types.Update{
@@ -232,7 +240,7 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
 		ExpressionAttributeValues: values,
-	}}
+	}}, nil
 }
 
 // guard builds the ordering condition for an event.
@@ -256,7 +264,7 @@ func newGuard(r event.Record, deleted bool) guard {
 func (g guard) condition(path, absent string) (string, map[string]types.AttributeValue) {
 	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if path != "" {
-		c, e, d = path+".c", path+".e", path+".deleted"
+		c, e, d = path+"."+entryCreated, path+"."+entryEventID, path+"."+entryDeleted
 	}
 	newer := fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
 	values := map[string]types.AttributeValue{

@@ -151,7 +151,7 @@ func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType strin
 func (r *Reader) CustomerKeys(ctx context.Context, customer string) ([]string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(r.Table),
-		IndexName:                 aws.String(IndexCustomer),
+		IndexName:                 aws.String(indexCustomer),
 		KeyConditionExpression:    aws.String("customer = :c"),
 		ExpressionAttributeValues: map[string]types.AttributeValue{":c": ddbattr.S(customer)},
 	}
@@ -217,12 +217,12 @@ func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]type
 func (r *Reader) Entitlement(ctx context.Context, customer string) (Entitlement, error) {
 	item, err := r.get(ctx, EntitlementKey(customer))
 	if errors.Is(err, ErrNotFound) {
-		return DeriveEntitlement(customer, nil), nil
+		return DeriveEntitlement(customer, nil)
 	}
 	if err != nil {
 		return Entitlement{}, err
 	}
-	return DeriveEntitlement(customer, item), nil
+	return DeriveEntitlement(customer, item)
 }
 
 func (r *Reader) get(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
