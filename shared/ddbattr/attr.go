@@ -69,3 +69,29 @@ func GetMillis(item Item, name string) time.Time {
 	}
 	return time.UnixMilli(v)
 }
+
+// Strings is a list of string values (an L of S, not a string set: order
+// and duplicates kept, and an empty list allowed).
+func Strings(vs []string) types.AttributeValue {
+	l := make([]types.AttributeValue, len(vs))
+	for i, v := range vs {
+		l[i] = S(v)
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// GetStrings reads a list stored by Strings; nil when absent. Elements that
+// are not strings read as "".
+func GetStrings(item Item, name string) []string {
+	l, ok := item[name].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	out := make([]string, len(l.Value))
+	for i, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out[i] = s.Value
+		}
+	}
+	return out
+}

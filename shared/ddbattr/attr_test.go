@@ -13,7 +13,7 @@ func TestValuesReadBack(t *testing.T) {
 	at := time.UnixMilli(1_800_000_000_123)
 	item := ddbattr.Item{
 		"s": ddbattr.S("x"), "n": ddbattr.N(-42), "t": ddbattr.Bool(true),
-		"b": ddbattr.B([]byte{1, 2}), "at": ddbattr.Millis(at),
+		"b": ddbattr.B([]byte{1, 2}), "at": ddbattr.Millis(at), "l": ddbattr.Strings([]string{"x", "y", "x"}),
 	}
 	if got := ddbattr.GetS(item, "s"); got != "x" {
 		t.Errorf("GetS: got %q, want x", got)
@@ -38,7 +38,7 @@ func TestValuesReadBack(t *testing.T) {
 func TestAbsentOrOtherTypeReadsAsZero(t *testing.T) {
 	item := ddbattr.Item{"s": ddbattr.N(1), "n": ddbattr.S("1"), "bad": &types.AttributeValueMemberN{Value: "1.5"}}
 	if ddbattr.GetS(item, "s") != "" || ddbattr.GetN(item, "n") != 0 || ddbattr.GetN(item, "bad") != 0 ||
-		ddbattr.GetBool(item, "none") || !ddbattr.GetMillis(item, "none").IsZero() {
+		ddbattr.GetBool(item, "none") || !ddbattr.GetMillis(item, "none").IsZero() || ddbattr.GetStrings(item, "none") != nil {
 		t.Error("got a value from an attribute that is absent or of another type")
 	}
 	if _, ok := ddbattr.GetB(item, "none"); ok {

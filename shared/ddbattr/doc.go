@@ -5,23 +5,34 @@
 //
 // # Attribute values
 //
-// S, N, Bool, B and Millis build attribute values; GetS, GetN, GetBool, GetB
-// and GetMillis read them from an item, the zero value when the attribute
-// is absent or of another type (an item written before the attribute
-// existed reads as its zero value). Times are Unix milliseconds in N.
+// S, N, Bool, B, Millis and Strings build attribute values; GetS, GetN,
+// GetBool, GetB, GetMillis and GetStrings read them from an item, the zero
+// value when the attribute is absent or of another type (an item written
+// before the attribute existed reads as its zero value). Times are Unix
+// milliseconds in N.
 //
-// Items written on every delivery (the receiver's conditional put) and
-// read on every claim are built by hand with these helpers rather than by
-// the SDK's feature/dynamodb/attributevalue, for two reasons. Measured
-// (BenchmarkNewItem in package store, one run): its reflection takes about
-// three times as long for a new record's item and allocates about four
-// times the bytes, because it copies the payload; a few microseconds of a
-// delivery's compute, paid on every one. And by hand, the attribute names
-// are the owning package's constants, the same ones its condition and
-// update expressions use, where struct tags would be a second spelling of
-// each. Items that are written rarely and map one to one onto a struct
-// (the reconciler's checkpoints, a subscription's state on a customer's
-// entitlement) use attributevalue.
+// Items are built and read by hand with these helpers rather than by the
+// SDK's feature/dynamodb/attributevalue, for two measured reasons and one
+// of design:
+//
+//   - Linking attributevalue costs every function's cold start: it imports
+//     the DynamoDB Streams schemas, whose package init allocates about
+//     52 KB in 287 allocations (GODEBUG=inittrace=1), as much as a hello
+//     world's whole init, in the receiver and the processor too, since both
+//     link the store and the processor the mirror. The checkpoints and a
+//     subscription's state on an entitlement, the items that map one to one
+//     onto a struct and are written rarely, would be its only users.
+//   - For the item written on every delivery (the receiver's conditional
+//     put), its reflection takes about three times as long and allocates
+//     about four times the bytes, because it copies the payload
+//     (BenchmarkNewItem in package store, one run).
+//   - By hand, the attribute names are the owning package's constants, the
+//     same ones its condition and update expressions use, where struct tags
+//     would be a second spelling of each.
+//
+// Tests pin each item attribute for attribute (TestCheckpointItem in
+// package store, TestEntryItem in package mirror), so that the items, and
+// their billed sizes, change only on purpose.
 //
 // # Large values
 //

@@ -1,12 +1,12 @@
 package mirror
 
 import (
-	"fmt"
 	"sort"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // subAttrPrefix prefixes the attribute that holds one subscription's state on
@@ -29,47 +29,42 @@ type SubscriptionEntry struct {
 	EventID           string `json:"last_event_id"`
 }
 
-// entryItem is a subscription's state as stored: the map attribute
-// subAttrPrefix+id of the entitlement item, read and written whole, so
-// attributevalue marshals it. The ordering guard names three of its keys
-// (entryCreated, entryEventID, entryDeleted), which are the tags' too.
-type entryItem struct {
-	Status            string `dynamodbav:"status"`
-	Price             string `dynamodbav:"price"`
-	Product           string `dynamodbav:"product"`
-	CurrentPeriodEnd  int64  `dynamodbav:"current_period_end"`
-	TrialEnd          int64  `dynamodbav:"trial_end"`
-	CancelAtPeriodEnd bool   `dynamodbav:"cancel_at_period_end"`
-	Deleted           bool   `dynamodbav:"deleted"`
-	EventCreated      int64  `dynamodbav:"c"`
-	EventID           string `dynamodbav:"e"`
-}
-
-// Keys of an entry that the ordering guard reads.
+// Keys of a subscription's state on the entitlement item: the map
+// attribute subAttrPrefix+id. The ordering guard reads attrEntryCreated,
+// attrEntryEventID and attrEntryDeleted.
 const (
-	entryCreated = "c"
-	entryEventID = "e"
-	entryDeleted = "deleted"
+	attrEntryStatus            = "status"
+	attrEntryPrice             = "price"
+	attrEntryProduct           = "product"
+	attrEntryCurrentPeriodEnd  = "current_period_end"
+	attrEntryTrialEnd          = "trial_end"
+	attrEntryCancelAtPeriodEnd = "cancel_at_period_end"
+	attrEntryDeleted           = "deleted"
+	attrEntryCreated           = "c"
+	attrEntryEventID           = "e"
 )
 
-func (s SubscriptionEntry) attr() (types.AttributeValue, error) {
-	return attributevalue.Marshal(entryItem{
-		Status: s.Status, Price: s.Price, Product: s.Product,
-		CurrentPeriodEnd: s.CurrentPeriodEnd, TrialEnd: s.TrialEnd, CancelAtPeriodEnd: s.CancelAtPeriodEnd,
-		Deleted: s.Deleted, EventCreated: s.EventCreated, EventID: s.EventID,
-	})
+func (s SubscriptionEntry) attr() types.AttributeValue {
+	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		attrEntryStatus:            ddbattr.S(s.Status),
+		attrEntryPrice:             ddbattr.S(s.Price),
+		attrEntryProduct:           ddbattr.S(s.Product),
+		attrEntryCurrentPeriodEnd:  ddbattr.N(s.CurrentPeriodEnd),
+		attrEntryTrialEnd:          ddbattr.N(s.TrialEnd),
+		attrEntryCancelAtPeriodEnd: ddbattr.Bool(s.CancelAtPeriodEnd),
+		attrEntryDeleted:           ddbattr.Bool(s.Deleted),
+		attrEntryCreated:           ddbattr.N(s.EventCreated),
+		attrEntryEventID:           ddbattr.S(s.EventID),
+	}}
 }
 
-func entryFrom(id string, m map[string]types.AttributeValue) (SubscriptionEntry, error) {
-	var e entryItem
-	if err := attributevalue.UnmarshalMap(m, &e); err != nil {
-		return SubscriptionEntry{}, fmt.Errorf("subscription %s: %w", id, err)
-	}
+func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
 	return SubscriptionEntry{
-		ID: id, Status: e.Status, Price: e.Price, Product: e.Product,
-		CurrentPeriodEnd: e.CurrentPeriodEnd, TrialEnd: e.TrialEnd, CancelAtPeriodEnd: e.CancelAtPeriodEnd,
-		Deleted: e.Deleted, EventCreated: e.EventCreated, EventID: e.EventID,
-	}, nil
+		ID: id, Status: ddbattr.GetS(m, attrEntryStatus), Price: ddbattr.GetS(m, attrEntryPrice), Product: ddbattr.GetS(m, attrEntryProduct),
+		CurrentPeriodEnd: ddbattr.GetN(m, attrEntryCurrentPeriodEnd), TrialEnd: ddbattr.GetN(m, attrEntryTrialEnd),
+		CancelAtPeriodEnd: ddbattr.GetBool(m, attrEntryCancelAtPeriodEnd), Deleted: ddbattr.GetBool(m, attrEntryDeleted),
+		EventCreated: ddbattr.GetN(m, attrEntryCreated), EventID: ddbattr.GetS(m, attrEntryEventID),
+	}
 }
 
 // Entitlement is what a customer is entitled to, derived from the states of
@@ -113,20 +108,15 @@ func grants(s SubscriptionEntry) bool {
 
 // DeriveEntitlement computes the entitlement from an entitlement item. The
 // result depends only on the subscriptions' states, never on the order their
-// events arrived in. A subscription's state that does not decode is an
-// error.
-func DeriveEntitlement(customer string, item map[string]types.AttributeValue) (Entitlement, error) {
+// events arrived in.
+func DeriveEntitlement(customer string, item map[string]types.AttributeValue) Entitlement {
 	ent := Entitlement{Customer: customer, Subscriptions: []SubscriptionEntry{}}
 	for name, v := range item {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok || !strings.HasPrefix(name, subAttrPrefix) {
 			continue
 		}
-		e, err := entryFrom(strings.TrimPrefix(name, subAttrPrefix), m.Value)
-		if err != nil {
-			return Entitlement{}, fmt.Errorf("mirror: entitlement of %s: %w", customer, err)
-		}
-		ent.Subscriptions = append(ent.Subscriptions, e)
+		ent.Subscriptions = append(ent.Subscriptions, entryFrom(strings.TrimPrefix(name, subAttrPrefix), m.Value))
 	}
 	// Most recent first; ties broken by id so the result is deterministic.
 	sort.Slice(ent.Subscriptions, func(i, j int) bool {
@@ -157,7 +147,7 @@ func DeriveEntitlement(customer string, item map[string]types.AttributeValue) (E
 			ent.Reason = "canceled"
 		}
 	}
-	return ent, nil
+	return ent
 }
 
 func until(s SubscriptionEntry) int64 {

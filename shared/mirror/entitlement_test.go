@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -13,11 +12,7 @@ import (
 func item(entries ...SubscriptionEntry) map[string]types.AttributeValue {
 	m := map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey("cus_1"))}
 	for _, e := range entries {
-		v, err := e.attr()
-		if err != nil {
-			panic(err)
-		}
-		m[subAttrPrefix+e.ID] = v
+		m[subAttrPrefix+e.ID] = e.attr()
 	}
 	return m
 }
@@ -47,10 +42,7 @@ func TestDeriveEntitlement(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DeriveEntitlement("cus_1", item(tc.entries...))
-			if err != nil {
-				t.Fatal(err)
-			}
+			got := DeriveEntitlement("cus_1", item(tc.entries...))
 			if got.Active != tc.wantActive || got.Price != tc.wantPrice || got.Until != tc.wantUntil || got.Reason != tc.wantReason {
 				t.Errorf("got active=%v price=%q until=%d reason=%q; want %v %q %d %q",
 					got.Active, got.Price, got.Until, got.Reason, tc.wantActive, tc.wantPrice, tc.wantUntil, tc.wantReason)
@@ -66,25 +58,17 @@ func TestDeriveEntitlement(t *testing.T) {
 // is billed on every subscription event), and read back.
 func TestEntryItem(t *testing.T) {
 	e := SubscriptionEntry{ID: "sub_1", Status: "active", Price: "price_1", CurrentPeriodEnd: 200, CancelAtPeriodEnd: true, EventCreated: 10, EventID: "evt_1"}
-	v, err := e.attr()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := e.attr()
 	want := &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 		"status": ddbattr.S("active"), "price": ddbattr.S("price_1"), "product": ddbattr.S(""),
 		"current_period_end": ddbattr.N(200), "trial_end": ddbattr.N(0),
 		"cancel_at_period_end": ddbattr.Bool(true), "deleted": ddbattr.Bool(false),
-		entryCreated: ddbattr.N(10), entryEventID: ddbattr.S("evt_1"),
+		attrEntryCreated: ddbattr.N(10), attrEntryEventID: ddbattr.S("evt_1"),
 	}}
 	if !reflect.DeepEqual(v, want) {
 		t.Errorf("stored entry: got %#v, want %#v", v, want)
 	}
-	back, err := entryFrom("sub_1", want.Value)
-	if err != nil || back != e {
-		t.Errorf("read back: got %+v (%v), want %+v", back, err, e)
-	}
-	bad := map[string]types.AttributeValue{subAttrPrefix + "sub_1": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{entryCreated: ddbattr.S("x")}}}
-	if _, err := DeriveEntitlement("cus_1", bad); err == nil || !strings.Contains(err.Error(), "sub_1") {
-		t.Errorf("an entry that does not decode: got %v, want an error naming it", err)
+	if back := entryFrom("sub_1", want.Value); back != e {
+		t.Errorf("read back: got %+v, want %+v", back, e)
 	}
 }

@@ -173,11 +173,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	}}}
 
 	if o.Object == "subscription" && customer != "" {
-		w, err := m.entitlementWrite(r, o, customer, deleted, g, now())
-		if err != nil {
-			return Plan{}, fmt.Errorf("mirror: event %s: %w", r.ID, err)
-		}
-		writes = append(writes, w)
+		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
 	}
 	return Plan{Key: o.ID, Writes: writes}, nil
 }
@@ -203,7 +199,7 @@ func putData(item map[string]types.AttributeValue, data []byte) error {
 
 // entitlementWrite records the subscription's state on the customer's
 // entitlement item, one attribute per subscription, behind the same guard.
-func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, deleted bool, g guard, now time.Time) (types.TransactWriteItem, error) {
+func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, deleted bool, g guard, now time.Time) types.TransactWriteItem {
 	entry := SubscriptionEntry{
 		Status:            o.Status,
 		CurrentPeriodEnd:  o.CurrentPeriodEnd,
@@ -225,12 +221,8 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	if deleted && entry.Status == "" {
 		entry.Status = "canceled"
 	}
-	attr, err := entry.attr()
-	if err != nil {
-		return types.TransactWriteItem{}, err
-	}
 	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
-	values[":entry"] = attr
+	values[":entry"] = entry.attr()
 	values[":cus"] = ddbattr.S(customer)
 	values[":now"] = ddbattr.N(now.UnixMilli())
 	return types.TransactWriteItem{Update: &types.Update{
@@ -240,7 +232,7 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
 		ExpressionAttributeValues: values,
-	}}, nil
+	}}
 }
 
 // guard builds the ordering condition for an event.
@@ -264,7 +256,7 @@ func newGuard(r event.Record, deleted bool) guard {
 func (g guard) condition(path, absent string) (string, map[string]types.AttributeValue) {
 	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if path != "" {
-		c, e, d = path+"."+entryCreated, path+"."+entryEventID, path+"."+entryDeleted
+		c, e, d = path+"."+attrEntryCreated, path+"."+attrEntryEventID, path+"."+attrEntryDeleted
 	}
 	newer := fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
 	values := map[string]types.AttributeValue{

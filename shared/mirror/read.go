@@ -217,12 +217,12 @@ func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]type
 func (r *Reader) Entitlement(ctx context.Context, customer string) (Entitlement, error) {
 	item, err := r.get(ctx, EntitlementKey(customer))
 	if errors.Is(err, ErrNotFound) {
-		return DeriveEntitlement(customer, nil)
+		return DeriveEntitlement(customer, nil), nil
 	}
 	if err != nil {
 		return Entitlement{}, err
 	}
-	return DeriveEntitlement(customer, item)
+	return DeriveEntitlement(customer, item), nil
 }
 
 func (r *Reader) get(ctx context.Context, key string) (map[string]types.AttributeValue, error) {

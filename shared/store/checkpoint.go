@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/feature/dynamodb/attributevalue"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -62,30 +61,19 @@ const prefixCheckpoint = "checkpoint#"
 // reading the table.
 const kindCheckpoint = "reconcile_checkpoint"
 
-// Attribute names of a checkpoint item that its writes name in
-// expressions; checkpointItem's tags name the same.
+// Attribute names of a checkpoint item.
 const (
-	attrKind = "kind"
-	attrSeq  = "seq"
+	attrKind          = "kind"
+	attrTypes         = "types"
+	attrDoneThrough   = "done_through"
+	attrWindowFrom    = "window_from"
+	attrWindowTo      = "window_to"
+	attrCursor        = "cursor"
+	attrCursorCreated = "cursor_created"
+	attrSeq           = "seq"
+	attrUpdatedAt     = "updated_at" // Unix milliseconds
+	attrRunID         = "run_id"
 )
-
-// checkpointItem is a checkpoint as stored. A checkpoint is read and
-// written once per group and page, so attributevalue marshals it.
-type checkpointItem struct {
-	PK          string   `dynamodbav:"pk"`
-	Kind        string   `dynamodbav:"kind"`
-	Types       []string `dynamodbav:"types"`
-	DoneThrough int64    `dynamodbav:"done_through"`
-	// Only while a window is in progress; the cursor only once a page of
-	// it is handled.
-	WindowFrom    int64  `dynamodbav:"window_from,omitempty"`
-	WindowTo      int64  `dynamodbav:"window_to,omitempty"`
-	Cursor        string `dynamodbav:"cursor,omitempty"`
-	CursorCreated int64  `dynamodbav:"cursor_created,omitempty"`
-	Seq           int64  `dynamodbav:"seq"`
-	UpdatedAt     int64  `dynamodbav:"updated_at"` // Unix milliseconds
-	RunID         string `dynamodbav:"run_id"`
-}
 
 func (c *Checkpoints) key(name string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: ddbattr.S(prefixCheckpoint + name)}
@@ -106,17 +94,14 @@ func (c *Checkpoints) Load(ctx context.Context, name string) (Checkpoint, error)
 	if len(out.Item) == 0 {
 		return cp, nil
 	}
-	var it checkpointItem
-	if err := attributevalue.UnmarshalMap(out.Item, &it); err != nil {
-		return Checkpoint{}, fmt.Errorf("store: decode checkpoint %s: %w", name, err)
-	}
-	cp.Types = it.Types
-	cp.DoneThrough = it.DoneThrough
-	cp.WindowFrom, cp.WindowTo = it.WindowFrom, it.WindowTo
-	cp.Cursor, cp.CursorCreated = it.Cursor, it.CursorCreated
-	cp.Seq = it.Seq
-	cp.UpdatedAt = time.UnixMilli(it.UpdatedAt)
-	cp.RunID = it.RunID
+	it := out.Item
+	cp.Types = ddbattr.GetStrings(it, attrTypes)
+	cp.DoneThrough = ddbattr.GetN(it, attrDoneThrough)
+	cp.WindowFrom, cp.WindowTo = ddbattr.GetN(it, attrWindowFrom), ddbattr.GetN(it, attrWindowTo)
+	cp.Cursor, cp.CursorCreated = ddbattr.GetS(it, attrCursor), ddbattr.GetN(it, attrCursorCreated)
+	cp.Seq = ddbattr.GetN(it, attrSeq)
+	cp.UpdatedAt = time.UnixMilli(ddbattr.GetN(it, attrUpdatedAt))
+	cp.RunID = ddbattr.GetS(it, attrRunID)
 	return cp, nil
 }
 
@@ -131,24 +116,24 @@ func (c *Checkpoints) Save(ctx context.Context, prev, next Checkpoint) (Checkpoi
 		return prev, fmt.Errorf("store: checkpoint %s: done_through would go back from %d to %d", prev.Name, prev.DoneThrough, next.DoneThrough)
 	}
 	next.Seq = prev.Seq + 1
-	it := checkpointItem{
-		PK:          prefixCheckpoint + next.Name,
-		Kind:        kindCheckpoint,
-		Types:       next.Types,
-		DoneThrough: next.DoneThrough,
-		Seq:         next.Seq,
-		UpdatedAt:   next.UpdatedAt.UnixMilli(),
-		RunID:       next.RunID,
+	item := map[string]types.AttributeValue{
+		attrPK:          ddbattr.S(prefixCheckpoint + next.Name),
+		attrKind:        ddbattr.S(kindCheckpoint),
+		attrTypes:       ddbattr.Strings(next.Types),
+		attrDoneThrough: ddbattr.N(next.DoneThrough),
+		attrSeq:         ddbattr.N(next.Seq),
+		attrUpdatedAt:   ddbattr.Millis(next.UpdatedAt),
+		attrRunID:       ddbattr.S(next.RunID),
 	}
+	// The window only while one is in progress; the cursor only once a
+	// page of it is handled.
 	if next.InProgress() {
-		it.WindowFrom, it.WindowTo = next.WindowFrom, next.WindowTo
+		item[attrWindowFrom] = ddbattr.N(next.WindowFrom)
+		item[attrWindowTo] = ddbattr.N(next.WindowTo)
 		if next.Cursor != "" {
-			it.Cursor, it.CursorCreated = next.Cursor, next.CursorCreated
+			item[attrCursor] = ddbattr.S(next.Cursor)
+			item[attrCursorCreated] = ddbattr.N(next.CursorCreated)
 		}
-	}
-	item, err := attributevalue.MarshalMap(it)
-	if err != nil {
-		return prev, fmt.Errorf("store: encode checkpoint %s: %w", next.Name, err)
 	}
 	in := &dynamodb.PutItemInput{TableName: aws.String(c.Table), Item: item}
 	if prev.Seq == 0 {
@@ -157,7 +142,7 @@ func (c *Checkpoints) Save(ctx context.Context, prev, next Checkpoint) (Checkpoi
 		in.ConditionExpression = aws.String(attrSeq + " = :seq")
 		in.ExpressionAttributeValues = map[string]types.AttributeValue{":seq": ddbattr.N(prev.Seq)}
 	}
-	_, err = c.DB.PutItem(ctx, in)
+	_, err := c.DB.PutItem(ctx, in)
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {
 		return prev, ErrCheckpointMoved
