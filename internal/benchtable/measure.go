@@ -218,8 +218,8 @@ func rawRate(ctx context.Context, cfg aws.Config, prefix string, n, concurrency 
 				_, err := db.PutItem(ctx, &dynamodb.PutItemInput{
 					TableName: aws.String(prefix + "-MirrorTable"),
 					Item: map[string]types.AttributeValue{
-						"pk":      &types.AttributeValueMemberS{Value: fmt.Sprintf("raw#%d", i)},
-						"payload": &types.AttributeValueMemberB{Value: payload},
+						"pk":   &types.AttributeValueMemberS{Value: fmt.Sprintf("raw#%d", i)},
+						"body": &types.AttributeValueMemberB{Value: payload},
 					},
 					ConditionExpression: aws.String("attribute_not_exists(pk)"),
 				})

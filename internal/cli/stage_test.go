@@ -225,12 +225,19 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	if err != nil || rec.Source != event.SourceReconciler || !rec.Livemode {
 		t.Fatalf("record: got %+v (%v)", rec, err)
 	}
+	// The stored TTL: the record as the table holds it, its TTL attribute
+	// as the template names it.
+	events, _ := w.s.Template.Resource("EventsTable")
+	ttlAttr, _ := events.Properties["TimeToLiveSpecification"].(map[string]any)["AttributeName"].(string)
 	item, err := w.s.DynamoDB.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.s.Table("EventsTable")), ConsistentRead: aws.Bool(true),
 		Key: map[string]dbtypes.AttributeValue{"pk": &dbtypes.AttributeValueMemberS{Value: "stripe#evt_stage_lost"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	expires, _ := item.Item["expires_at"].(*dbtypes.AttributeValueMemberN)
+	expires, ok := item.Item[ttlAttr].(*dbtypes.AttributeValueMemberN)
+	if !ok {
+		t.Fatalf("record without its TTL attribute %q: %v", ttlAttr, item.Item)
+	}
 	secs, _ := strconv.ParseInt(expires.Value, 10, 64)
 	if days := time.Unix(secs, 0).Sub(rec.ReceivedAt).Hours() / 24; days < 6.9 || days > 7.1 {
 		t.Errorf("record kept %.1f days, want the stage's RetentionDays (7)", days)

@@ -89,8 +89,10 @@ func TestReadOperations(t *testing.T) {
 	}
 }
 
+// events is a table shaped like the inbox's events table, with names of its
+// own: the real ones are shared/store's, and the rules do not depend on them.
 var events = &Table{LogicalID: "Events", Hash: "pk", Indexes: []Index{
-	{Name: "by_status", Hash: "status_day", Range: "status_at", Projection: types.ProjectionTypeInclude, NonKey: []string{"status", "note"}},
+	{Name: "by_stage", Hash: "stage_date", Range: "moment_at", Projection: types.ProjectionTypeInclude, NonKey: []string{"status", "note"}},
 	{Name: "keys", Hash: "shard", Projection: types.ProjectionTypeKeysOnly},
 	{Name: "all", Hash: "customer", Projection: types.ProjectionTypeAll},
 }}
@@ -153,7 +155,7 @@ func TestTransactionsWriteEachItemTwice(t *testing.T) {
 // Page "Global secondary indexes", Provisioned throughput considerations,
 // Write capacity units: the five cases, each item entry under 1 KB.
 func TestIndexWrites(t *testing.T) {
-	base := Item{"pk": s("e1"), "status_day": s("received#2026-11-30"), "status_at": n("1"), "status": s("received")}
+	base := Item{"pk": s("e1"), "stage_date": s("received#2026-11-30"), "moment_at": n("1"), "status": s("received")}
 	with := func(kv ...any) Item {
 		out := Item{}
 		for k, v := range base {
@@ -174,17 +176,17 @@ func TestIndexWrites(t *testing.T) {
 		kind          WriteKind
 		want          map[string]int
 	}{
-		{"a new item that defines the indexed attribute: 1 put", nil, base, Put, map[string]int{"by_status": 1}},
+		{"a new item that defines the indexed attribute: 1 put", nil, base, Put, map[string]int{"by_stage": 1}},
 		{"an update that defines a previously undefined indexed attribute: 1 put", base, with("shard", s("stripe")), Update, map[string]int{"keys": 1}},
-		{"a change of the index's partition key: delete + put", base, with("status_day", s("processing#2026-11-30")), Update, map[string]int{"by_status": 2}},
-		{"a change of the index's sort key: delete + put", base, with("status_at", n("2")), Update, map[string]int{"by_status": 2}},
+		{"a change of the index's partition key: delete + put", base, with("stage_date", s("processing#2026-11-30")), Update, map[string]int{"by_stage": 2}},
+		{"a change of the index's sort key: delete + put", base, with("moment_at", n("2")), Update, map[string]int{"by_stage": 2}},
 		{"the indexed attribute deleted: 1 delete", with("shard", s("stripe")), base, Update, map[string]int{"keys": 1}},
 		{"an item in the index neither before nor after: nothing", base, with("other", s("x")), Update, map[string]int{}},
-		{"only a projected attribute changes: 1 write", base, with("status", s("processing")), Update, map[string]int{"by_status": 1}},
+		{"only a projected attribute changes: 1 write", base, with("status", s("processing")), Update, map[string]int{"by_stage": 1}},
 		{"an attribute the index does not project changes: nothing", base, with("payload", s("x")), Update, map[string]int{}},
-		{"a KEYS_ONLY index ignores every non-key change", with("shard", s("stripe")), with("shard", s("stripe"), "status", s("x")), Update, map[string]int{"by_status": 1}},
+		{"a KEYS_ONLY index ignores every non-key change", with("shard", s("stripe")), with("shard", s("stripe"), "status", s("x")), Update, map[string]int{"by_stage": 1}},
 		{"an ALL index copies every change", with("customer", s("cus_1")), with("customer", s("cus_1"), "payload", s("x")), Update, map[string]int{"all": 1}},
-		{"a deleted item leaves every index it was in", with("customer", s("cus_1")), nil, Delete, map[string]int{"by_status": 1, "all": 1}},
+		{"a deleted item leaves every index it was in", with("customer", s("cus_1")), nil, Delete, map[string]int{"by_stage": 1, "all": 1}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,14 +211,14 @@ func TestIndexWrites(t *testing.T) {
 		t.Errorf("a failed conditional write: got index writes %v, want none", c.Index)
 	}
 	// A transaction doubles the table's writes, not the index's.
-	c := events.Charge(Write{Kind: Update, Outcome: Applied, Transactional: true, Before: base, After: with("status_day", s("processed#2026-11-30"))})
-	if c.Table != 2 || c.Index["by_status"] != 2 {
-		t.Errorf("an index key change in a transaction: got table %d, by_status %d; want 2 and 2", c.Table, c.Index["by_status"])
+	c := events.Charge(Write{Kind: Update, Outcome: Applied, Transactional: true, Before: base, After: with("stage_date", s("processed#2026-11-30"))})
+	if c.Table != 2 || c.Index["by_stage"] != 2 {
+		t.Errorf("an index key change in a transaction: got table %d, by_stage %d; want 2 and 2", c.Table, c.Index["by_stage"])
 	}
 }
 
 func TestIndexEntriesAreTheProjection(t *testing.T) {
-	item := Item{"pk": s("e1"), "status_day": s("d"), "status_at": n("1"), "status": s("received"), "payload": b(make([]byte, 5000))}
+	item := Item{"pk": s("e1"), "stage_date": s("d"), "moment_at": n("1"), "status": s("received"), "payload": b(make([]byte, 5000))}
 	e, ok := events.Entry(events.Indexes[0], item)
 	if !ok {
 		t.Fatal("an item with the index's keys is in the index")
@@ -228,19 +230,19 @@ func TestIndexEntriesAreTheProjection(t *testing.T) {
 	if _, ok := events.Entry(events.Indexes[1], item); ok {
 		t.Error("an item without the index's partition key is not in the index (sparse)")
 	}
-	if _, ok := events.Entry(events.Indexes[0], Item{"pk": s("e1"), "status_day": s("d")}); ok {
+	if _, ok := events.Entry(events.Indexes[0], Item{"pk": s("e1"), "stage_date": s("d")}); ok {
 		t.Error("an item without the index's sort key is not in the index")
 	}
 }
 
 func TestHotKeysCarryTheKeyValues(t *testing.T) {
-	before := Item{"pk": s("e1"), "status_day": s("received#d"), "status_at": n("1")}
-	after := Item{"pk": s("e1"), "status_day": s("processing#d"), "status_at": n("2")}
+	before := Item{"pk": s("e1"), "stage_date": s("received#d"), "moment_at": n("1")}
+	after := Item{"pk": s("e1"), "stage_date": s("processing#d"), "moment_at": n("2")}
 	c := events.Charge(Write{Kind: Update, Outcome: Applied, Before: before, After: after})
 	want := []KeyWrite{
 		{Target: "Events", Key: "pk=e1", Units: 1},
-		{Target: "Events/by_status", Key: "status_day=received#d", Units: 1, Role: "delete"},
-		{Target: "Events/by_status", Key: "status_day=processing#d", Units: 1, Role: "put"},
+		{Target: "Events/by_stage", Key: "stage_date=received#d", Units: 1, Role: "delete"},
+		{Target: "Events/by_stage", Key: "stage_date=processing#d", Units: 1, Role: "put"},
 	}
 	if len(c.Keys) != len(want) {
 		t.Fatalf("got %v, want %v", c.Keys, want)

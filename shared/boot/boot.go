@@ -374,7 +374,6 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 		Types:          HandledTypeList(env, hooks.Registry()),
 		Livemode:       c.Livemode,
 		Provider:       event.ProviderStripe,
-		Table:          c.EventsTable,
 		Logger:         logger,
 	}
 	limit, ceiling := reconcileRateTest, StripeRateLimitTest
@@ -403,7 +402,9 @@ func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logge
 	in := NewIngester(cfg, c, HandledTypes(env, hooks.Registry()))
 	rc.Ingester = in
 	rc.Queue = in.Queue
-	rc.DB = dynamodb.NewFromConfig(cfg)
+	db := dynamodb.NewFromConfig(cfg)
+	rc.Events = &store.Events{DB: db, Table: c.EventsTable}
+	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
 	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)

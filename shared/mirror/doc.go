@@ -29,5 +29,10 @@
 //
 // Reader reads it back: Object for one snapshot, CustomerObjects for a
 // customer's objects (the by_customer index), Entitlement for a customer.
-// Their JSON is what inboxctl prints; see Snapshot and Entitlement.
+// Their JSON is what inboxctl prints; see Snapshot and Entitlement. Eraser
+// erases a customer's data.
+//
+// The mirror is the mirror table's one owner: no other package names one of
+// its attributes or its index (a test scans the repository for them).
+// Attribute values and the rule for large data are package ddbattr's.
 package mirror

@@ -2,10 +2,11 @@ package mirror
 
 import (
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // subAttrPrefix prefixes the attribute that holds one subscription's state on
@@ -28,18 +29,42 @@ type SubscriptionEntry struct {
 	EventID           string `json:"last_event_id"`
 }
 
+// Keys of a subscription's state on the entitlement item: the map
+// attribute subAttrPrefix+id. The ordering guard reads attrEntryCreated,
+// attrEntryEventID and attrEntryDeleted.
+const (
+	attrEntryStatus            = "status"
+	attrEntryPrice             = "price"
+	attrEntryProduct           = "product"
+	attrEntryCurrentPeriodEnd  = "current_period_end"
+	attrEntryTrialEnd          = "trial_end"
+	attrEntryCancelAtPeriodEnd = "cancel_at_period_end"
+	attrEntryDeleted           = "deleted"
+	attrEntryCreated           = "c"
+	attrEntryEventID           = "e"
+)
+
 func (s SubscriptionEntry) attr() types.AttributeValue {
 	return &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
-		"status":               str(s.Status),
-		"price":                str(s.Price),
-		"product":              str(s.Product),
-		"current_period_end":   num(s.CurrentPeriodEnd),
-		"trial_end":            num(s.TrialEnd),
-		"cancel_at_period_end": &types.AttributeValueMemberBOOL{Value: s.CancelAtPeriodEnd},
-		"deleted":              &types.AttributeValueMemberBOOL{Value: s.Deleted},
-		"c":                    num(s.EventCreated),
-		"e":                    str(s.EventID),
+		attrEntryStatus:            ddbattr.S(s.Status),
+		attrEntryPrice:             ddbattr.S(s.Price),
+		attrEntryProduct:           ddbattr.S(s.Product),
+		attrEntryCurrentPeriodEnd:  ddbattr.N(s.CurrentPeriodEnd),
+		attrEntryTrialEnd:          ddbattr.N(s.TrialEnd),
+		attrEntryCancelAtPeriodEnd: ddbattr.Bool(s.CancelAtPeriodEnd),
+		attrEntryDeleted:           ddbattr.Bool(s.Deleted),
+		attrEntryCreated:           ddbattr.N(s.EventCreated),
+		attrEntryEventID:           ddbattr.S(s.EventID),
 	}}
+}
+
+func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
+	return SubscriptionEntry{
+		ID: id, Status: ddbattr.GetS(m, attrEntryStatus), Price: ddbattr.GetS(m, attrEntryPrice), Product: ddbattr.GetS(m, attrEntryProduct),
+		CurrentPeriodEnd: ddbattr.GetN(m, attrEntryCurrentPeriodEnd), TrialEnd: ddbattr.GetN(m, attrEntryTrialEnd),
+		CancelAtPeriodEnd: ddbattr.GetBool(m, attrEntryCancelAtPeriodEnd), Deleted: ddbattr.GetBool(m, attrEntryDeleted),
+		EventCreated: ddbattr.GetN(m, attrEntryCreated), EventID: ddbattr.GetS(m, attrEntryEventID),
+	}
 }
 
 // Entitlement is what a customer is entitled to, derived from the states of
@@ -130,32 +155,4 @@ func until(s SubscriptionEntry) int64 {
 		return s.TrialEnd
 	}
 	return s.CurrentPeriodEnd
-}
-
-func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
-	gs := func(k string) string {
-		if v, ok := m[k].(*types.AttributeValueMemberS); ok {
-			return v.Value
-		}
-		return ""
-	}
-	gn := func(k string) int64 {
-		if v, ok := m[k].(*types.AttributeValueMemberN); ok {
-			n, _ := strconv.ParseInt(v.Value, 10, 64)
-			return n
-		}
-		return 0
-	}
-	gb := func(k string) bool {
-		if v, ok := m[k].(*types.AttributeValueMemberBOOL); ok {
-			return v.Value
-		}
-		return false
-	}
-	return SubscriptionEntry{
-		ID: id, Status: gs("status"), Price: gs("price"), Product: gs("product"),
-		CurrentPeriodEnd: gn("current_period_end"), TrialEnd: gn("trial_end"),
-		CancelAtPeriodEnd: gb("cancel_at_period_end"), Deleted: gb("deleted"),
-		EventCreated: gn("c"), EventID: gs("e"),
-	}
 }

@@ -1,13 +1,16 @@
 package mirror
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 func item(entries ...SubscriptionEntry) map[string]types.AttributeValue {
-	m := map[string]types.AttributeValue{"pk": str("entitlement#cus_1")}
+	m := map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey("cus_1"))}
 	for _, e := range entries {
 		m[subAttrPrefix+e.ID] = e.attr()
 	}
@@ -48,5 +51,24 @@ func TestDeriveEntitlement(t *testing.T) {
 				t.Errorf("subscriptions: got %d, want %d", len(got.Subscriptions), len(tc.entries))
 			}
 		})
+	}
+}
+
+// TestEntryItem: a subscription's state as stored, key for key (its size
+// is billed on every subscription event), and read back.
+func TestEntryItem(t *testing.T) {
+	e := SubscriptionEntry{ID: "sub_1", Status: "active", Price: "price_1", CurrentPeriodEnd: 200, CancelAtPeriodEnd: true, EventCreated: 10, EventID: "evt_1"}
+	v := e.attr()
+	want := &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
+		"status": ddbattr.S("active"), "price": ddbattr.S("price_1"), "product": ddbattr.S(""),
+		"current_period_end": ddbattr.N(200), "trial_end": ddbattr.N(0),
+		"cancel_at_period_end": ddbattr.Bool(true), "deleted": ddbattr.Bool(false),
+		attrEntryCreated: ddbattr.N(10), attrEntryEventID: ddbattr.S("evt_1"),
+	}}
+	if !reflect.DeepEqual(v, want) {
+		t.Errorf("stored entry: got %#v, want %#v", v, want)
+	}
+	if back := entryFrom("sub_1", want.Value); back != e {
+		t.Errorf("read back: got %+v, want %+v", back, e)
 	}
 }

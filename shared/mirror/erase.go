@@ -9,6 +9,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // WriteDB is the part of *dynamodb.Client an Eraser uses.
@@ -47,7 +49,7 @@ func (e *Eraser) EraseObject(ctx context.Context, id string) (bool, error) {
 	}
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(e.Table),
-		Key:       map[string]types.AttributeValue{attrPK: str(id)},
+		Key:       map[string]types.AttributeValue{attrPK: ddbattr.S(id)},
 		UpdateExpression: aws.String("SET #deleted = :t, #erased = :t, #updated = :now " +
 			"REMOVE #data, #data_gz, #data_omitted"),
 		ConditionExpression: aws.String("attribute_exists(#pk)"),
@@ -56,8 +58,8 @@ func (e *Eraser) EraseObject(ctx context.Context, id string) (bool, error) {
 			"#data": attrData, "#data_gz": attrDataGzip, "#data_omitted": attrDataOmitted,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":t":   &types.AttributeValueMemberBOOL{Value: true},
-			":now": num(now().UnixMilli()),
+			":t":   ddbattr.Bool(true),
+			":now": ddbattr.N(now().UnixMilli()),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException
@@ -77,7 +79,7 @@ func (e *Eraser) EraseObject(ctx context.Context, id string) (bool, error) {
 func (e *Eraser) EraseEntitlement(ctx context.Context, customer string) (bool, error) {
 	out, err := e.DB.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:    aws.String(e.Table),
-		Key:          map[string]types.AttributeValue{attrPK: str(EntitlementKey(customer))},
+		Key:          map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey(customer))},
 		ReturnValues: types.ReturnValueAllOld,
 	})
 	if err != nil {

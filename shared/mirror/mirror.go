@@ -1,20 +1,17 @@
 package mirror
 
 import (
-	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
-	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 )
 
 // Types lists the event types the mirror handles: the receiver's default
@@ -56,14 +53,23 @@ const (
 	attrErased           = "erased"
 )
 
-// IndexCustomer lists a customer's objects and entitlement.
-const IndexCustomer = "by_customer"
+// indexCustomer lists a customer's objects and entitlement (keys only).
+const indexCustomer = "by_customer"
 
 // EntitlementKey is the key of a customer's entitlement item.
 func EntitlementKey(customer string) string { return "entitlement#" + customer }
 
-// Mirror plans the writes of the mirror table. It implements
-// processor.Mirror.
+// Plan is what applying one event writes to the mirror.
+type Plan struct {
+	// Key names the mirrored object the event touched ("" for none).
+	Key string
+	// Writes are conditioned on the ordering guard: when one fails, a newer
+	// event was applied first and this one is superseded.
+	Writes []types.TransactWriteItem
+}
+
+// Mirror plans the writes of the mirror table (the processor commits them
+// with the event's status).
 type Mirror struct {
 	Table string
 	Now   func() time.Time
@@ -71,8 +77,6 @@ type Mirror struct {
 	// keeps DefaultFields.
 	Fields *Fields
 }
-
-var _ processor.Mirror = (*Mirror)(nil)
 
 // object is what the mirror reads of data.object.
 type object struct {
@@ -104,17 +108,17 @@ type payloadShape struct {
 
 // Plan returns the writes that apply r to the mirror. Types the mirror does
 // not handle get an empty plan.
-func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
+func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if !Handles(r.Type) {
-		return processor.Plan{}, nil
+		return Plan{}, nil
 	}
 	var p payloadShape
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
+		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
 	}
 	var o object
 	if err := json.Unmarshal(p.Data.Object, &o); err != nil || o.ID == "" {
-		return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
+		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
 	}
 	deleted := o.Deleted || strings.HasSuffix(r.Type, ".deleted")
 	// A tombstone keeps no data: only what the ordering guard, the
@@ -127,7 +131,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 		}
 		var err error
 		if data, err = fields.Filter(o.Object, p.Data.Object); err != nil {
-			return processor.Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
+			return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
 		}
 	}
 	customer := idOf(o.Customer)
@@ -141,20 +145,22 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	g := newGuard(r, deleted)
 
 	item := map[string]types.AttributeValue{
-		attrPK:               str(o.ID),
-		attrObject:           str(o.Object),
-		attrDeleted:          &types.AttributeValueMemberBOOL{Value: deleted},
-		attrLastEventID:      str(r.ID),
-		attrLastEventCreated: num(r.Created),
-		attrLastEventType:    str(r.Type),
-		attrLivemode:         &types.AttributeValueMemberBOOL{Value: r.Livemode},
-		attrUpdatedAt:        num(now().UnixMilli()),
+		attrPK:               ddbattr.S(o.ID),
+		attrObject:           ddbattr.S(o.Object),
+		attrDeleted:          ddbattr.Bool(deleted),
+		attrLastEventID:      ddbattr.S(r.ID),
+		attrLastEventCreated: ddbattr.N(r.Created),
+		attrLastEventType:    ddbattr.S(r.Type),
+		attrLivemode:         ddbattr.Bool(r.Livemode),
+		attrUpdatedAt:        ddbattr.N(now().UnixMilli()),
 	}
 	if customer != "" {
-		item[attrCustomer] = str(customer)
+		item[attrCustomer] = ddbattr.S(customer)
 	}
 	if !deleted {
-		putData(item, data)
+		if err := putData(item, data); err != nil {
+			return Plan{}, fmt.Errorf("mirror: event %s: %w", r.ID, err)
+		}
 	}
 	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
 	// does not, in transactions).
@@ -169,34 +175,26 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (processor.Plan, error) {
 	if o.Object == "subscription" && customer != "" {
 		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
 	}
-	return processor.Plan{Key: o.ID, Writes: writes}, nil
+	return Plan{Key: o.ID, Writes: writes}, nil
 }
 
-// Sizes for a snapshot's data: above gzipAbove it is stored gzipped; if it
-// is still above maxData it is left out, flagged, because a DynamoDB item
-// holds at most 400 KB with its other attributes. A snapshot is never the
-// reason an event fails.
-const (
-	gzipAbove = 8 << 10
-	maxData   = 350 << 10
-)
-
-// putData sets the snapshot's data on item: as JSON text, gzipped, or not at
-// all (data_omitted) when even gzipped it would not fit.
-func putData(item map[string]types.AttributeValue, data []byte) {
-	if len(data) <= gzipAbove {
-		item[attrData] = str(string(data))
-		return
+// putData sets the snapshot's data on item by ddbattr's rule for large
+// values: as JSON text, gzipped, or not at all (data_omitted) when even
+// gzipped it would not fit, so a snapshot is never the reason an event
+// fails.
+func putData(item map[string]types.AttributeValue, data []byte) error {
+	stored, gz, err := ddbattr.Pack(data)
+	switch {
+	case err != nil:
+		return err
+	case stored == nil:
+		item[attrDataOmitted] = ddbattr.Bool(true)
+	case gz:
+		item[attrDataGzip] = ddbattr.B(stored)
+	default:
+		item[attrData] = ddbattr.S(string(stored))
 	}
-	var gz bytes.Buffer
-	w := gzip.NewWriter(&gz)
-	_, _ = w.Write(data) // writes to a bytes.Buffer do not fail
-	_ = w.Close()
-	if gz.Len() <= maxData {
-		item[attrDataGzip] = &types.AttributeValueMemberB{Value: gz.Bytes()}
-		return
-	}
-	item[attrDataOmitted] = &types.AttributeValueMemberBOOL{Value: true}
+	return nil
 }
 
 // entitlementWrite records the subscription's state on the customer's
@@ -225,11 +223,11 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	}
 	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
 	values[":entry"] = entry.attr()
-	values[":cus"] = str(customer)
-	values[":now"] = num(now.UnixMilli())
+	values[":cus"] = ddbattr.S(customer)
+	values[":now"] = ddbattr.N(now.UnixMilli())
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(m.Table),
-		Key:                       map[string]types.AttributeValue{attrPK: str(EntitlementKey(customer))},
+		Key:                       map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey(customer))},
 		UpdateExpression:          aws.String("SET #sub = :entry, customer = :cus, updated_at = :now"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
@@ -258,13 +256,13 @@ func newGuard(r event.Record, deleted bool) guard {
 func (g guard) condition(path, absent string) (string, map[string]types.AttributeValue) {
 	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if path != "" {
-		c, e, d = path+".c", path+".e", path+".deleted"
+		c, e, d = path+"."+attrEntryCreated, path+"."+attrEntryEventID, path+"."+attrEntryDeleted
 	}
 	newer := fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
 	values := map[string]types.AttributeValue{
-		":g_c": num(g.created),
-		":g_e": str(g.id),
-		":g_f": &types.AttributeValueMemberBOOL{Value: false},
+		":g_c": ddbattr.N(g.created),
+		":g_e": ddbattr.S(g.id),
+		":g_f": ddbattr.Bool(false),
 	}
 	var expr string
 	if g.deleted {
@@ -292,9 +290,4 @@ func idOf(raw json.RawMessage) string {
 		return obj.ID
 	}
 	return ""
-}
-
-func str(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
-func num(v int64) types.AttributeValue {
-	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
@@ -407,4 +408,42 @@ func TestLargeObjectsAreGzippedOrLeftOutNeverFailed(t *testing.T) {
 	if snap, _ = f.reader.Object(ctx, "cus_big"); snap.DataOmitted || !json.Valid(snap.Data) || string(snap.Data) == "null" {
 		t.Errorf("after a small update: omitted=%v data %.40s", snap.DataOmitted, snap.Data)
 	}
+}
+
+// TestSnapshotDataKeepsTheStoresLimit: snapshot data is stored by the same
+// rule as an event's payload (package ddbattr): gzipped, it is kept up to
+// ddbattr.MaxStored. The mirror used to leave out data gzipped to over
+// 350 KB, which the store would have kept.
+func TestSnapshotDataKeepsTheStoresLimit(t *testing.T) {
+	fields, err := mirror.ParseFields("customer:*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mirror.Mirror{Table: "mirror", Fields: fields}
+	// Base64 of noise gzips to about three quarters: some 365 KB.
+	r, body := bigEvent(t, "evt_big_limit", 1700000000, 498_000, true)
+	p, err := m.Plan(r, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := p.Writes[0].Put.Item
+	gz, ok := item["data_gz"].(*types.AttributeValueMemberB)
+	if !ok {
+		t.Fatalf("data gzipped to about 365 KB: got attributes %v, want data_gz (at most %d bytes are kept)", keys(item), ddbattr.MaxStored)
+	}
+	if n := len(gz.Value); n <= 350<<10 || n > ddbattr.MaxStored {
+		t.Fatalf("the test's data gzips to %d bytes, want between 350 KB and ddbattr.MaxStored", n)
+	}
+	if _, omitted := item["data_omitted"]; omitted {
+		t.Error("data both stored and flagged as left out")
+	}
+}
+
+func keys(item map[string]types.AttributeValue) []string {
+	var out []string
+	for k := range item {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }

@@ -1,13 +1,10 @@
 package mirror
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"time"
 
@@ -15,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // ErrNotFound: no such object or entitlement in the mirror.
@@ -65,7 +62,8 @@ type Snapshot struct {
 	Livemode         bool            `json:"livemode"`
 	Data             json.RawMessage `json:"data"`
 	// DataOmitted: data.object was too large for the mirror even gzipped
-	// (over 350 KB); Data is null and the rest of the snapshot is kept.
+	// (over ddbattr.MaxStored, 380 KB); Data is null and the rest of the
+	// snapshot is kept.
 	DataOmitted bool `json:"data_omitted,omitempty"`
 	// Erased: the customer's data was erased (inboxctl erase); the
 	// snapshot is a tombstone that keeps only ids and the ordering guard.
@@ -81,72 +79,38 @@ func (r *Reader) Object(ctx context.Context, id string) (Snapshot, error) {
 	return SnapshotFrom(item)
 }
 
-// maxDataBytes bounds a snapshot's data once decompressed: data is the
-// data.object of one stored event, so it is never larger than the event's
-// payload (store.MaxPayloadBytes). The gzip that fits in an item (maxData)
-// could otherwise inflate about a thousandfold.
-const maxDataBytes = store.MaxPayloadBytes
-
 // SnapshotFrom decodes a mirror item. Data that does not decode (damaged,
-// or inflating past maxDataBytes) is an error naming the object.
+// or inflating past ddbattr.MaxInflated: data is the data.object of one
+// stored event, never larger than the event's payload) is an error naming
+// the object.
 func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
-	gs := func(k string) string {
-		if v, ok := item[k].(*types.AttributeValueMemberS); ok {
-			return v.Value
-		}
-		return ""
-	}
 	s := Snapshot{
-		ID: gs(attrPK), Object: gs(attrObject), Customer: gs(attrCustomer),
-		LastEventID: gs(attrLastEventID), LastEventType: gs(attrLastEventType),
-		Data: json.RawMessage(gs(attrData)),
+		ID:               ddbattr.GetS(item, attrPK),
+		Object:           ddbattr.GetS(item, attrObject),
+		Customer:         ddbattr.GetS(item, attrCustomer),
+		Deleted:          ddbattr.GetBool(item, attrDeleted),
+		LastEventID:      ddbattr.GetS(item, attrLastEventID),
+		LastEventCreated: ddbattr.GetN(item, attrLastEventCreated),
+		LastEventType:    ddbattr.GetS(item, attrLastEventType),
+		Livemode:         ddbattr.GetBool(item, attrLivemode),
+		Data:             json.RawMessage(ddbattr.GetS(item, attrData)),
+		DataOmitted:      ddbattr.GetBool(item, attrDataOmitted),
+		Erased:           ddbattr.GetBool(item, attrErased),
 	}
-	if v, ok := item[attrDeleted].(*types.AttributeValueMemberBOOL); ok {
-		s.Deleted = v.Value
-	}
-	if v, ok := item[attrLivemode].(*types.AttributeValueMemberBOOL); ok {
-		s.Livemode = v.Value
-	}
-	if v, ok := item[attrLastEventCreated].(*types.AttributeValueMemberN); ok {
-		fmt.Sscan(v.Value, &s.LastEventCreated)
-	}
-	if v, ok := item[attrDataGzip].(*types.AttributeValueMemberB); ok {
-		data, err := gunzip(v.Value)
+	if gz, ok := ddbattr.GetB(item, attrDataGzip); ok {
+		data, err := ddbattr.Unpack(gz)
+		if err == nil && !json.Valid(data) {
+			err = errors.New("gunzip: not JSON")
+		}
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("mirror: object %s: stored data: %w", s.ID, err)
 		}
 		s.Data = data
 	}
-	if v, ok := item[attrDataOmitted].(*types.AttributeValueMemberBOOL); ok {
-		s.DataOmitted = v.Value
-	}
-	if v, ok := item[attrErased].(*types.AttributeValueMemberBOOL); ok {
-		s.Erased = v.Value
-	}
 	if len(s.Data) == 0 {
 		s.Data = json.RawMessage("null")
 	}
 	return s, nil
-}
-
-// gunzip decodes stored data, reading at most one byte more than
-// maxDataBytes.
-func gunzip(b []byte) (json.RawMessage, error) {
-	r, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("gunzip: %w", err)
-	}
-	out, err := io.ReadAll(io.LimitReader(r, maxDataBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("gunzip: %w", err)
-	}
-	if len(out) > maxDataBytes {
-		return nil, fmt.Errorf("gunzip: inflates past the %d-byte limit (store.MaxPayloadBytes)", maxDataBytes)
-	}
-	if !json.Valid(out) {
-		return nil, errors.New("gunzip: not JSON")
-	}
-	return out, nil
 }
 
 // CustomerObjects lists the snapshots of customer's objects (the customer
@@ -187,9 +151,9 @@ func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType strin
 func (r *Reader) CustomerKeys(ctx context.Context, customer string) ([]string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(r.Table),
-		IndexName:                 aws.String(IndexCustomer),
+		IndexName:                 aws.String(indexCustomer),
 		KeyConditionExpression:    aws.String("customer = :c"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":c": str(customer)},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":c": ddbattr.S(customer)},
 	}
 	var keys []string
 	for {
@@ -198,8 +162,8 @@ func (r *Reader) CustomerKeys(ctx context.Context, customer string) ([]string, e
 			return nil, fmt.Errorf("mirror: list objects of customer %s: %w", customer, err)
 		}
 		for _, item := range page.Items {
-			if k, ok := item[attrPK].(*types.AttributeValueMemberS); ok && k.Value != EntitlementKey(customer) {
-				keys = append(keys, k.Value)
+			if k := ddbattr.GetS(item, attrPK); k != "" && k != EntitlementKey(customer) {
+				keys = append(keys, k)
 			}
 		}
 		if len(page.LastEvaluatedKey) == 0 {
@@ -224,7 +188,7 @@ func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]type
 		keys = keys[n:]
 		req := make([]map[string]types.AttributeValue, 0, n)
 		for _, k := range chunk {
-			req = append(req, map[string]types.AttributeValue{attrPK: str(k)})
+			req = append(req, map[string]types.AttributeValue{attrPK: ddbattr.S(k)})
 		}
 		pending := map[string]types.KeysAndAttributes{r.Table: {Keys: req, ConsistentRead: aws.Bool(true)}}
 		for wait := 50 * time.Millisecond; len(pending) > 0; wait *= 2 {
@@ -264,7 +228,7 @@ func (r *Reader) Entitlement(ctx context.Context, customer string) (Entitlement,
 func (r *Reader) get(ctx context.Context, key string) (map[string]types.AttributeValue, error) {
 	out, err := r.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(r.Table),
-		Key:            map[string]types.AttributeValue{attrPK: str(key)},
+		Key:            map[string]types.AttributeValue{attrPK: ddbattr.S(key)},
 		ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {

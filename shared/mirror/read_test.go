@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // itemDB answers every read with one item.
@@ -68,7 +68,7 @@ func TestSnapshotDataInflatesOnlyToTheLimit(t *testing.T) {
 		"CustomerObjects": func() error { _, err := bomb.CustomerObjects(ctx, "cus_bomb", ""); return err },
 	} {
 		err := read()
-		if err == nil || !strings.Contains(err.Error(), "cus_bomb") || !strings.Contains(err.Error(), strconv.Itoa(store.MaxPayloadBytes)) {
+		if err == nil || !strings.Contains(err.Error(), "cus_bomb") || !strings.Contains(err.Error(), strconv.Itoa(ddbattr.MaxInflated)) {
 			t.Errorf("%s of a gzip bomb: got %v, want an error naming the object and the limit", name, err)
 		}
 	}

@@ -41,6 +41,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -53,19 +54,13 @@ type Store interface {
 	Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error
 }
 
-// Plan is what applying one event writes to the mirror.
-type Plan struct {
-	// Key names the mirrored object the event touched ("" for none).
-	Key string
-	// Writes are conditioned on the ordering guard: when one fails, a newer
-	// event was applied first and this one is superseded.
-	Writes []types.TransactWriteItem
+// Mirror plans the snapshot writes of an event; *mirror.Mirror implements
+// it.
+type Mirror interface {
+	Plan(r event.Record, payload []byte) (mirror.Plan, error)
 }
 
-// Mirror plans the snapshot writes of an event.
-type Mirror interface {
-	Plan(r event.Record, payload []byte) (Plan, error)
-}
+var _ Mirror = (*mirror.Mirror)(nil)
 
 // Effects runs the team's own effects; *effect.Registry implements it.
 type Effects interface {
@@ -354,20 +349,20 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 
 // handlers runs the mirror's plan and the team's effects for rec. A panic
 // in either becomes a *PanicError, so the attempt is recorded as failed.
-func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte) (plan Plan, effects []types.TransactWriteItem, err error) {
+func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			plan, effects, err = Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
+			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if p.cfg.Mirror != nil {
 		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
-			return Plan{}, nil, err
+			return mirror.Plan{}, nil, err
 		}
 	}
 	if p.cfg.Effects != nil {
 		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
-			return Plan{}, nil, err
+			return mirror.Plan{}, nil, err
 		}
 	}
 	return plan, effects, nil

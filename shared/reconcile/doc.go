@@ -15,20 +15,22 @@
 // little after their creation time) to a little before now (events that
 // young may still be on their way as webhooks), and never older than
 // Stripe's 30-day retention. Each page is compared with the store in one
-// BatchGetItem. Events not in the store are ingested through package ingest,
-// the receiver's own path (same conditional put, same enqueue), with source
-// "reconciler", so a late webhook for the same event is a plain duplicate.
+// call (store.Events.Existing, one batch read). Events not in the store are
+// ingested through package ingest, the receiver's own path (same
+// conditional put, same enqueue), with source "reconciler", so a late
+// webhook for the same event is a plain duplicate.
 //
 // # Checkpoint
 //
-// Each group's progress is one item in the events table (see Checkpoint),
-// written after each page is fully handled with a conditional write on its
-// sequence number: a run only ever replaces the state it read, so two
-// overlapping runs cannot move a checkpoint backwards or skip a page; the
-// one that loses the race stops and leaves the rest to the other. A window
-// is worked newest first, so until it is finished the checkpoint holds the
-// window and a cursor, and a run that stops (near its deadline, after its
-// page budget, under a storm of 429s) is resumed from there by the next.
+// Each group's progress is a checkpoint kept by package store
+// (store.Checkpoints), written after each page is fully handled with a
+// conditional write on its sequence number: a run only ever replaces the
+// state it read, so two overlapping runs cannot move a checkpoint
+// backwards or skip a page; the one that loses the race stops and leaves
+// the rest to the other. A window is worked newest first, so until it is
+// finished the checkpoint holds the window and a cursor, and a run that
+// stops (near its deadline, after its page budget, under a storm of 429s)
+// is resumed from there by the next.
 //
 // # Stuck events
 //
@@ -36,9 +38,9 @@
 // transition (15 minutes by default) have lost their queue message: the
 // process died between the put and the send, the message went to the DLQ
 // while the record said otherwise, or a worker died on the last receive.
-// They are found through the sparse "pending" index, which holds only
-// unfinished records, never by a scan, and their pointer is sent again; the
-// processor's claim makes a pointer sent twice harmless.
+// The store finds them without a scan (store.Events.Stuck), and their
+// pointer is sent again; the processor's claim makes a pointer sent twice
+// harmless.
 //
 // # Reporting
 //

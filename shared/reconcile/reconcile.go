@@ -7,16 +7,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"iter"
 	"log/slog"
 	"strings"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
@@ -25,14 +25,22 @@ type Lister interface {
 	ListEvents(ctx context.Context, q stripeapi.EventQuery, page func(stripeapi.Page) (bool, error)) error
 }
 
-// DynamoDB is the part of *dynamodb.Client the reconciler uses: BatchGetItem
-// on the events table, Query on its pending index, GetItem and PutItem of
-// the checkpoints.
-type DynamoDB interface {
-	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
-	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
-	GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error)
-	PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error)
+// Events is what the reconciler asks of the events table; *store.Events
+// implements it.
+type Events interface {
+	// Existing returns the ids among ids that have a record.
+	Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+	// Stuck yields the unfinished records whose last transition is older
+	// than before, oldest first, at most limit of them.
+	Stuck(ctx context.Context, provider string, before time.Time, limit int) iter.Seq2[event.Record, error]
+}
+
+// Checkpoints keeps each group's progress; *store.Checkpoints implements
+// it. Save is conditioned on the checkpoint being as prev was read, and
+// fails with store.ErrCheckpointMoved when another run wrote it since.
+type Checkpoints interface {
+	Load(ctx context.Context, name string) (store.Checkpoint, error)
+	Save(ctx context.Context, prev, next store.Checkpoint) (store.Checkpoint, error)
 }
 
 // Ingester puts a missing event into the pipeline; *ingest.Ingester, the
@@ -64,17 +72,17 @@ const (
 	DefaultDeadlineMargin  = 20 * time.Second
 	DefaultThrottleBackoff = time.Second
 	DefaultMaxThrottles    = 5
-	DefaultBatchBackoff    = 50 * time.Millisecond
 )
 
-// Config configures a Reconciler. Stripe, DB, Table, Ingester, Queue and
-// Types are required; zero durations and counts take the defaults.
+// Config configures a Reconciler. Stripe, Events, Checkpoints, Ingester,
+// Queue and Types are required; zero durations and counts take the
+// defaults.
 type Config struct {
-	Stripe   Lister
-	DB       DynamoDB
-	Table    string
-	Ingester Ingester
-	Queue    Queue
+	Stripe      Lister
+	Events      Events
+	Checkpoints Checkpoints
+	Ingester    Ingester
+	Queue       Queue
 	// Provider names the provider in keys; event.ProviderStripe when empty.
 	Provider string
 	// Types are the handled event types, the receiver's allowlist: only
@@ -106,10 +114,8 @@ type Config struct {
 	// 429 in a row, and after MaxThrottles in a row the run stops.
 	ThrottleBackoff time.Duration
 	MaxThrottles    int
-	// BatchBackoff is the first wait before retrying unprocessed keys.
-	BatchBackoff time.Duration
-	Logger       *slog.Logger
-	Now          func() time.Time
+	Logger          *slog.Logger
+	Now             func() time.Time
 }
 
 // Reconciler runs reconciliations.
@@ -124,11 +130,11 @@ func New(cfg Config) (*Reconciler, error) {
 	if cfg.Stripe == nil {
 		missing = append(missing, "Stripe")
 	}
-	if cfg.DB == nil {
-		missing = append(missing, "DB")
+	if cfg.Events == nil {
+		missing = append(missing, "Events")
 	}
-	if cfg.Table == "" {
-		missing = append(missing, "Table")
+	if cfg.Checkpoints == nil {
+		missing = append(missing, "Checkpoints")
 	}
 	if cfg.Ingester == nil {
 		missing = append(missing, "Ingester")
@@ -157,7 +163,6 @@ func New(cfg Config) (*Reconciler, error) {
 	def(&cfg.StuckAfter, DefaultStuckAfter)
 	def(&cfg.DeadlineMargin, DefaultDeadlineMargin)
 	def(&cfg.ThrottleBackoff, DefaultThrottleBackoff)
-	def(&cfg.BatchBackoff, DefaultBatchBackoff)
 	cfg.Lookback = min(cfg.Lookback, Retention)
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
@@ -355,7 +360,7 @@ func (rn *run) do(ctx context.Context) error {
 }
 
 // track keeps the least advanced checkpoint for the run's checkpoint age.
-func (rn *run) track(cp Checkpoint) {
+func (rn *run) track(cp store.Checkpoint) {
 	if cp.DoneThrough == 0 {
 		rn.anyNever = true
 		return
@@ -394,22 +399,24 @@ func (rn *run) maxPages() int {
 func (rn *run) requeueStuck(ctx context.Context) error {
 	r := rn.r
 	cutoff := r.cfg.Now().Add(-r.cfg.StuckAfter)
-	err := r.stuck(ctx, cutoff, r.cfg.MaxStuck, func(rec event.Record) (bool, error) {
+	for rec, err := range r.cfg.Events.Stuck(ctx, r.cfg.Provider, cutoff, r.cfg.MaxStuck) {
+		if err != nil {
+			return err
+		}
 		if !rec.Status.Pending() {
-			return true, nil
+			continue
 		}
 		if err := r.cfg.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
-			return false, fmt.Errorf("reconcile: re-enqueue stuck event %s: %w", rec.ID, err)
+			return fmt.Errorf("reconcile: re-enqueue stuck event %s: %w", rec.ID, err)
 		}
 		rn.res.Stuck++
 		r.cfg.Logger.WarnContext(ctx, "stuck event re-enqueued",
 			slog.String("run_id", rn.res.RunID),
 			slog.String("event_id", rec.ID), slog.String("event_type", rec.Type),
 			slog.String("status", string(rec.Status)), slog.Time("status_at", rec.StatusAt))
-		return rn.stopAt.IsZero() || r.cfg.Now().Before(rn.stopAt), nil
-	})
-	if err != nil {
-		return err
+		if !rn.stopAt.IsZero() && !r.cfg.Now().Before(rn.stopAt) {
+			break
+		}
 	}
 	rn.report()
 	return nil
@@ -423,7 +430,7 @@ type window struct {
 }
 
 // group reconciles one group and returns its checkpoint as it left it.
-func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, error) {
+func (rn *run) group(ctx context.Context, g Group, cp store.Checkpoint) (store.Checkpoint, error) {
 	r := rn.r
 	now := r.cfg.Now()
 	floor := now.Add(-Retention + retentionMargin).Unix()
@@ -433,7 +440,7 @@ func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, e
 	switch {
 	case !persist:
 		w = window{from: now.Add(-min(rn.opts.Since, Retention)).Unix(), to: settled}
-	case cp.inProgress():
+	case cp.InProgress():
 		w = window{from: cp.WindowFrom, to: cp.WindowTo, cursor: cp.Cursor, cursorCreated: cp.CursorCreated}
 	case cp.DoneThrough > 0:
 		w = window{from: cp.DoneThrough - int64(r.cfg.Overlap/time.Second), to: settled}
@@ -445,12 +452,12 @@ func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, e
 	// can be listed, so the window is as done as it will ever be.
 	expired := w.to < floor || (w.cursor != "" && w.cursorCreated < floor)
 	if expired || w.to < w.from {
-		if persist && (expired || cp.inProgress()) {
+		if persist && (expired || cp.InProgress()) {
 			next := cp
 			next.DoneThrough = max(cp.DoneThrough, w.to)
 			next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
 			saved, err := rn.save(ctx, cp, next)
-			if errors.Is(err, ErrCheckpointMoved) {
+			if errors.Is(err, store.ErrCheckpointMoved) {
 				rn.res.Stopped = StopCheckpointMoved
 				return cp, nil
 			}
@@ -493,7 +500,7 @@ func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, e
 			return rn.mayContinue(ctx), nil
 		})
 		switch {
-		case errors.Is(err, ErrCheckpointMoved):
+		case errors.Is(err, store.ErrCheckpointMoved):
 			rn.res.Stopped = StopCheckpointMoved
 			return cp, nil
 		case stripeapi.RateLimited(err):
@@ -527,15 +534,40 @@ func (rn *run) group(ctx context.Context, g Group, cp Checkpoint) (Checkpoint, e
 			}
 			return cp, nil
 		case err != nil:
-			return cp, fmt.Errorf("reconcile: group %s: %w", g.Key, err)
+			return cp, fmt.Errorf("reconcile: group %s: %w", g.Checkpoint, err)
 		}
 		return cp, nil
 	}
 }
 
-// save writes the checkpoint, or reports that another run moved it.
-func (rn *run) save(ctx context.Context, prev, next Checkpoint) (Checkpoint, error) {
-	return rn.r.saveCheckpoint(ctx, prev, next, rn.r.cfg.Now(), rn.res.RunID)
+// save writes the checkpoint, or reports that another run moved it
+// (store.ErrCheckpointMoved).
+func (rn *run) save(ctx context.Context, prev, next store.Checkpoint) (store.Checkpoint, error) {
+	next.UpdatedAt, next.RunID = rn.r.cfg.Now(), rn.res.RunID
+	return rn.r.cfg.Checkpoints.Save(ctx, prev, next)
+}
+
+// LoadCheckpoint reads a group's checkpoint, strongly consistent; a group
+// never reconciled has the zero Checkpoint (with its name and types).
+func (r *Reconciler) LoadCheckpoint(ctx context.Context, g Group) (store.Checkpoint, error) {
+	cp, err := r.cfg.Checkpoints.Load(ctx, g.Checkpoint)
+	if err != nil {
+		return store.Checkpoint{}, err
+	}
+	cp.Types = g.Types
+	return cp, nil
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // page compares one page with the store and ingests what is missing, oldest
@@ -558,7 +590,7 @@ func (rn *run) page(ctx context.Context, p stripeapi.Page) (event.Envelope, erro
 		envs[i], ids[i] = env, env.ID
 	}
 	rn.res.Listed += len(envs)
-	have, err := r.existing(ctx, ids)
+	have, err := r.cfg.Events.Existing(ctx, r.cfg.Provider, ids)
 	if err != nil {
 		return event.Envelope{}, err
 	}

@@ -15,9 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
@@ -102,8 +100,8 @@ func (h *harness) reconciler(key string, mod func(*reconcile.Config)) *reconcile
 	}
 	cfg := reconcile.Config{
 		Stripe:          stripe,
-		DB:              h.db,
-		Table:           h.stack.Table("EventsTable"),
+		Events:          h.events,
+		Checkpoints:     &store.Checkpoints{DB: h.db, Table: h.stack.Table("EventsTable")},
 		Ingester:        h.ingester,
 		Queue:           h.queue,
 		Types:           h.types,
@@ -242,42 +240,24 @@ func (h *harness) records(ids []string) map[string]*event.Record {
 }
 
 // reconciledBy returns the ids whose record was stored by the reconciler. It
-// reads them in batches, with a client that is not counted.
+// reads them with a client that is not counted.
 func (h *harness) reconciledBy(envs []event.Envelope) map[string]bool {
 	h.t.Helper()
+	uncounted := &store.Events{DB: h.stack.DynamoDB, Table: h.events.Table}
 	got := map[string]bool{}
-	seen := 0
-	for chunk := range slices.Chunk(envs, 100) {
-		keys := make([]map[string]types.AttributeValue, len(chunk))
-		for i, e := range chunk {
-			keys[i] = map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: event.Key(event.ProviderStripe, e.ID)}}
+	for _, e := range envs {
+		r, err := uncounted.Get(context.Background(), event.ProviderStripe, e.ID)
+		if err != nil {
+			h.t.Fatalf("record of %s: %v", e.ID, err)
 		}
-		req := map[string]types.KeysAndAttributes{h.events.Table: {Keys: keys, ConsistentRead: aws.Bool(true)}}
-		for len(req) > 0 {
-			out, err := h.stack.DynamoDB.BatchGetItem(context.Background(), &dynamodb.BatchGetItemInput{RequestItems: req})
-			if err != nil {
-				h.t.Fatal(err)
-			}
-			for _, item := range out.Responses[h.events.Table] {
-				r, err := store.Unmarshal(item)
-				if err != nil {
-					h.t.Fatal(err)
-				}
-				seen++
-				if r.Source == event.SourceReconciler {
-					got[r.ID] = true
-				}
-			}
-			req = out.UnprocessedKeys
+		if r.Source == event.SourceReconciler {
+			got[r.ID] = true
 		}
-	}
-	if seen != len(envs) {
-		h.t.Fatalf("records: got %d, want one for each of the %d events", seen, len(envs))
 	}
 	return got
 }
 
-func (h *harness) checkpoint(r *reconcile.Reconciler, i int) reconcile.Checkpoint {
+func (h *harness) checkpoint(r *reconcile.Reconciler, i int) store.Checkpoint {
 	h.t.Helper()
 	cp, err := r.LoadCheckpoint(context.Background(), r.Groups()[i])
 	if err != nil {
@@ -300,8 +280,8 @@ func (h *harness) runLines() []map[string]any {
 	return out
 }
 
-func sameCheckpoint(a, b reconcile.Checkpoint) bool {
-	return a.Key == b.Key && a.Seq == b.Seq && a.DoneThrough == b.DoneThrough && a.WindowFrom == b.WindowFrom &&
+func sameCheckpoint(a, b store.Checkpoint) bool {
+	return a.Name == b.Name && a.Seq == b.Seq && a.DoneThrough == b.DoneThrough && a.WindowFrom == b.WindowFrom &&
 		a.WindowTo == b.WindowTo && a.Cursor == b.Cursor && a.CursorCreated == b.CursorCreated &&
 		a.UpdatedAt.Equal(b.UpdatedAt) && a.RunID == b.RunID
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"iter"
 	"log/slog"
 	"maps"
 	"slices"
@@ -12,42 +13,49 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
-// fakeDB is a hand-written DynamoDB with function fields; nil ones answer
-// as an empty table would.
-type fakeDB struct {
-	batchGet func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error)
-	getItem  func(in *dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error)
-	putItem  func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error)
+// fakeEvents is a hand-written events table with function fields; nil ones
+// answer as an empty table would.
+type fakeEvents struct {
+	existing func(provider string, ids []string) (map[string]bool, error)
 }
 
-func (f *fakeDB) BatchGetItem(_ context.Context, in *dynamodb.BatchGetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
-	return f.batchGet(in)
+func (f *fakeEvents) Existing(_ context.Context, provider string, ids []string) (map[string]bool, error) {
+	if f.existing == nil {
+		return map[string]bool{}, nil
+	}
+	return f.existing(provider, ids)
 }
 
-func (f *fakeDB) Query(context.Context, *dynamodb.QueryInput, ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error) {
-	return &dynamodb.QueryOutput{}, nil
+func (f *fakeEvents) Stuck(context.Context, string, time.Time, int) iter.Seq2[event.Record, error] {
+	return func(func(event.Record, error) bool) {}
 }
-func (f *fakeDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if f.getItem == nil {
-		return &dynamodb.GetItemOutput{}, nil
-	}
-	return f.getItem(in)
+
+// fakeCheckpoints holds one checkpoint (the zero one until saved) and
+// records the saves.
+type fakeCheckpoints struct {
+	stored store.Checkpoint
+	saves  []struct{ prev, next store.Checkpoint }
 }
-func (f *fakeDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if f.putItem == nil {
-		return &dynamodb.PutItemOutput{}, nil
-	}
-	return f.putItem(in)
+
+func (f *fakeCheckpoints) Load(_ context.Context, name string) (store.Checkpoint, error) {
+	cp := f.stored
+	cp.Name = name
+	return cp, nil
+}
+
+func (f *fakeCheckpoints) Save(_ context.Context, prev, next store.Checkpoint) (store.Checkpoint, error) {
+	f.saves = append(f.saves, struct{ prev, next store.Checkpoint }{prev, next})
+	next.Seq = prev.Seq + 1
+	f.stored = next
+	return next, nil
 }
 
 // recordingLister records its queries and answers one empty, final page.
@@ -75,10 +83,10 @@ type nopQueue struct{}
 
 func (nopQueue) Send(context.Context, event.Pointer) error { return nil }
 
-func newTest(t *testing.T, db DynamoDB) *Reconciler {
+func newTest(t *testing.T) *Reconciler {
 	t.Helper()
-	r, err := New(Config{Stripe: nopLister{}, DB: db, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
-		Types: []string{"invoice.paid"}, BatchBackoff: time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	r, err := New(Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: nopIngester{}, Queue: nopQueue{},
+		Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,63 +109,60 @@ func TestGroupsSplitAtTwentyTypesAndAreStable(t *testing.T) {
 	reversed := slices.Clone(types)
 	slices.Reverse(reversed)
 	again := Groups("stripe", reversed)
-	if again[0].Key != g[0].Key || again[1].Key != g[1].Key || g[0].Key == g[1].Key {
-		t.Errorf("keys: got %s %s then %s %s, want stable and distinct", g[0].Key, g[1].Key, again[0].Key, again[1].Key)
+	if again[0].Checkpoint != g[0].Checkpoint || again[1].Checkpoint != g[1].Checkpoint || g[0].Checkpoint == g[1].Checkpoint {
+		t.Errorf("checkpoints: got %s %s then %s %s, want stable and distinct", g[0].Checkpoint, g[1].Checkpoint, again[0].Checkpoint, again[1].Checkpoint)
 	}
-	if !strings.HasPrefix(g[0].Key, "checkpoint#stripe#") {
-		t.Errorf("key %q cannot collide with an event's", g[0].Key)
+	if !strings.HasPrefix(g[0].Checkpoint, "stripe#") || Groups("other", types)[0].Checkpoint == g[0].Checkpoint {
+		t.Errorf("checkpoint %q is not the provider's own", g[0].Checkpoint)
 	}
-	if other := Groups("stripe", []string{"t.00"}); other[0].Key == g[0].Key {
+	if other := Groups("stripe", []string{"t.00"}); other[0].Checkpoint == g[0].Checkpoint {
 		t.Error("a different set of types shares a checkpoint")
 	}
 }
 
-func TestExistingRetriesUnprocessedKeys(t *testing.T) {
-	calls := 0
-	var asked [][]string
-	db := &fakeDB{batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
-		calls++
-		ka := in.RequestItems["events"]
-		if !*ka.ConsistentRead {
-			t.Error("BatchGetItem without a consistent read")
+// TestPageIsComparedOnceWithTheStore: a page's events are looked up in one
+// call, for the configured provider, and only those the store lacks are
+// ingested.
+func TestPageIsComparedOnceWithTheStore(t *testing.T) {
+	var calls [][]string
+	events := &fakeEvents{existing: func(provider string, ids []string) (map[string]bool, error) {
+		if provider != event.ProviderStripe {
+			t.Errorf("provider: got %q, want %q", provider, event.ProviderStripe)
 		}
-		var pks []string
-		for _, k := range ka.Keys {
-			pks = append(pks, k["pk"].(*types.AttributeValueMemberS).Value)
-		}
-		asked = append(asked, pks)
-		out := &dynamodb.BatchGetItemOutput{Responses: map[string][]map[string]types.AttributeValue{}}
-		// First call: one found, the last key unprocessed. Second: found.
-		out.Responses["events"] = []map[string]types.AttributeValue{ka.Keys[0]}
-		if calls == 1 {
-			out.UnprocessedKeys = map[string]types.KeysAndAttributes{"events": {Keys: ka.Keys[len(ka.Keys)-1:], ConsistentRead: ka.ConsistentRead}}
-		}
-		return out, nil
+		calls = append(calls, ids)
+		return map[string]bool{"evt_a": true, "evt_c": true}, nil
 	}}
-	got, err := newTest(t, db).existing(context.Background(), []string{"evt_a", "evt_b", "evt_a", "evt_c"})
+	ing := &recordingIngester{}
+	r, err := New(Config{Stripe: nopLister{}, Events: events, Checkpoints: &fakeCheckpoints{}, Ingester: ing, Queue: nopQueue{},
+		Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if calls != 2 || fmt.Sprint(asked) != "[[stripe#evt_a stripe#evt_b stripe#evt_c] [stripe#evt_c]]" {
-		t.Errorf("calls: got %d %v, want the batch (each key once) then its unprocessed key", calls, asked)
+	var page stripeapi.Page
+	for _, id := range []string{"evt_c", "evt_b", "evt_a"} {
+		page.Events = append(page.Events, []byte(`{"id":"`+id+`","object":"event","type":"invoice.paid","created":1,"livemode":false,"data":{"object":{"id":"in_1","object":"invoice"}}}`))
 	}
-	if !got["evt_a"] || got["evt_b"] || !got["evt_c"] {
-		t.Errorf("found: got %v, want evt_a and evt_c", got)
+	rn := &run{r: r}
+	if _, err := rn.page(context.Background(), page); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(calls) != "[[evt_c evt_b evt_a]]" {
+		t.Errorf("lookups: got %v, want one for the whole page", calls)
+	}
+	if fmt.Sprint(ing.ids) != "[evt_b]" || rn.res.Missing != 1 || rn.res.Listed != 3 {
+		t.Errorf("ingested %v (missing %d, listed %d), want evt_b alone", ing.ids, rn.res.Missing, rn.res.Listed)
 	}
 }
 
-func TestExistingGivesUpOnKeysThatStayUnprocessed(t *testing.T) {
-	db := &fakeDB{batchGet: func(in *dynamodb.BatchGetItemInput) (*dynamodb.BatchGetItemOutput, error) {
-		return &dynamodb.BatchGetItemOutput{UnprocessedKeys: in.RequestItems}, nil
-	}}
-	_, err := newTest(t, db).existing(context.Background(), []string{"evt_a"})
-	if err == nil || !strings.Contains(err.Error(), "unprocessed") {
-		t.Fatalf("got %v, want an error about unprocessed keys", err)
-	}
+type recordingIngester struct{ ids []string }
+
+func (i *recordingIngester) Ingest(_ context.Context, env event.Envelope, _ []byte, _ event.Source) (ingest.Result, error) {
+	i.ids = append(i.ids, env.ID)
+	return ingest.Result{Outcome: outcome.Stored}, nil
 }
 
 func TestHandleRejectsBadInput(t *testing.T) {
-	r := newTest(t, &fakeDB{})
+	r := newTest(t)
 	for _, in := range []string{`{"since":"yesterday"}`, `{"since":"-1h"}`, `[1]`} {
 		if err := r.Handle(context.Background(), json.RawMessage(in)); err == nil {
 			t.Errorf("input %s: got nil error", in)
@@ -170,7 +175,7 @@ func TestNewReportsEveryMissingDependency(t *testing.T) {
 	if err == nil {
 		t.Fatal("got nil error")
 	}
-	for _, want := range []string{"Stripe", "DB", "Table", "Ingester", "Queue", "Types"} {
+	for _, want := range []string{"Stripe", "Events", "Checkpoints", "Ingester", "Queue", "Types"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not name %s: %v", want, err)
 		}
@@ -188,7 +193,7 @@ func loadTemplate(t *testing.T) *template.Template {
 
 func TestTemplateAlarmWatchesTheMetricARunEmits(t *testing.T) {
 	var logs bytes.Buffer
-	r, err := New(Config{Stripe: nopLister{}, DB: &fakeDB{}, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
+	r, err := New(Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: nopIngester{}, Queue: nopQueue{},
 		Types: []string{"invoice.paid"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -279,55 +284,44 @@ func TestWindowOfARun(t *testing.T) {
 	floor := now.Add(-Retention + time.Minute).Unix()
 	settled := now.Add(-DefaultSettle).Unix()
 	hours := func(h int) int64 { return now.Add(-time.Duration(h) * time.Hour).Unix() }
-	item := func(kv map[string]int64, cursor string) map[string]types.AttributeValue {
-		m := map[string]types.AttributeValue{"pk": sv("checkpoint"), "seq": nv(4)}
-		for k, v := range kv {
-			m[k] = nv(v)
-		}
-		if cursor != "" {
-			m["cursor"] = sv(cursor)
-		}
-		return m
+	stored := func(cp store.Checkpoint) *store.Checkpoint {
+		cp.Seq = 4
+		return &cp
 	}
 	tests := []struct {
 		name       string
-		stored     map[string]types.AttributeValue
+		stored     *store.Checkpoint
 		since      time.Duration
 		wantQuery  *stripeapi.EventQuery // nil: no list request
 		wantDone   int64                 // done_through written; -1: no write
 		wantWindow bool                  // a window still in progress after the write
 	}{
 		{name: "first run looks back to Stripe's retention", wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
-		{name: "next run starts an overlap below the checkpoint", stored: item(map[string]int64{"done_through": hours(2)}, ""),
+		{name: "next run starts an overlap below the checkpoint", stored: stored(store.Checkpoint{DoneThrough: hours(2)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled}, wantDone: settled},
-		{name: "a checkpoint older than the retention is clamped", stored: item(map[string]int64{"done_through": hours(40 * 24)}, ""),
+		{name: "a checkpoint older than the retention is clamped", stored: stored(store.Checkpoint{DoneThrough: hours(40 * 24)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
-		{name: "a window in progress resumes after its cursor", stored: item(map[string]int64{"done_through": hours(9), "window_from": hours(10), "window_to": hours(1), "cursor_created": hours(5)}, "evt_cursor"),
+		{name: "a window in progress resumes after its cursor", stored: stored(store.Checkpoint{DoneThrough: hours(9), WindowFrom: hours(10), WindowTo: hours(1), CursorCreated: hours(5), Cursor: "evt_cursor"}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(10), CreatedLTE: hours(1), StartingAfter: "evt_cursor"}, wantDone: hours(1)},
-		{name: "a window whose rest has expired is closed without a request", stored: item(map[string]int64{"window_from": hours(31 * 24), "window_to": hours(29 * 24), "cursor_created": hours(30*24 + 1)}, "evt_old"),
+		{name: "a window whose rest has expired is closed without a request", stored: stored(store.Checkpoint{WindowFrom: hours(31 * 24), WindowTo: hours(29 * 24), CursorCreated: hours(30*24 + 1), Cursor: "evt_old"}),
 			wantDone: hours(29 * 24)},
-		{name: "a sweep lists its stretch and writes nothing", stored: item(map[string]int64{"done_through": hours(2)}, ""), since: 24 * time.Hour,
+		{name: "a sweep lists its stretch and writes nothing", stored: stored(store.Checkpoint{DoneThrough: hours(2)}), since: 24 * time.Hour,
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(24), CreatedLTE: settled}, wantDone: -1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			var puts []*dynamodb.PutItemInput
-			db := &fakeDB{
-				getItem: func(*dynamodb.GetItemInput) (*dynamodb.GetItemOutput, error) {
-					return &dynamodb.GetItemOutput{Item: tc.stored}, nil
-				},
-				putItem: func(in *dynamodb.PutItemInput) (*dynamodb.PutItemOutput, error) {
-					puts = append(puts, in)
-					return &dynamodb.PutItemOutput{}, nil
-				},
+			cps := &fakeCheckpoints{}
+			if tc.stored != nil {
+				cps.stored = *tc.stored
 			}
 			l := &recordingLister{}
-			r, err := New(Config{Stripe: l, DB: db, Table: "events", Ingester: nopIngester{}, Queue: nopQueue{},
+			r, err := New(Config{Stripe: l, Events: &fakeEvents{}, Checkpoints: cps, Ingester: nopIngester{}, Queue: nopQueue{},
 				Types: []string{"invoice.paid"}, Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := r.Run(context.Background(), RunOptions{Since: tc.since}); err != nil {
+			res, err := r.Run(context.Background(), RunOptions{Since: tc.since})
+			if err != nil {
 				t.Fatal(err)
 			}
 			switch {
@@ -338,25 +332,31 @@ func TestWindowOfARun(t *testing.T) {
 				t.Errorf("queries: got %+v, want one %+v", l.queries, *tc.wantQuery)
 			}
 			if tc.wantDone < 0 {
-				if len(puts) != 0 {
-					t.Errorf("checkpoint writes: got %d, want none", len(puts))
+				if len(cps.saves) != 0 {
+					t.Errorf("checkpoint writes: got %d, want none", len(cps.saves))
 				}
 				return
 			}
-			if len(puts) != 1 {
-				t.Fatalf("checkpoint writes: got %d, want 1", len(puts))
+			if len(cps.saves) != 1 {
+				t.Fatalf("checkpoint writes: got %d, want 1", len(cps.saves))
 			}
-			got := puts[0].Item
-			if done := got["done_through"].(*types.AttributeValueMemberN).Value; done != fmt.Sprint(tc.wantDone) {
-				t.Errorf("done_through: got %s, want %d", done, tc.wantDone)
+			prev, next := cps.saves[0].prev, cps.saves[0].next
+			if next.DoneThrough != tc.wantDone {
+				t.Errorf("done_through: got %d, want %d", next.DoneThrough, tc.wantDone)
 			}
-			if _, inProgress := got["window_to"]; inProgress != tc.wantWindow {
-				t.Errorf("window in progress after the write: got %v, want %v", inProgress, tc.wantWindow)
+			if next.InProgress() != tc.wantWindow {
+				t.Errorf("window in progress after the write: got %v, want %v", next.InProgress(), tc.wantWindow)
 			}
-			// Conditioned on the state it read.
-			if tc.stored == nil && aws.ToString(puts[0].ConditionExpression) != "attribute_not_exists(pk)" ||
-				tc.stored != nil && puts[0].ExpressionAttributeValues[":seq"].(*types.AttributeValueMemberN).Value != "4" {
-				t.Errorf("condition: got %s %v", aws.ToString(puts[0].ConditionExpression), puts[0].ExpressionAttributeValues)
+			// Replaces the state it read, and says which run wrote it.
+			wantSeq := int64(0)
+			if tc.stored != nil {
+				wantSeq = tc.stored.Seq
+			}
+			if want := r.Groups()[0]; prev.Seq != wantSeq || next.Name != want.Checkpoint || !slices.Equal(next.Types, want.Types) {
+				t.Errorf("save: got prev seq %d, next %s %v; want seq %d as read, of group %s %v", prev.Seq, next.Name, next.Types, wantSeq, want.Checkpoint, want.Types)
+			}
+			if !next.UpdatedAt.Equal(now) || next.RunID != res.RunID {
+				t.Errorf("written at %v by %s, want %v by %s", next.UpdatedAt, next.RunID, now, res.RunID)
 			}
 		})
 	}

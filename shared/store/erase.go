@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -52,10 +53,10 @@ func (e *Events) ErasePayload(ctx context.Context, provider, id string, now time
 			"#erased": attrPayloadErased, "#payload": attrPayload, "#gzip": attrPayloadGzip, "#st": attrStatus,
 		},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":erased_at": ms(now),
-			":processed": s(string(event.StatusProcessed)),
-			":ignored":   s(string(event.StatusIgnored)),
-			":permanent": s(string(event.StatusFailedPermanent)),
+			":erased_at": ddbattr.Millis(now),
+			":processed": ddbattr.S(string(event.StatusProcessed)),
+			":ignored":   ddbattr.S(string(event.StatusIgnored)),
+			":permanent": ddbattr.S(string(event.StatusFailedPermanent)),
 		},
 		// ALL_OLD rather than UPDATED_OLD: the first erasure's time is
 		// kept, and an emulator may leave an unchanged attribute out of

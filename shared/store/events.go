@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
@@ -63,10 +64,13 @@ type Events struct {
 	Table string
 	// Retention sets the TTL of new records; zero keeps them forever.
 	Retention time.Duration
+	// BatchBackoff is the first pause of Existing before it asks again for
+	// keys DynamoDB left unprocessed; DefaultBatchBackoff when zero.
+	BatchBackoff time.Duration
 }
 
 func (e *Events) key(provider, id string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{attrPK: s(event.Key(provider, id))}
+	return map[string]types.AttributeValue{attrPK: ddbattr.S(event.Key(provider, id))}
 }
 
 // Create stores r unless a record with its key exists. When one does, Create
@@ -148,16 +152,16 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 		ConditionExpression:      aws.String("#st IN (:received, :failed, :dead) OR (#st = :processing AND lease_until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":processing": s(string(event.StatusProcessing)),
-			":received":   s(string(event.StatusReceived)),
-			":failed":     s(string(event.StatusFailed)),
-			":dead":       s(string(event.StatusDeadLettered)),
-			":now":        ms(now),
-			":day":        s(StatusDay(event.StatusProcessing, now)),
-			":owner":      s(owner),
-			":until":      ms(leaseUntil),
-			":zero":       n(0),
-			":one":        n(1),
+			":processing": ddbattr.S(string(event.StatusProcessing)),
+			":received":   ddbattr.S(string(event.StatusReceived)),
+			":failed":     ddbattr.S(string(event.StatusFailed)),
+			":dead":       ddbattr.S(string(event.StatusDeadLettered)),
+			":now":        ddbattr.Millis(now),
+			":day":        ddbattr.S(statusDay(event.StatusProcessing, now)),
+			":owner":      ddbattr.S(owner),
+			":until":      ddbattr.Millis(leaseUntil),
+			":zero":       ddbattr.N(0),
+			":one":        ddbattr.N(1),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -203,16 +207,16 @@ type Completion struct {
 func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now time.Time, c Completion) error {
 	update := "SET #st = :processed, status_at = :now, status_day = :day, outcome = :outcome, processed_at = :now"
 	values := map[string]types.AttributeValue{
-		":processed":  s(string(event.StatusProcessed)),
-		":processing": s(string(event.StatusProcessing)),
-		":now":        ms(now),
-		":day":        s(StatusDay(event.StatusProcessed, now)),
-		":outcome":    s(string(c.Outcome)),
-		":owner":      s(owner),
+		":processed":  ddbattr.S(string(event.StatusProcessed)),
+		":processing": ddbattr.S(string(event.StatusProcessing)),
+		":now":        ddbattr.Millis(now),
+		":day":        ddbattr.S(statusDay(event.StatusProcessed, now)),
+		":outcome":    ddbattr.S(string(c.Outcome)),
+		":owner":      ddbattr.S(owner),
 	}
 	if c.MirrorKey != "" {
 		update += ", mirror_key = :mk"
-		values[":mk"] = s(c.MirrorKey)
+		values[":mk"] = ddbattr.S(c.MirrorKey)
 	}
 	update += " REMOVE lease_owner, lease_until, pending_shard"
 	items := append(append([]types.TransactWriteItem(nil), c.Writes...), types.TransactWriteItem{
@@ -306,12 +310,12 @@ func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status 
 		ConditionExpression:      aws.String("#st = :processing AND lease_owner = :owner"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":status":     s(string(status)),
-			":processing": s(string(event.StatusProcessing)),
-			":now":        ms(now),
-			":day":        s(StatusDay(status, now)),
-			":err":        s(truncate(cause, 1000)),
-			":owner":      s(owner),
+			":status":     ddbattr.S(string(status)),
+			":processing": ddbattr.S(string(event.StatusProcessing)),
+			":now":        ddbattr.Millis(now),
+			":day":        ddbattr.S(statusDay(status, now)),
+			":err":        ddbattr.S(truncate(cause, 1000)),
+			":owner":      ddbattr.S(owner),
 		},
 	})
 	var ccf *types.ConditionalCheckFailedException

@@ -14,12 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
-
-// IndexObject lists the events about one object in the provider's order
-// (object_id, created), as the template defines it.
-const IndexObject = "by_object"
 
 // DefaultPageSize is the page size of ListByStatus when the query sets none.
 const DefaultPageSize = 50
@@ -92,9 +89,9 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		}
 		day = d
 		start = map[string]types.AttributeValue{
-			attrPK:        s(c.PK),
-			attrStatusDay: s(StatusDay(q.Status, d)),
-			attrStatusAt:  n(c.StatusAt),
+			attrPK:        ddbattr.S(c.PK),
+			attrStatusDay: ddbattr.S(statusDay(q.Status, d)),
+			attrStatusAt:  ddbattr.N(c.StatusAt),
 		}
 	}
 
@@ -107,12 +104,12 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		for {
 			in := &dynamodb.QueryInput{
 				TableName:              aws.String(e.Table),
-				IndexName:              aws.String(IndexStatus),
+				IndexName:              aws.String(indexStatus),
 				KeyConditionExpression: aws.String("status_day = :day AND status_at BETWEEN :since AND :until"),
 				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":day":   s(StatusDay(q.Status, day)),
-					":since": ms(q.Since),
-					":until": ms(until),
+					":day":   ddbattr.S(statusDay(q.Status, day)),
+					":since": ddbattr.Millis(q.Since),
+					":until": ddbattr.Millis(until),
 				},
 				ScanIndexForward:  aws.Bool(false),
 				ExclusiveStartKey: start,
@@ -121,7 +118,7 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 			if q.Type != "" {
 				in.FilterExpression = aws.String("#type = :type")
 				in.ExpressionAttributeNames = map[string]string{"#type": attrType}
-				in.ExpressionAttributeValues[":type"] = s(q.Type)
+				in.ExpressionAttributeValues[":type"] = ddbattr.S(q.Type)
 			}
 			out, err := e.DB.Query(ctx, in)
 			if err != nil {
@@ -145,8 +142,8 @@ func (e *Events) ListByStatus(ctx context.Context, q StatusQuery) (StatusPage, e
 		page.Next = encodeCursor(cursor{
 			Status:   string(q.Status),
 			Day:      gotDay[limit-1].Format(time.DateOnly),
-			PK:       getS(last, attrPK),
-			StatusAt: getN(last, attrStatusAt),
+			PK:       ddbattr.GetS(last, attrPK),
+			StatusAt: ddbattr.GetN(last, attrStatusAt),
 		})
 		got = got[:limit]
 	}
@@ -198,9 +195,9 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 	for {
 		res, err := e.DB.Query(ctx, &dynamodb.QueryInput{
 			TableName:                 aws.String(e.Table),
-			IndexName:                 aws.String(IndexObject),
+			IndexName:                 aws.String(indexObject),
 			KeyConditionExpression:    aws.String("object_id = :id"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":id": s(objectID)},
+			ExpressionAttributeValues: map[string]types.AttributeValue{":id": ddbattr.S(objectID)},
 			ScanIndexForward:          aws.Bool(true),
 			ExclusiveStartKey:         start,
 		})
@@ -214,7 +211,7 @@ func (e *Events) ByObject(ctx context.Context, objectID string) ([]event.Record,
 			}
 			if r.Provider == "" {
 				// The index does not project provider; the key carries it.
-				r.Provider, _, _ = strings.Cut(getS(item, attrPK), "#")
+				r.Provider, _, _ = strings.Cut(ddbattr.GetS(item, attrPK), "#")
 			}
 			out = append(out, r)
 		}
@@ -252,10 +249,10 @@ func (e *Events) Reopen(ctx context.Context, provider, id string, now time.Time)
 		ConditionExpression:      aws.String("#st = :permanent"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":failed":    s(string(event.StatusFailed)),
-			":permanent": s(string(event.StatusFailedPermanent)),
-			":now":       ms(now),
-			":day":       s(StatusDay(event.StatusFailed, now)),
+			":failed":    ddbattr.S(string(event.StatusFailed)),
+			":permanent": ddbattr.S(string(event.StatusFailedPermanent)),
+			":now":       ddbattr.Millis(now),
+			":day":       ddbattr.S(statusDay(event.StatusFailed, now)),
 		},
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
