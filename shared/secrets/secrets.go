@@ -1,6 +1,3 @@
-// Package secrets reads the provider's secrets from SSM Parameter Store
-// SecureString parameters, once, at cold start. Secrets never travel in
-// plain environment variables or template parameters, and never reach a log.
 package secrets
 
 import (
