@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 )
@@ -34,7 +33,7 @@ type Reader struct {
 // NewReader returns a Reader of env. Secrets it hands out (Secret) are
 // read from SSM through cfg, with a client built on the first read.
 func NewReader(env Env, cfg aws.Config) *Reader {
-	return &Reader{env: env, ssm: sync.OnceValue(func() secrets.SSM { return ssm.NewFromConfig(cfg) })}
+	return &Reader{env: env, ssm: sync.OnceValue(func() secrets.SSM { return secrets.NewClient(cfg) })}
 }
 
 // Required returns the variable key, and records a problem when it is not
@@ -198,5 +197,5 @@ func (r *Reader) Secret(localKey string, required bool) *secrets.Secret {
 	if name == "" {
 		return nil
 	}
-	return secrets.Parameter(r.ssm, name)
+	return secrets.FromParameter(r.ssm, name)
 }

@@ -12,8 +12,9 @@ import (
 // that all need the secret costs one read. A failed read is not kept: the
 // next caller reads again.
 type Secret struct {
-	name string
-	read func(context.Context) (string, error)
+	name   string
+	read   func(context.Context) (string, error)
+	inHand bool
 
 	mu     sync.Mutex
 	value  string
@@ -26,11 +27,11 @@ type flight struct {
 	err   error
 }
 
-// Parameter returns the secret held by the SecureString parameter name,
-// read with Read through the client client returns (called on the first
-// read only, so an unused secret costs not even a client). Nothing is read
-// before the first call to Value.
-func Parameter(client func() SSM, name string) *Secret {
+// FromParameter returns the secret held by the SecureString parameter
+// name, read with Read through the client client returns (called on the
+// first read only, so an unused secret costs not even a client). Nothing
+// is read before the first call to Value.
+func FromParameter(client func() SSM, name string) *Secret {
 	return &Secret{name: name, read: func(ctx context.Context) (string, error) {
 		return Read(ctx, client(), name)
 	}}
@@ -39,7 +40,7 @@ func Parameter(client func() SSM, name string) *Secret {
 // Fixed returns a secret already in hand (a local-only variable, a test's),
 // named by where it came from.
 func Fixed(name, value string) *Secret {
-	return &Secret{name: name, read: func(context.Context) (string, error) {
+	return &Secret{name: name, inHand: true, read: func(context.Context) (string, error) {
 		if value == "" {
 			return "", errors.New("secrets: " + name + " is empty")
 		}
@@ -50,6 +51,10 @@ func Fixed(name, value string) *Secret {
 // Name says where the secret comes from (a parameter's or a variable's
 // name), for logs and errors; never the value.
 func (s *Secret) Name() string { return s.name }
+
+// InHand reports whether the secret was given (Fixed): reading it makes
+// no network call.
+func (s *Secret) InHand() bool { return s.inHand }
 
 // Value returns the secret, reading it on the first call. Its error names
 // the parameter, never a value; ctx bounds this caller's wait only.
@@ -83,4 +88,13 @@ func (s *Secret) Value(ctx context.Context) (string, error) {
 	s.mu.Unlock()
 	close(f.done)
 	return f.value, f.err
+}
+
+// Forget drops the value kept, so that the next Value reads the secret
+// again: for a value found unusable (a signing secret list with no
+// secret), which an operator fixes in Parameter Store without a redeploy.
+func (s *Secret) Forget() {
+	s.mu.Lock()
+	s.value = ""
+	s.mu.Unlock()
 }

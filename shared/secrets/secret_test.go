@@ -8,8 +8,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
 )
 
 // countingSSM answers every read with f's answer, after release is closed
@@ -20,18 +18,18 @@ type countingSSM struct {
 	release chan struct{}
 }
 
-func (c *countingSSM) GetParameter(ctx context.Context, in *ssm.GetParameterInput, opts ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+func (c *countingSSM) GetParameter(ctx context.Context, name string) (Parameter, error) {
 	c.reads.Add(1)
 	if c.release != nil {
 		<-c.release
 	}
-	return c.fakeSSM.GetParameter(ctx, in, opts...)
+	return c.fakeSSM.GetParameter(ctx, name)
 }
 
 func TestSecretIsReadOnFirstUseAndKept(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{value: "sk_test_lazy"}}
 	clients := 0
-	s := Parameter(func() SSM { clients++; return c }, "/webhook-inbox/dev/stripe/api-key")
+	s := FromParameter(func() SSM { clients++; return c }, "/webhook-inbox/dev/stripe/api-key")
 	if c.reads.Load() != 0 || clients != 0 {
 		t.Fatalf("before first use: %d reads, %d clients built; want none", c.reads.Load(), clients)
 	}
@@ -55,7 +53,7 @@ func TestSecretIsReadOnFirstUseAndKept(t *testing.T) {
 // redeploy.
 func TestSecretReadsAgainAfterAFailure(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{err: errors.New("AccessDeniedException")}}
-	s := Parameter(func() SSM { return c }, "/p")
+	s := FromParameter(func() SSM { return c }, "/p")
 	if _, err := s.Value(context.Background()); err == nil || !strings.Contains(err.Error(), "/p") {
 		t.Fatalf("got %v, want the read's error naming the parameter", err)
 	}
@@ -72,7 +70,7 @@ func TestSecretReadsAgainAfterAFailure(t *testing.T) {
 // the secret while it is being read costs one read.
 func TestSecretConcurrentCallersShareOneRead(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{value: "v"}, release: make(chan struct{})}
-	s := Parameter(func() SSM { return c }, "/p")
+	s := FromParameter(func() SSM { return c }, "/p")
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
@@ -107,7 +105,7 @@ func TestSecretConcurrentCallersShareOneRead(t *testing.T) {
 func TestSecretWaitEndsWithTheCallersContext(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{value: "v"}, release: make(chan struct{})}
 	defer close(c.release)
-	s := Parameter(func() SSM { return c }, "/p")
+	s := FromParameter(func() SSM { return c }, "/p")
 	go func() { _, _ = s.Value(context.Background()) }()
 	for c.reads.Load() == 0 {
 		time.Sleep(time.Millisecond)
@@ -120,10 +118,29 @@ func TestSecretWaitEndsWithTheCallersContext(t *testing.T) {
 }
 
 func TestFixed(t *testing.T) {
+	if !Fixed("STRIPE_API_KEY", "k").InHand() || FromParameter(func() SSM { return nil }, "/p").InHand() {
+		t.Error("InHand: want true for a given value only")
+	}
 	if v, err := Fixed("STRIPE_API_KEY", "sk_test_local").Value(context.Background()); err != nil || v != "sk_test_local" {
 		t.Errorf("got %q, %v", v, err)
 	}
 	if _, err := Fixed("STRIPE_API_KEY", "").Value(context.Background()); err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY") {
 		t.Errorf("empty: got %v, want an error naming the variable", err)
+	}
+}
+
+func TestForgetReadsAgain(t *testing.T) {
+	c := &countingSSM{fakeSSM: fakeSSM{value: " , "}}
+	s := FromParameter(func() SSM { return c }, "/p")
+	if v, _ := s.Value(context.Background()); v != " , " {
+		t.Fatalf("got %q", v)
+	}
+	c.value = "whsec_fixed"
+	if v, _ := s.Value(context.Background()); v != " , " || c.reads.Load() != 1 {
+		t.Fatalf("kept value: got %q after %d reads", v, c.reads.Load())
+	}
+	s.Forget()
+	if v, err := s.Value(context.Background()); v != "whsec_fixed" || err != nil || c.reads.Load() != 2 {
+		t.Errorf("after Forget: got %q, %v after %d reads; want the new value, read again", v, err, c.reads.Load())
 	}
 }

@@ -14,8 +14,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -249,20 +247,20 @@ func TestFetcherClassifiesLikeStripeAPI(t *testing.T) {
 	}
 }
 
-// secretFunc is a secret whose reads call read, as secrets.Parameter's
+// secretFunc is a secret whose reads call read, as secrets.FromParameter's
 // reads call Parameter Store.
 func secretFunc(t *testing.T, read func() (string, error)) *secrets.Secret {
 	t.Helper()
-	return secrets.Parameter(func() secrets.SSM { return ssmFunc(read) }, "/webhook-inbox/dev/test")
+	return secrets.FromParameter(func() secrets.SSM { return ssmFunc(read) }, "/webhook-inbox/dev/test")
 }
 
 // ssmFunc answers GetParameter with read's SecureString.
 type ssmFunc func() (string, error)
 
-func (f ssmFunc) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
+func (f ssmFunc) GetParameter(_ context.Context, name string) (secrets.Parameter, error) {
 	v, err := f()
 	if err != nil {
-		return nil, err
+		return secrets.Parameter{}, err
 	}
-	return &ssm.GetParameterOutput{Parameter: &ssmtypes.Parameter{Name: in.Name, Value: aws.String(v), Type: ssmtypes.ParameterTypeSecureString}}, nil
+	return secrets.Parameter{Name: name, Value: v, Type: "SecureString"}, nil
 }
