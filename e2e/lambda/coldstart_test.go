@@ -65,7 +65,7 @@ print(len(b.getvalue()))`
 // The four start in turn in each iteration, so the machine's noise falls on
 // all of them alike.
 //
-//	make bench-coldstart                 # BENCHTIME=5x by default
+//	make bench-coldstart                 # BENCHTIME=10x by default
 func BenchmarkColdStart(b *testing.B) {
 	s := newSetup(b)
 	ctx := context.Background()

@@ -7,13 +7,12 @@
 //
 // This proves what the in-process tests cannot: that each binary loads its
 // configuration from the environment the template gives it, reads its
-// secrets from Parameter Store once (the receiver at cold start, the
-// processor and the reconciler on first need), registers a handler with
+// secrets from Parameter Store once, on first need (never at cold start),
+// registers a handler with
 // the signature Lambda expects, and answers in the shapes API Gateway and the
 // SQS event source read (statusCode, batchItemFailures). A recording proxy in
 // front of the emulator checks that every AWS call a function makes is one
-// its IAM policy in the template allows, and which calls init makes: the
-// receiver's secrets read, and nothing for the others.
+// its IAM policy in the template allows, and that init makes none.
 //
 // The binaries are built by the Makefile's build-<Function> targets, the ones
 // sam build runs, for this machine's architecture (LAMBDA_ARCH). The emulator

@@ -263,7 +263,7 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 		}
 	}
 	if got, want := names(s.rec.Calls(0)), []string{"ssm:GetParameter", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("AWS calls of the cold start and first delivery: got %v, want %v (init reads the secrets, nothing else)", got, want)
+		t.Errorf("AWS calls of the cold start and first delivery: got %v, want %v (init reads nothing; the first delivery reads the secrets, then stores and queues)", got, want)
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)
 	if err != nil {
@@ -295,7 +295,7 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 	}
 	for _, c := range s.rec.Calls(mark) {
 		if c.Service == "ssm" {
-			t.Errorf("redelivery read the secrets again (%s): they are read once, at cold start", c)
+			t.Errorf("redelivery read the secrets again (%s): they are read once, on the first request", c)
 		}
 	}
 

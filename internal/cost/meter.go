@@ -37,7 +37,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
@@ -94,7 +93,7 @@ type meter struct {
 	queue    provision.Queue
 	source   template.SQSSource
 	route    template.HTTPRoute
-	recv     *receiver.Handler
+	recv     *receiverboot.Handler
 	proc     *processor.Processor
 	timeouts map[string]time.Duration
 	failOnce *failOnce

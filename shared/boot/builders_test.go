@@ -100,9 +100,7 @@ func TestSecretParametersBelongToTheStage(t *testing.T) {
 }
 
 // TestColdStartNetworkCalls: with every secret in Parameter Store, as in
-// Lambda, the processor's and the reconciler's cold starts read none (they
-// are read on first need); the receiver's reads its signing secrets, which
-// it needs for every request.
+// Lambda, no function's cold start reads one: each is read on first need.
 func TestColdStartNetworkCalls(t *testing.T) {
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,7 +118,7 @@ func TestColdStartNetworkCalls(t *testing.T) {
 		"STRIPE_API_KEY_PARAMETER", "/webhook-inbox/dev/stripe/api-key",
 		"FORWARD_SECRET_PARAMETER", "/webhook-inbox/dev/forward-secret",
 		"FORWARD_URL", "https://app.example.com/hooks", "STRIPE_MODE", "live", "RECONCILE_RATE_LIMIT", "50")
-	for name, want := range map[string]int32{"receiver": 1, "processor": 0, "reconciler": 0} {
+	for name, want := range map[string]int32{"receiver": 0, "processor": 0, "reconciler": 0} {
 		requests.Store(0)
 		if err := builders[name](envMap(env), cfg); err != nil {
 			t.Fatalf("%s: %v", name, err)
