@@ -120,6 +120,7 @@ func table(out io.Writer, r results, p pipeline) {
 			target = "; target <= 1.6x"
 		}
 		row(fn+" init / hello world", num("BenchmarkColdStart", fn+"-init-x-hello", "%.2fx"), "process start to the runtime's first /next under the Lambda runtime emulator, medians"+target)
+		row(fn+" init CPU time / hello world", num("BenchmarkColdStart", fn+"-init-cpu-x-hello", "%.2fx"), "the CPU time the process used until then: what a busy machine's waits leave out")
 		row(fn+" package init", initAllocs(fn), "GODEBUG=inittrace=1, summed over packages")
 		if fn == "reconciler" {
 			// Its first answer is a whole run: about ten sequential calls
@@ -137,6 +138,7 @@ func table(out io.Writer, r results, p pipeline) {
 		row(fn+" first answer minus a warm one", initCost, "what starting costs beyond the request's own work, the emulator's start included")
 	}
 	row("hello world init", num("BenchmarkColdStart", "hello-init-ms", "%.2f ms"), "aws-lambda-go, built the same way")
+	row("hello world init CPU time", num("BenchmarkColdStart", "hello-init-cpu-ms", "%.2f ms"), "")
 	row("hello world package init", initAllocs("hello"), "")
 
 	_ = w.Flush()

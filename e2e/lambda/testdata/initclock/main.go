@@ -1,6 +1,7 @@
 // Command initclock starts a function's bootstrap for the cold-start
 // benchmark, so that its init can be timed from the moment its process
-// starts: it writes the time (Unix nanoseconds) to INITCLOCK_FILE, points
+// starts: it writes the time (Unix nanoseconds) and its process id (which
+// the exec keeps) to INITCLOCK_FILE, points
 // AWS_LAMBDA_RUNTIME_API at INITCLOCK_RUNTIME_API (the benchmark's proxy in
 // front of the runtime emulator, which sees the first /next request), and
 // replaces itself with INITCLOCK_EXEC. The runtime emulator sets
@@ -37,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "initclock:", err)
 		os.Exit(2)
 	}
-	_, err = f.WriteString(strconv.FormatInt(time.Now().UnixNano(), 10))
+	_, err = f.WriteString(strconv.FormatInt(time.Now().UnixNano(), 10) + " " + strconv.Itoa(os.Getpid()))
 	if err == nil {
 		err = f.Close()
 	}
