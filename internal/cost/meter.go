@@ -197,7 +197,7 @@ func (m *meter) setup(ctx context.Context) error {
 		m.timeouts[id] = time.Duration(f.Timeout) * time.Second
 	}
 	// The local-only secret variables: the functions read SSM otherwise,
-	// once, at cold start, which is not a cost per event.
+	// once per execution environment, which is not a cost per event.
 	m.env[devstack.ReceiverID]["STRIPE_WEBHOOK_SECRET"] = m.secret
 
 	recvFn, err := m.tmpl.Function(devstack.ReceiverID)
