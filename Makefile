@@ -124,7 +124,7 @@ lint:
 ## benchtable measures the pipeline through an in-process local stack and
 ## prints the table, every ratio from this run.
 BENCH_COUNT ?= 3
-BENCHTIME ?= 5x
+BENCHTIME ?= 10x
 bench: venv rie
 	@set -o pipefail; $(GO) run ./internal/withemulator -- bash -c 'set -o pipefail; \
 	  $(GO) test -run "^$$" -bench "Receiver|DecodeEnvelope|Processor" -benchmem -count $(BENCH_COUNT) ./shared/... \
@@ -140,9 +140,11 @@ bench: venv rie
 cost: venv
 	@$(GO) run ./internal/withemulator -- $(GO) run ./internal/cost/cmd
 
-## bench-coldstart: zipped size and cold start of each function under the
-## Lambda runtime emulator, as a ratio to a hello-world binary, same run
-BENCHTIME ?= 5x
+## bench-coldstart: each function's init (process start to the runtime's
+## first /next) under the Lambda runtime emulator and its package-init
+## allocations, as ratios to a hello-world binary in the same run; zipped
+## sizes, first and warm answers
+BENCHTIME ?= 10x
 bench-coldstart: venv rie
 	$(GO) run ./internal/withemulator -- $(GO) test -run '^$$' -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda
 

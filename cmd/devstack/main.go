@@ -21,7 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/repo"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 )
 
 func main() {
@@ -67,7 +67,7 @@ func run() int {
 	setDefault("AWS_REGION", "us-east-1")
 	setDefault("AWS_ACCESS_KEY_ID", "test")
 	setDefault("AWS_SECRET_ACCESS_KEY", "test")
-	cfg, err := boot.AWS(ctx)
+	cfg, err := awsenv.Load(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		return 1

@@ -7,18 +7,19 @@
 //
 // This proves what the in-process tests cannot: that each binary loads its
 // configuration from the environment the template gives it, reads its
-// secrets from Parameter Store once at cold start, registers a handler with
+// secrets from Parameter Store once, on first need (never at cold start),
+// registers a handler with
 // the signature Lambda expects, and answers in the shapes API Gateway and the
 // SQS event source read (statusCode, batchItemFailures). A recording proxy in
 // front of the emulator checks that every AWS call a function makes is one
-// its IAM policy in the template allows, and that init makes exactly one
-// call: the secrets read.
+// its IAM policy in the template allows, and that init makes none.
 //
 // The binaries are built by the Makefile's build-<Function> targets, the ones
 // sam build runs, for this machine's architecture (LAMBDA_ARCH). The emulator
 // is installed by `make rie` into .bin/ (make test does it).
 //
-// BenchmarkColdStart measures each function's zipped size and the time from
-// process start to the first invocation's answer, as a ratio to a
-// hello-world aws-lambda-go binary built the same way (make bench-coldstart).
+// BenchmarkColdStart measures each function's init (process start to the
+// runtime's first /next) and its package initialization's allocations, as
+// ratios to a hello-world aws-lambda-go binary built the same way, beside
+// its zipped size and first answer (make bench-coldstart).
 package lambda

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -26,9 +27,10 @@ import (
 // TestProcessorForwardsWithTheTemplatesForwardSettings deploys the template
 // with ForwardUrl and ForwardSecretParameter set: the processor gets the
 // target and the secret's parameter from the template alone, reads the
-// secret once at cold start, signs each forwarded event with it, and its
-// policy (the grant that exists only with ForwardSecretParameter) allows
-// exactly what it did.
+// secret once, when it first forwards, signs each forwarded event with it
+// (one stored, one too large to store, whose payload is fetched with the
+// API key, also read on first need), and its policy (the grant that exists
+// only with ForwardSecretParameter) allows exactly what it did.
 func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	type delivery struct {
 		sig  string
@@ -62,7 +64,10 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	s := newSetupWith(t,
 		map[string]string{"ForwardUrl": app.URL + "/events", "ForwardSecretParameter": "{base}forward-secret"},
 		map[string]string{"ForwardSecretParameter": fwdSecret})
-	env := s.env(t, processorID, map[string]string{"SSL_CERT_FILE": certFile, "RETRY_BACKOFF_BASE": "1s"})
+	stripe := &fakeStripe{key: s.apiKey, events: map[string][]byte{}}
+	api := httptest.NewServer(stripe)
+	defer api.Close()
+	env := s.env(t, processorID, map[string]string{"SSL_CERT_FILE": certFile, "RETRY_BACKOFF_BASE": "1s", "STRIPE_API_BASE": api.URL})
 	if env["FORWARD_URL"] != app.URL+"/events" || !strings.HasSuffix(env["FORWARD_SECRET_PARAMETER"], "/forward-secret") {
 		t.Fatalf("processor environment: FORWARD_URL=%q FORWARD_SECRET_PARAMETER=%q, want the template's parameters", env["FORWARD_URL"], env["FORWARD_SECRET_PARAMETER"])
 	}
@@ -80,7 +85,6 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	if _, err := in.Ingest(ctx, envl, body, event.SourceWebhook); err != nil {
 		t.Fatal(err)
 	}
-	mark := s.rec.Len()
 	var answer map[string]any
 	for attempt := 1; attempt <= 2; attempt++ {
 		status, out := fn.call(t, sqsEvent(t, q.ARN, receive(t, s, q.URL)))
@@ -89,21 +93,52 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	if rec, err := events.Get(ctx, event.ProviderStripe, envl.ID); err != nil || rec.Status != event.StatusProcessed {
 		t.Fatalf("record: got %s (%v), want processed\n%s", rec.Status, err, fn.out.String())
 	}
+	if reads := secretReads(s.rec.Calls(0)); reads != 1 {
+		t.Errorf("secret reads for an event with its payload: got %d, want 1 (the forward secret, on the first forward)", reads)
+	}
+
+	// An event too large to store: its payload is fetched from Stripe with
+	// the API key, read now, and forwarded.
+	big, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bigEnv, _ := event.DecodeEnvelope(big)
+	stripe.mu.Lock()
+	stripe.events[bigEnv.ID] = big
+	stripe.mu.Unlock()
+	omitted := event.NewRecord(event.ProviderStripe, bigEnv, nil, ingest.Hash(big), event.SourceWebhook, event.StatusReceived, time.Now())
+	omitted.PayloadOmitted = true
+	if _, err := events.Create(ctx, &omitted); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Queue.Send(ctx, event.PointerTo(omitted)); err != nil {
+		t.Fatal(err)
+	}
+	status, out := fn.call(t, sqsEvent(t, q.ARN, receive(t, s, q.URL)))
+	decodeAnswer(t, status, out, &answer)
+	if rec, err := events.Get(ctx, event.ProviderStripe, bigEnv.ID); err != nil || rec.Status != event.StatusProcessed {
+		t.Fatalf("fetched event's record: got %s (%v), want processed\n%s", rec.Status, err, fn.out.String())
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 2 {
-		t.Fatalf("forwarded: got %d requests, want the event twice (503, then 200)", len(got))
+	if len(got) != 3 {
+		t.Fatalf("forwarded: got %d requests, want the first event twice (503, then 200) and the fetched one once", len(got))
 	}
-	for _, d := range got {
+	for i, d := range got {
+		want := body
+		if i == 2 {
+			want = big
+		}
 		// As the application verifies it (effect.Forward's doc): stripe-go's
 		// verifier, the forward secret, the default 5-minute tolerance.
-		if string(d.body) != string(body) || webhook.ValidatePayload(d.body, d.sig, fwdSecret) != nil {
-			t.Errorf("forwarded request (Webhook-Inbox-Signature %q): want the event, signed with the secret ForwardSecretParameter holds", d.sig)
+		if string(d.body) != string(want) || webhook.ValidatePayload(d.body, d.sig, fwdSecret) != nil {
+			t.Errorf("forwarded request %d (Webhook-Inbox-Signature %q): want the event, signed with the secret ForwardSecretParameter holds", i, d.sig)
 		}
 	}
-	if reads := secretReads(s.rec.Calls(mark)); reads != 2 {
-		t.Errorf("secret reads: got %d, want 2 (the API key and the forward secret, at cold start)", reads)
+	if reads := secretReads(s.rec.Calls(0)); reads != 2 {
+		t.Errorf("secret reads: got %d, want 2 (the forward secret and the API key, each once, on first need)", reads)
 	}
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, processorID, s.rec.Calls(0))
 }

@@ -149,11 +149,16 @@ type emulator struct {
 // 127.0.0.1 (both its invoke API and the runtime API), with exactly env as
 // the function's environment: nothing leaks in from the test process.
 func startEmulator(rie, bootstrap string, env map[string]string) (*emulator, error) {
-	invokePort, err := awsemulator.FreePort()
+	runtimePort, err := awsemulator.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	runtimePort, err := awsemulator.FreePort()
+	return startEmulatorOn(rie, bootstrap, env, runtimePort)
+}
+
+// startEmulatorOn is startEmulator with the runtime API on runtimePort.
+func startEmulatorOn(rie, bootstrap string, env map[string]string, runtimePort int) (*emulator, error) {
+	invokePort, err := awsemulator.FreePort()
 	if err != nil {
 		return nil, err
 	}

@@ -10,20 +10,23 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 )
 
 func main() {
 	ctx := context.Background()
 	logger := lambdacontext.NewLogger()
-	cfg, err := boot.AWS(ctx)
+	cfg, err := awsenv.Load(ctx)
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	// The team's own effects are registered in shared/hooks.
-	p, err := boot.Processor(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
+	// The team's own effects are registered in shared/hooks; every
+	// function gets them the same way.
+	p, err := processorboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

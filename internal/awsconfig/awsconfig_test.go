@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
 func TestLoadKeepsTheCABundleAndGuardsRequestBodies(t *testing.T) {
@@ -39,7 +39,7 @@ func TestLoadKeepsTheCABundleAndGuardsRequestBodies(t *testing.T) {
 		t.Fatalf("TLS through AWS_CA_BUNDLE: %v", err)
 	}
 	resp.Body.Close()
-	if boot.ReadOnlyBodies(cfg.HTTPClient) != cfg.HTTPClient {
-		t.Error("the loaded client does not guard request bodies (boot.ReadOnlyBodies)")
+	if sdkhttp.ReadOnlyBodies(cfg.HTTPClient) != cfg.HTTPClient {
+		t.Error("the loaded client does not guard request bodies (sdkhttp.ReadOnlyBodies)")
 	}
 }

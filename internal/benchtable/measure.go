@@ -22,8 +22,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/emulator"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -155,7 +156,7 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 			return p, err
 		}
 	}
-	rec, err := boot.Reconciler(ctx, func(k string) string {
+	rec, err := reconcilerboot.New(ctx, func(k string) string {
 		switch k {
 		case "STRIPE_API_BASE":
 			return fake.URL
@@ -165,7 +166,7 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 			return "customer.subscription.updated"
 		}
 		return stack.FunctionEnv[devstack.ReconcilerID][k]
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
 		return p, err
 	}

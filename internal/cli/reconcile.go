@@ -11,7 +11,8 @@ import (
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 )
 
@@ -132,12 +133,12 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return err
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = store.Table, mirror.Table, queue
-	r, err := boot.Reconciler(ctx, func(k string) string {
+	r, err := reconcilerboot.New(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
 		return a.hint(err)
 	}

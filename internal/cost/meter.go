@@ -31,10 +31,12 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
@@ -91,7 +93,7 @@ type meter struct {
 	queue    provision.Queue
 	source   template.SQSSource
 	route    template.HTTPRoute
-	recv     *receiver.Handler
+	recv     *receiverboot.Handler
 	proc     *processor.Processor
 	timeouts map[string]time.Duration
 	failOnce *failOnce
@@ -195,7 +197,7 @@ func (m *meter) setup(ctx context.Context) error {
 		m.timeouts[id] = time.Duration(f.Timeout) * time.Second
 	}
 	// The local-only secret variables: the functions read SSM otherwise,
-	// once, at cold start, which is not a cost per event.
+	// once per execution environment, which is not a cost per event.
 	m.env[devstack.ReceiverID]["STRIPE_WEBHOOK_SECRET"] = m.secret
 
 	recvFn, err := m.tmpl.Function(devstack.ReceiverID)
@@ -217,14 +219,15 @@ func (m *meter) setup(ctx context.Context) error {
 	m.queue = m.res.Queues[m.source.Queue.LogicalID]
 
 	level := m.logLevel(devstack.ReceiverID)
-	if m.recv, err = boot.Receiver(ctx, envOf(m.env[devstack.ReceiverID]), m.rec.Instrument(m.base, "receiver"), m.logs.Logger("receiver", level)); err != nil {
-		return err
-	}
-	// The team's effects, plus one that fails once, retryably, for the
-	// events the failed-then-retried scenario marks.
+	// The team's effects, as every function gets them, plus one (for
+	// every type) that fails once, retryably, for the events the
+	// failed-then-retried scenario marks.
 	effects := hooks.Registry()
 	effects.On(m.failOnce, "*")
-	if m.proc, err = boot.Processor(ctx, envOf(m.env[devstack.ProcessorID]), m.rec.Instrument(m.base, "processor"), m.logs.Logger("processor", m.logLevel(devstack.ProcessorID)), effects); err != nil {
+	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), m.rec.Instrument(m.base, "receiver"), m.logs.Logger("receiver", level), effects); err != nil {
+		return err
+	}
+	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), m.rec.Instrument(m.base, "processor"), m.logs.Logger("processor", m.logLevel(devstack.ProcessorID)), effects); err != nil {
 		return err
 	}
 	m.created = time.Now().Add(-30 * time.Minute).Unix()
@@ -485,7 +488,7 @@ func (m *meter) reconciler(ctx context.Context) (reconcilerRun, error) {
 		if env["RECONCILE_SINCE"] == "" {
 			env["RECONCILE_SINCE"] = devstack.DefaultLocalReconcileSince.String()
 		}
-		return boot.Reconciler(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID)))
+		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID)), hooks.Registry())
 	}
 	listed := stripefake.New()
 	defer listed.Close()

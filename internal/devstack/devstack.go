@@ -32,8 +32,12 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
 // DefaultWebhookSecret is the signing secret of the local stack, for local
@@ -65,7 +69,8 @@ type Options struct {
 	APIKey string
 	// Env overrides function environment variables (STRIPE_API_BASE, ...).
 	Env map[string]string
-	// Effects are the processor's own effects; nil for the team's
+	// Effects are the team's effects, handed to the three functions as
+	// their main packages hand them hooks.Registry(); nil for the team's
 	// (shared/hooks).
 	Effects *effect.Registry
 	// ReconcileEvery overrides the reconciler's schedule (the template's
@@ -100,6 +105,9 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	if opts.WebhookSecret == "" {
 		opts.WebhookSecret = DefaultWebhookSecret
+	}
+	if opts.Effects == nil {
+		opts.Effects = hooks.Registry()
 	}
 	// A local Stripe stand-in (stripefake, stripe-mock) needs some key, and
 	// the reconciler reads it from Parameter Store as in a deployment.
@@ -150,7 +158,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cancel()
 		return nil, err
 	}
-	recv, err := boot.Receiver(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)))
+	recv, err := receiverboot.New(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -176,11 +184,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cancel()
 		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
 	}
-	effects := opts.Effects
-	if effects == nil {
-		effects = hooks.Registry()
-	}
-	proc, err := boot.Processor(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), effects)
+	proc, err := processorboot.New(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -273,7 +277,7 @@ func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Templat
 			return nil
 		}
 	}
-	rec, err := boot.Reconciler(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log)
+	rec, err := reconcilerboot.New(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
 	if err != nil {
 		return err
 	}
@@ -362,6 +366,6 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 // client times an attempt out sooner than a long poll answers.
 func longPoll(cfg aws.Config) *sqs.Client {
 	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.HTTPClient = boot.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(30 * time.Second))
+		o.HTTPClient = sdkhttp.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(30 * time.Second))
 	})
 }

@@ -34,7 +34,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
@@ -334,7 +334,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	}
 
 	// Repair what was never delivered, as the scheduled reconciler would.
-	rec, err := boot.Reconciler(ctx, func(k string) string {
+	rec, err := reconcilerboot.New(ctx, func(k string) string {
 		switch k {
 		case "STRIPE_API_BASE":
 			return fake.URL
@@ -349,7 +349,7 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			return "10s"
 		}
 		return stack.FunctionEnv[devstack.ReconcilerID][k]
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)))
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), effects)
 	if err != nil {
 		return res, fmt.Errorf("loadtest: reconciler: %w", err)
 	}

@@ -1,42 +1,19 @@
-// Package boot builds each function's handler from its configuration, once,
-// at cold start: it reads the environment (reporting every problem at once),
-// loads the AWS configuration, reads the secrets, and wires the clients into
-// the handler. The functions' main packages and the local stack both call it,
-// so the code that runs locally is the code that runs in Lambda.
 package boot
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
-	"net/http"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/stripe/stripe-go/v81"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
-	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
 // Env reads a configuration variable; os.Getenv in Lambda.
@@ -45,14 +22,23 @@ type Env func(key string) string
 // OSEnv reads the process environment.
 func OSEnv(key string) string { return os.Getenv(key) }
 
-// reader collects every configuration problem, so one failed cold start
-// reports all of them.
-type reader struct {
+// Reader reads a function's configuration and collects every problem, so
+// one failed cold start reports all of them.
+type Reader struct {
 	env  Env
 	errs []error
+	ssm  func() secrets.SSM
 }
 
-func (r *reader) required(key string) string {
+// NewReader returns a Reader of env. Secrets it hands out (Secret) are
+// read from SSM through cfg, with a client built on the first read.
+func NewReader(env Env, cfg aws.Config) *Reader {
+	return &Reader{env: env, ssm: sync.OnceValue(func() secrets.SSM { return secrets.NewClient(cfg) })}
+}
+
+// Required returns the variable key, and records a problem when it is not
+// set.
+func (r *Reader) Required(key string) string {
 	v := strings.TrimSpace(r.env(key))
 	if v == "" {
 		r.errs = append(r.errs, fmt.Errorf("%s is not set", key))
@@ -60,14 +46,17 @@ func (r *reader) required(key string) string {
 	return v
 }
 
-func (r *reader) optional(key, def string) string {
+// Optional returns the variable key, or def when it is not set.
+func (r *Reader) Optional(key, def string) string {
 	if v := strings.TrimSpace(r.env(key)); v != "" {
 		return v
 	}
 	return def
 }
 
-func (r *reader) duration(key string, def time.Duration) time.Duration {
+// Duration returns the variable key as a duration (300s, 5m, or a number
+// of seconds), or def when it is not set.
+func (r *Reader) Duration(key string, def time.Duration) time.Duration {
 	v := strings.TrimSpace(r.env(key))
 	if v == "" {
 		return def
@@ -82,7 +71,9 @@ func (r *reader) duration(key string, def time.Duration) time.Duration {
 	return d
 }
 
-func (r *reader) integer(key string, def int) int {
+// Integer returns the variable key as an integer, or def when it is not
+// set.
+func (r *Reader) Integer(key string, def int) int {
 	v := strings.TrimSpace(r.env(key))
 	if v == "" {
 		return def
@@ -94,21 +85,25 @@ func (r *reader) integer(key string, def int) int {
 	return n
 }
 
-func (r *reader) err(function string) error {
+// Checked returns the variable key (def when not set) and records check's
+// error, naming the variable, when it refuses the value.
+func (r *Reader) Checked(key, def string, check func(string) error) string {
+	v := r.Optional(key, def)
+	if err := check(v); err != nil {
+		r.errs = append(r.errs, fmt.Errorf("%s: %w", key, err))
+	}
+	return v
+}
+
+// Fail records a problem.
+func (r *Reader) Fail(err error) { r.errs = append(r.errs, err) }
+
+// Err returns every problem recorded, for function, or nil.
+func (r *Reader) Err(function string) error {
 	if len(r.errs) == 0 {
 		return nil
 	}
 	return fmt.Errorf("boot %s: configuration: %w", function, errors.Join(r.errs...))
-}
-
-// apiBase reads STRIPE_API_BASE, which must pass stripeapi.BaseURL: the
-// API key is sent there.
-func (r *reader) apiBase() string {
-	v := r.optional("STRIPE_API_BASE", "")
-	if _, err := stripeapi.BaseURL(v); err != nil {
-		r.errs = append(r.errs, fmt.Errorf("STRIPE_API_BASE: %w", err))
-	}
-	return v
 }
 
 // Common is the configuration every function shares.
@@ -120,15 +115,17 @@ type Common struct {
 	Retention   time.Duration
 }
 
-func (r *reader) common() Common {
+// Common reads the configuration every function shares, and checks where
+// its secrets may come from (see checkSecretSources).
+func (r *Reader) Common() Common {
 	c := Common{
-		EventsTable: r.required("EVENTS_TABLE"),
-		MirrorTable: r.required("MIRROR_TABLE"),
-		QueueURL:    r.required("QUEUE_URL"),
-		Retention:   time.Duration(r.integer("RETENTION_DAYS", 90)) * 24 * time.Hour,
+		EventsTable: r.Required("EVENTS_TABLE"),
+		MirrorTable: r.Required("MIRROR_TABLE"),
+		QueueURL:    r.Required("QUEUE_URL"),
+		Retention:   time.Duration(r.Integer("RETENTION_DAYS", 90)) * 24 * time.Hour,
 	}
-	r.secretSources()
-	switch mode := r.optional("STRIPE_MODE", "test"); mode {
+	r.checkSecretSources()
+	switch mode := r.Optional("STRIPE_MODE", "test"); mode {
 	case "test":
 	case "live":
 		c.Livemode = true
@@ -149,11 +146,11 @@ var secretParameters = map[string]string{
 
 // inLambda reports whether the process runs in Lambda, whose runtime sets
 // AWS_LAMBDA_FUNCTION_NAME.
-func (r *reader) inLambda() bool {
+func (r *Reader) inLambda() bool {
 	return strings.TrimSpace(r.env("AWS_LAMBDA_FUNCTION_NAME")) != ""
 }
 
-// secretSources reports, as configuration errors, a secret in a plain
+// checkSecretSources reports, as configuration errors, a secret in a plain
 // variable inside Lambda (anyone allowed lambda:GetFunctionConfiguration
 // reads it, and it would win over the SSM parameter), and a parameter
 // outside the stage's own: with STAGE set (the template sets it), a
@@ -161,7 +158,7 @@ func (r *reader) inLambda() bool {
 // staging stack pointed at /webhook-inbox/prod/... fails its cold start
 // instead of reading prod's live secrets. The template's Rules cannot say
 // this: CloudFormation's rule functions compare whole strings only.
-func (r *reader) secretSources() {
+func (r *Reader) checkSecretSources() {
 	stage := strings.TrimSpace(r.env("STAGE"))
 	for _, local := range slices.Sorted(maps.Keys(secretParameters)) {
 		param := secretParameters[local]
@@ -175,239 +172,30 @@ func (r *reader) secretSources() {
 	}
 }
 
-// secret reads a secret: outside Lambda the local-only variable when set
-// (the local stack and tests), otherwise the SSM SecureString parameter it
-// names.
-func secret(ctx context.Context, r *reader, client secrets.SSM, localKey, paramKey string) (string, error) {
+// Secret returns the secret localKey names (STRIPE_WEBHOOK_SECRET,
+// STRIPE_API_KEY or FORWARD_SECRET): outside Lambda the local-only
+// variable's value when it is set (the local stack and tests), otherwise
+// the SSM SecureString parameter its parameter variable names
+// (STRIPE_WEBHOOK_SECRETS_PARAMETER, ...), read on first use. It reads
+// nothing now. It returns nil when neither is set; required records that
+// as a problem naming the parameter variable.
+func (r *Reader) Secret(localKey string, required bool) *secrets.Secret {
+	paramKey, ok := secretParameters[localKey]
+	if !ok {
+		r.errs = append(r.errs, fmt.Errorf("%s is not a secret's variable", localKey))
+		return nil
+	}
 	if v := strings.TrimSpace(r.env(localKey)); v != "" && !r.inLambda() {
-		return v, nil
+		return secrets.Fixed(localKey, v)
 	}
-	name := r.required(paramKey)
-	if name == "" {
-		return "", nil
-	}
-	return secrets.Read(ctx, client, name)
-}
-
-// HandledTypes returns the event-type allowlist of HandledTypeList as a
-// predicate.
-func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
-	set := map[string]bool{}
-	for _, t := range HandledTypeList(env, effects) {
-		set[t] = true
-	}
-	return func(t string) bool { return set[t] }
-}
-
-// Receiver builds the receiver's handler.
-func Receiver(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger) (*receiver.Handler, error) {
-	r := &reader{env: env}
-	c := r.common()
-	tolerance := r.duration("SIGNATURE_TOLERANCE", signature.DefaultTolerance)
-	skew := r.duration("SIGNATURE_FUTURE_SKEW", signature.DefaultFutureSkew)
-	maxBody := r.integer("MAX_BODY_BYTES", receiver.DefaultMaxBodyBytes)
-	budget := r.duration("RECEIVER_BUDGET", receiver.DefaultBudget)
-	if err := r.err("receiver"); err != nil {
-		return nil, err
-	}
-	raw, err := secret(ctx, r, ssm.NewFromConfig(cfg), "STRIPE_WEBHOOK_SECRET", "STRIPE_WEBHOOK_SECRETS_PARAMETER")
-	if err == nil {
-		err = r.err("receiver")
-	}
-	if err != nil {
-		return nil, err
-	}
-	v, err := signature.New(secrets.List(raw), signature.Options{Tolerance: tolerance, FutureSkew: skew})
-	if err != nil {
-		return nil, fmt.Errorf("boot receiver: %w", err)
-	}
-	return receiver.New(receiver.Config{
-		Verifier:     v,
-		Ingester:     NewIngester(cfg, c, HandledTypes(env, hooks.Registry())),
-		Livemode:     c.Livemode,
-		APIVersion:   stripe.APIVersion,
-		MaxBodyBytes: maxBody,
-		Budget:       budget,
-		Logger:       logger,
-	}), nil
-}
-
-// NewIngester builds the ingest path shared by the receiver and the
-// reconciler.
-func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.Ingester {
-	return &ingest.Ingester{
-		Store:    &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
-		Queue:    &queue.Queue{Client: sqs.NewFromConfig(cfg), URL: c.QueueURL},
-		Provider: event.ProviderStripe,
-		Handled:  handled,
-	}
-}
-
-// Processor builds the processor's handler, with the effects registered in
-// effects (nil for none). When FORWARD_URL is set, it also registers the
-// built-in forward effect (see effect.Forward) for every type, in effects:
-// its target must pass effect.CheckURL, and in live mode it must have a
-// signing secret (FORWARD_SECRET_PARAMETER; FORWARD_SECRET locally), or the
-// cold start fails. STRIPE_API_BASE must pass stripeapi.BaseURL.
-func Processor(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
-	r := &reader{env: env}
-	c := r.common()
-	maxReceive := r.integer("MAX_RECEIVE_COUNT", 0)
-	if maxReceive <= 0 {
-		r.errs = append(r.errs, errors.New("MAX_RECEIVE_COUNT must be the queue's redrive maxReceiveCount"))
-	}
-	concurrency := r.integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
-	backoff := r.duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
-	apiBase := r.apiBase()
-	fields, err := mirror.ParseFields(r.optional("MIRROR_KEEP_FIELDS", ""))
-	if err != nil {
-		r.errs = append(r.errs, fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
-	}
-	forwardURL := r.optional("FORWARD_URL", "")
-	if forwardURL != "" {
-		if err := effect.CheckURL(forwardURL); err != nil {
-			r.errs = append(r.errs, fmt.Errorf("FORWARD_URL: %w", err))
-		}
-	}
-	if err := r.err("processor"); err != nil {
-		return nil, err
-	}
-	// The API key is only needed for events too large to store; a missing
-	// key is reported when such an event arrives, not at cold start.
-	var fetcher processor.Fetcher
-	if key, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER"); err == nil && key != "" {
-		f, err := newEventFetcher(key, apiBase)
-		if err != nil {
-			return nil, fmt.Errorf("boot processor: %w", err)
-		}
-		fetcher = f
-	} else if err != nil {
-		logger.WarnContext(ctx, "no Stripe API key: events too large to store will fail permanently", slog.String("error", err.Error()))
-	}
-	if forwardURL != "" {
-		fwdSecret, err := secret(ctx, &reader{env: env}, ssm.NewFromConfig(cfg), "FORWARD_SECRET", "FORWARD_SECRET_PARAMETER")
-		if err != nil {
-			return nil, fmt.Errorf("boot processor: forward secret: %w", err)
-		}
-		switch {
-		case fwdSecret == "" && c.Livemode:
-			// The application could not tell live events from anyone's.
-			return nil, errors.New("boot processor: configuration: FORWARD_URL is set without a signing secret " +
-				"(FORWARD_SECRET_PARAMETER): in live mode forwarded events must be signed")
-		case fwdSecret == "":
-			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned (test mode only; live mode refuses to start)")
-		}
-		if effects == nil {
-			effects = &effect.Registry{}
-		}
-		effects.On(&effect.Forward{URL: forwardURL, Secret: fwdSecret, Client: &http.Client{Timeout: 10 * time.Second}}, "*")
-	}
-	var eff processor.Effects
-	if effects != nil {
-		eff = effects
-	}
-	sqsClient := sqs.NewFromConfig(cfg)
-	return processor.New(processor.Config{
-		Store:           &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
-		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields},
-		Effects:         eff,
-		Fetcher:         fetcher,
-		Visibility:      sqsClient,
-		QueueURL:        c.QueueURL,
-		MaxReceiveCount: maxReceive,
-		Concurrency:     concurrency,
-		BackoffBase:     backoff,
-		Logger:          logger,
-	})
-}
-
-// HandledTypeList lists the event types the pipeline handles, sorted:
-// EVENT_TYPES (comma separated) when set, else the types the mirror handles
-// and those the team's effects are registered for. The receiver accepts
-// exactly these (others are recorded as ignored) and the reconciler lists
-// exactly these, so it repairs what the receiver would have accepted.
-func HandledTypeList(env Env, effects *effect.Registry) []string {
-	var out []string
-	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
-		for _, t := range strings.Split(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				out = append(out, t)
-			}
-		}
+	var name string
+	if required {
+		name = r.Required(paramKey)
 	} else {
-		out = append(out, mirror.Types...)
-		if effects != nil {
-			out = append(out, effects.Types()...)
-		}
+		name = r.Optional(paramKey, "")
 	}
-	slices.Sort(out)
-	return slices.Compact(out)
-}
-
-// Stripe's request-rate limits per account, and the reconciler's default
-// share of them: it leaves headroom for the team's own API calls.
-const (
-	StripeRateLimitTest = 25
-	StripeRateLimitLive = 100
-	reconcileRateTest   = 20
-	reconcileRateLive   = 80
-)
-
-// Reconciler builds the reconciler's handler. Its configuration, beyond the
-// common variables: the API key (STRIPE_API_KEY locally, else the SSM
-// parameter STRIPE_API_KEY_PARAMETER), STRIPE_API_BASE, EVENT_TYPES, and
-// RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_SINCE (how far back a
-// first run looks), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
-// RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
-// RECONCILE_DEADLINE_MARGIN. inboxctl builds it the same way to run once.
-func Reconciler(ctx context.Context, env Env, cfg aws.Config, logger *slog.Logger) (*reconcile.Reconciler, error) {
-	r := &reader{env: env}
-	c := r.common()
-	rc := reconcile.Config{
-		Overlap:        r.duration("RECONCILE_OVERLAP", reconcile.DefaultOverlap),
-		Settle:         r.duration("RECONCILE_SETTLE", reconcile.DefaultSettle),
-		Lookback:       r.duration("RECONCILE_SINCE", reconcile.Retention),
-		StuckAfter:     r.duration("RECONCILE_STUCK_AFTER", reconcile.DefaultStuckAfter),
-		MaxPages:       r.integer("RECONCILE_MAX_PAGES", reconcile.DefaultMaxPages),
-		MaxStuck:       r.integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
-		DeadlineMargin: r.duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin),
-		Types:          HandledTypeList(env, hooks.Registry()),
-		Livemode:       c.Livemode,
-		Provider:       event.ProviderStripe,
-		Logger:         logger,
+	if name == "" {
+		return nil
 	}
-	limit, ceiling := reconcileRateTest, StripeRateLimitTest
-	if c.Livemode {
-		limit, ceiling = reconcileRateLive, StripeRateLimitLive
-	}
-	limit = r.integer("RECONCILE_RATE_LIMIT", limit)
-	if limit <= 0 || limit >= ceiling {
-		r.errs = append(r.errs, fmt.Errorf("RECONCILE_RATE_LIMIT=%d: want 1 to %d requests/s, under Stripe's limit in this mode", limit, ceiling-1))
-	}
-	apiBase := r.apiBase()
-	if err := r.err("reconciler"); err != nil {
-		return nil, err
-	}
-	key, err := secret(ctx, r, ssm.NewFromConfig(cfg), "STRIPE_API_KEY", "STRIPE_API_KEY_PARAMETER")
-	if err == nil {
-		err = r.err("reconciler")
-	}
-	if err != nil {
-		return nil, err
-	}
-	rc.Stripe, err = stripeapi.New(stripeapi.Config{Key: key, BaseURL: apiBase, RateLimit: float64(limit)})
-	if err != nil {
-		return nil, fmt.Errorf("boot reconciler: %w", err)
-	}
-	in := NewIngester(cfg, c, HandledTypes(env, hooks.Registry()))
-	rc.Ingester = in
-	rc.Queue = in.Queue
-	db := dynamodb.NewFromConfig(cfg)
-	rc.Events = &store.Events{DB: db, Table: c.EventsTable}
-	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
-	rec, err := reconcile.New(rc)
-	if err != nil {
-		return nil, fmt.Errorf("boot reconciler: %w", err)
-	}
-	return rec, nil
+	return secrets.FromParameter(r.ssm, name)
 }

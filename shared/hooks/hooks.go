@@ -4,8 +4,10 @@
 //
 // Edit Register, and nothing else: the receiver accepts the event types
 // registered here (on top of the ones the mirror handles), the reconciler
-// lists them, and the processor runs the handlers. All three call Registry,
-// so they never disagree about which types matter.
+// lists them, and the processor runs the handlers. Each function's main
+// passes Registry() to its constructor (receiverboot.New, processorboot.New,
+// reconcilerboot.New), so the three never disagree about which types
+// matter; the receiver and the reconciler read only the types.
 package hooks
 
 import "github.com/webhook-inbox/webhook-inbox/shared/effect"

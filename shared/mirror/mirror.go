@@ -12,19 +12,13 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror/handled"
 )
 
 // Types lists the event types the mirror handles: the receiver's default
-// allowlist.
-var Types = []string{
-	"customer.created", "customer.updated", "customer.deleted",
-	"customer.subscription.created", "customer.subscription.updated", "customer.subscription.deleted",
-	"customer.subscription.paused", "customer.subscription.resumed", "customer.subscription.trial_will_end",
-	"invoice.created", "invoice.finalized", "invoice.paid", "invoice.payment_succeeded", "invoice.payment_failed", "invoice.voided",
-	"checkout.session.completed", "checkout.session.async_payment_succeeded", "checkout.session.async_payment_failed",
-	"product.created", "product.updated", "product.deleted",
-	"price.created", "price.updated", "price.deleted",
-}
+// allowlist. The list lives in package handled, which the receiver links
+// without the mirror.
+var Types = handled.Types
 
 // Handles reports whether the mirror handles eventType.
 func Handles(eventType string) bool {

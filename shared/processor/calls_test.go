@@ -16,7 +16,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -134,7 +134,7 @@ func TestOmittedPayloadIsFetchedFromStripe(t *testing.T) {
 		"STRIPE_API_KEY":    "rk_test_fetch",
 		"STRIPE_API_BASE":   srv.URL,
 	}
-	p, err := boot.Processor(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
+	p, err := processorboot.New(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -62,7 +63,7 @@ func newRig(t *testing.T) *rig {
 }
 
 // handler builds the receiver on cfg (the emulator's unless a test changes
-// it) and c, as boot.Receiver does.
+// it) and c, as receiverboot.New does.
 func (r *rig) handler(cfg aws.Config, c boot.Common, budget time.Duration) *receiver.Handler {
 	r.t.Helper()
 	v, err := signature.New([]string{whsec}, signature.Options{})
@@ -211,7 +212,7 @@ func TestSQSUnavailable(t *testing.T) {
 		}},
 		{"endpoint refuses connections", func(t *testing.T, r *rig) (aws.Config, boot.Common) {
 			t.Setenv("AWS_ENDPOINT_URL_SQS", "http://"+refused)
-			cfg, err := boot.AWS(context.Background())
+			cfg, err := awsenv.Load(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -382,7 +383,7 @@ func TestBudgetBoundsTheSDKsRetries(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRig(t) // before the endpoint changes: provisioning needs the emulator
 			t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", "http://"+hang)
-			cfg, err := boot.AWS(context.Background())
+			cfg, err := awsenv.Load(context.Background())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -23,7 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
@@ -194,7 +194,7 @@ func (h *harness) startProcessor() {
 		"QUEUE_URL": h.stack.Queue("WebhookQueue").URL, "MAX_RECEIVE_COUNT": "5", "EVENT_TYPES": strings.Join(h.types, ","),
 	}
 	logger := slog.New(slog.NewJSONHandler(&testenv.Buffer{}, nil))
-	proc, err := boot.Processor(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, nil)
+	proc, err := processorboot.New(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, nil)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,6 +1,3 @@
-// Package secrets reads the provider's secrets from SSM Parameter Store
-// SecureString parameters, once, at cold start. Secrets never travel in
-// plain environment variables or template parameters, and never reach a log.
 package secrets
 
 import (
@@ -8,10 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 )
 
 // ErrNotSecureString is returned for a parameter of another type: a
@@ -20,29 +13,26 @@ import (
 // GetParameter responses, so a secret there has already leaked.
 var ErrNotSecureString = errors.New("secrets: parameter is not a SecureString")
 
-// SSM is the part of *ssm.Client the package uses.
+// SSM is what Read needs of Parameter Store; *Client implements it.
 type SSM interface {
-	GetParameter(ctx context.Context, in *ssm.GetParameterInput, optFns ...func(*ssm.Options)) (*ssm.GetParameterOutput, error)
+	GetParameter(ctx context.Context, name string) (Parameter, error)
 }
 
 // Read returns the decrypted value of the parameter name, which must be a
 // SecureString (ErrNotSecureString otherwise; its value is not returned).
 func Read(ctx context.Context, client SSM, name string) (string, error) {
-	out, err := client.GetParameter(ctx, &ssm.GetParameterInput{
-		Name:           aws.String(name),
-		WithDecryption: aws.Bool(true),
-	})
+	p, err := client.GetParameter(ctx, name)
 	if err != nil {
 		// The error names the parameter, never its value.
 		return "", fmt.Errorf("secrets: read parameter %s: %w", name, err)
 	}
-	if out.Parameter == nil || aws.ToString(out.Parameter.Value) == "" {
+	if p.Value == "" {
 		return "", fmt.Errorf("secrets: parameter %s is empty", name)
 	}
-	if t := out.Parameter.Type; t != types.ParameterTypeSecureString {
-		return "", fmt.Errorf("%w: %s is a %s; store it again with --type SecureString and rotate the secret it held", ErrNotSecureString, name, t)
+	if p.Type != "SecureString" {
+		return "", fmt.Errorf("%w: %s is a %s; store it again with --type SecureString and rotate the secret it held", ErrNotSecureString, name, p.Type)
 	}
-	return aws.ToString(out.Parameter.Value), nil
+	return p.Value, nil
 }
 
 // List splits a parameter holding several secrets, separated by commas or

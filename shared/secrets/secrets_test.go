@@ -6,29 +6,25 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	"github.com/aws/aws-sdk-go-v2/service/ssm/types"
 )
 
 type fakeSSM struct {
 	value string
-	typ   types.ParameterType // SecureString when empty
+	typ   string // SecureString when empty
 	err   error
-	in    *ssm.GetParameterInput
+	name  string
 }
 
-func (f *fakeSSM) GetParameter(_ context.Context, in *ssm.GetParameterInput, _ ...func(*ssm.Options)) (*ssm.GetParameterOutput, error) {
-	f.in = in
+func (f *fakeSSM) GetParameter(_ context.Context, name string) (Parameter, error) {
+	f.name = name
 	if f.err != nil {
-		return nil, f.err
+		return Parameter{}, f.err
 	}
 	typ := f.typ
 	if typ == "" {
-		typ = types.ParameterTypeSecureString
+		typ = "SecureString"
 	}
-	return &ssm.GetParameterOutput{Parameter: &types.Parameter{Value: aws.String(f.value), Type: typ}}, nil
+	return Parameter{Name: name, Value: f.value, Type: typ}, nil
 }
 
 func TestRead(t *testing.T) {
@@ -37,8 +33,8 @@ func TestRead(t *testing.T) {
 	if err != nil || v != "whsec_a,whsec_b" {
 		t.Fatalf("got %q, %v", v, err)
 	}
-	if !aws.ToBool(f.in.WithDecryption) {
-		t.Error("SecureString read without decryption")
+	if f.name != "/p" {
+		t.Errorf("read parameter %q, want /p", f.name)
 	}
 	_, err = Read(context.Background(), &fakeSSM{err: errors.New("AccessDenied")}, "/p")
 	if err == nil || !strings.Contains(err.Error(), "/p") {
@@ -53,7 +49,7 @@ func TestRead(t *testing.T) {
 // StringList) parameter is refused, and the error carries the parameter's
 // name but never its value.
 func TestReadRefusesPlainParameters(t *testing.T) {
-	for _, typ := range []types.ParameterType{types.ParameterTypeString, types.ParameterTypeStringList} {
+	for _, typ := range []string{"String", "StringList"} {
 		v, err := Read(context.Background(), &fakeSSM{value: "whsec_plain", typ: typ}, "/p")
 		if !errors.Is(err, ErrNotSecureString) {
 			t.Errorf("%s: got %q, %v; want ErrNotSecureString", typ, v, err)

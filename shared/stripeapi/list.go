@@ -62,7 +62,11 @@ func (c *Client) ListEvents(ctx context.Context, q EventQuery, page func(Page) (
 	if q.StartingAfter != "" {
 		params.StartingAfter = stripe.String(q.StartingAfter)
 	}
-	it := c.Events.List(params)
+	events, err := c.events(ctx)
+	if err != nil {
+		return fmt.Errorf("stripeapi: list events: %w", err)
+	}
+	it := events.List(params)
 	// The iterator requests the next page only when Next is called past the
 	// last event of the current one, so a page is handed over whole, from
 	// the response's raw JSON, the first time one of its events comes up.

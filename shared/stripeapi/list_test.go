@@ -153,7 +153,11 @@ func BenchmarkSplitPage(b *testing.B) {
 	c := mustNew(b, Config{Key: "sk_test_x", BaseURL: s.URL})
 	var raw []byte
 	_ = c.ListEvents(context.Background(), EventQuery{}, func(Page) (bool, error) { return false, nil })
-	it := c.Events.List(&stripe.EventListParams{})
+	events, err := c.events(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	it := events.List(&stripe.EventListParams{})
 	it.Next()
 	raw = it.EventList().LastResponse.RawJSON
 	b.SetBytes(int64(len(raw)))

@@ -1,25 +1,28 @@
-// Package stripeapi reads events from Stripe's API with a per-instance
-// stripe-go client (never the global stripe.Key), so two configurations can
-// live in one process and tests can point it at a local server. It fetches
-// one event (the processor, for events too large to store) and lists events
-// page by page, as raw JSON (the reconciler), under a request-rate cap.
+// Package stripeapi is the project's one client of Stripe's API: every
+// request to it goes through here, on stripe-go, with one classification
+// of its errors (Classify). It fetches one event (the processor, for events
+// too large to store) and lists events page by page, as raw JSON (the
+// reconciler), under a request-rate cap.
+//
+// It uses stripe-go's events service alone (event.Client on a backend of
+// its own, never the global stripe.Key), not stripe-go's client package,
+// which imports every resource package of the API: their package
+// initialization would run in each function that links this one.
 //
 // The API key goes only to Stripe's API, or to a base that BaseURL allows
-// (https, or plain http to a loopback stand-in): every caller, this
-// package's Client and the processor's event fetcher in boot, goes through
-// BaseURL.
+// (https, or plain http to a loopback stand-in).
 package stripeapi
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/stripe/stripe-go/v81"
-	"github.com/stripe/stripe-go/v81/client"
 	"github.com/stripe/stripe-go/v81/event"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/egress"
@@ -28,28 +31,37 @@ import (
 
 // Config configures a Client.
 type Config struct {
+	// Key is the API key, when the caller has it in hand.
 	Key string
+	// KeyFunc, when set, is used instead of Key: it is called for every
+	// request, so a key read on first need (secrets.Secret.Value) costs the
+	// function's init nothing. Its error fails the request, retryably.
+	KeyFunc func(context.Context) (string, error)
 	// BaseURL overrides Stripe's API base (STRIPE_API_BASE), for tests and
 	// the local stack; it must pass BaseURL.
 	BaseURL string
 	// MaxNetworkRetries bounds stripe-go's own retries, which back off on
-	// 429 and 5xx. Zero means 2, stripe-go's default; a negative value
-	// disables them (the caller retries, as the processor does through SQS).
+	// 409, 5xx and lock timeouts. Zero means 2, stripe-go's default; a
+	// negative value disables them (the caller retries, as the processor
+	// does through SQS with its own backoff).
 	MaxNetworkRetries int64
 	// RateLimit caps the requests per second this client sends, retries
 	// included (Stripe allows 25 in test mode and 100 in live mode per
 	// account). Zero means no cap.
-	RateLimit  float64
-	HTTPClient *http.Client
+	RateLimit float64
+	// MaxResponseBytes bounds the body of one response; a larger one fails
+	// its request permanently (ErrTooLarge). Zero means no bound.
+	MaxResponseBytes int64
+	HTTPClient       *http.Client
 }
 
-// Client reads events from Stripe through the events service of a
-// per-instance stripe-go client (client.New on a backend of its own, never
-// the global stripe.Key). The linker drops the services it does not use:
-// the client costs the reconciler's package 0.02 MB over the events
-// service alone.
+// ErrTooLarge is the error of a response over Config.MaxResponseBytes.
+var ErrTooLarge = errors.New("stripeapi: response over the size limit")
+
+// Client reads events from Stripe's API.
 type Client struct {
-	Events *event.Client
+	backend stripe.Backend
+	key     func(context.Context) (string, error)
 }
 
 // BaseURL returns the API base a key may be sent to: Stripe's own when base
@@ -67,7 +79,7 @@ func BaseURL(base string) (string, error) {
 }
 
 // New returns a Client, or an error when cfg.BaseURL is refused (BaseURL).
-// It makes no network call.
+// It makes no network call and reads no key.
 func New(cfg Config) (*Client, error) {
 	base, err := BaseURL(cfg.BaseURL)
 	if err != nil {
@@ -88,26 +100,49 @@ func New(cfg Config) (*Client, error) {
 	if bc.HTTPClient == nil {
 		bc.HTTPClient = &http.Client{Timeout: 20 * time.Second}
 	}
-	if cfg.RateLimit > 0 {
+	if cfg.RateLimit > 0 || cfg.MaxResponseBytes > 0 {
 		hc := *bc.HTTPClient
-		base := hc.Transport
-		if base == nil {
-			base = http.DefaultTransport
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
 		}
-		hc.Transport = &limitedTransport{base: base, limiter: newLimiter(cfg.RateLimit)}
+		if cfg.MaxResponseBytes > 0 {
+			rt = &boundedTransport{base: rt, max: cfg.MaxResponseBytes}
+		}
+		if cfg.RateLimit > 0 {
+			rt = &limitedTransport{base: rt, limiter: newLimiter(cfg.RateLimit)}
+		}
+		hc.Transport = rt
 		bc.HTTPClient = &hc
 	}
-	api := client.New(cfg.Key, &stripe.Backends{API: stripe.GetBackendWithConfig(stripe.APIBackend, bc)})
-	return &Client{Events: api.Events}, nil
+	key := cfg.KeyFunc
+	if key == nil {
+		k := cfg.Key
+		key = func(context.Context) (string, error) { return k, nil }
+	}
+	return &Client{backend: stripe.GetBackendWithConfig(stripe.APIBackend, bc), key: key}, nil
+}
+
+// events returns the events service with the API key.
+func (c *Client) events(ctx context.Context) (event.Client, error) {
+	key, err := c.key(ctx)
+	if err != nil {
+		return event.Client{}, fmt.Errorf("stripeapi: API key: %w", err)
+	}
+	return event.Client{B: c.backend, Key: key}, nil
 }
 
 // Fetch returns the raw JSON of event id (GET /v1/events/{id}), exactly as
 // Stripe serves it. Errors are classified by Classify; a response that is
 // not the event asked for is permanent.
 func (c *Client) Fetch(ctx context.Context, id string) ([]byte, error) {
+	events, err := c.events(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("stripeapi: get event %s: %w", id, err)
+	}
 	params := &stripe.EventParams{}
 	params.Context = ctx
-	ev, err := c.Events.Get(id, params)
+	ev, err := events.Get(id, params)
 	if err != nil {
 		return nil, Classify(fmt.Errorf("stripeapi: get event %s: %w", id, err))
 	}
@@ -120,14 +155,30 @@ func (c *Client) Fetch(ctx context.Context, id string) ([]byte, error) {
 	return ev.LastResponse.RawJSON, nil
 }
 
-// Classify marks Stripe errors that retrying cannot fix as permanent: a 4xx
-// about the request itself (400 bad request, 404 no such event: older than
-// Stripe's 30-day retention, or of another account or mode). Rate limits
-// (429), conflicts (409), timeouts (408) and 5xx are worth retrying, and so
-// are 401 and 403: a revoked or under-privileged API key is fixed by an
-// operator, after which the retried event must still be processable rather
-// than stuck as failed_permanent.
+// Classify is the one rule for which of Stripe's errors are worth
+// retrying; it marks the others permanent (*fault.Permanent).
+//
+// Permanent: a 4xx about the request itself, which the same request cannot
+// cure: 400 bad request, 404 no such event (older than Stripe's 30-day
+// retention, or of another account or mode), and a response over the size
+// limit (ErrTooLarge).
+//
+// Retried:
+//   - 409 Conflict: Stripe answers it when a request conflicts with another
+//     one running concurrently (an idempotency key in use, a lock); Stripe's
+//     docs say no result was saved and the request is safe to retry, and
+//     stripe-go retries 409 itself.
+//   - 408 Request Timeout: the request was not received in time (a proxy or
+//     load balancer on the way); nothing ran, so repeating it is safe.
+//   - 429: rate limits and lock timeouts pass with time.
+//   - 5xx and network errors: Stripe's side or the way there.
+//   - 401 and 403: a revoked or under-privileged API key is fixed by an
+//     operator, after which the retried event must still be processable
+//     rather than stuck as failed_permanent, which nothing claims again.
 func Classify(err error) error {
+	if errors.Is(err, ErrTooLarge) {
+		return &fault.Permanent{Err: err}
+	}
 	var se *stripe.Error
 	if !errors.As(err, &se) || se.HTTPStatusCode < 400 || se.HTTPStatusCode >= 500 {
 		return err
@@ -137,4 +188,44 @@ func Classify(err error) error {
 		return err
 	}
 	return &fault.Permanent{Err: err}
+}
+
+// boundedTransport fails a response whose body runs past max bytes:
+// stripe-go reads a body whole into memory.
+type boundedTransport struct {
+	base http.RoundTripper
+	max  int64
+}
+
+func (t *boundedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	if resp.ContentLength > t.max {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%w: %d bytes, at most %d", ErrTooLarge, resp.ContentLength, t.max)
+	}
+	resp.Body = &boundedBody{ReadCloser: resp.Body, left: t.max}
+	return resp, nil
+}
+
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, fmt.Errorf("%w: more than the limit", ErrTooLarge)
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return n, fmt.Errorf("%w: more than the limit", ErrTooLarge)
+	}
+	return n, err
 }

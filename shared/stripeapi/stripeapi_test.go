@@ -3,6 +3,7 @@ package stripeapi_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -75,7 +76,8 @@ func TestFetchClassifiesErrors(t *testing.T) {
 	other, _ := json.Marshal(map[string]any{"id": "evt_other", "object": "event", "type": "invoice.paid", "data": map[string]any{"object": map[string]any{"id": "in_1"}}})
 	api := &eventsAPI{
 		events: map[string][]byte{"evt_swapped": other},
-		fail:   map[string]int{"evt_500": 500, "evt_429": 429, "evt_401": 401, "evt_400": 400},
+		fail: map[string]int{"evt_500": 500, "evt_502": 502, "evt_429": 429, "evt_401": 401, "evt_403": 403,
+			"evt_400": 400, "evt_408": 408, "evt_409": 409},
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
@@ -91,8 +93,12 @@ func TestFetchClassifiesErrors(t *testing.T) {
 		{"evt_400", true},
 		{"evt_swapped", true}, // the API answered with another event
 		{"evt_500", false},
+		{"evt_502", false},
 		{"evt_429", false},
 		{"evt_401", false}, // a key an operator can fix
+		{"evt_403", false},
+		{"evt_408", false}, // nothing ran: safe to repeat
+		{"evt_409", false}, // a concurrent request or lock: Stripe says retry
 	}
 	for _, tc := range tests {
 		t.Run(tc.id, func(t *testing.T) {
@@ -103,6 +109,9 @@ func TestFetchClassifiesErrors(t *testing.T) {
 			}
 			if got := fault.IsPermanent(err); got != tc.wantPermanent {
 				t.Errorf("permanent: got %v, want %v (%v)", got, tc.wantPermanent, err)
+			}
+			if strings.Contains(err.Error(), "rk_test_x") {
+				t.Errorf("error shows the key: %v", err)
 			}
 			if n := api.calls.Load() - before; n != 1 {
 				t.Errorf("requests: got %d, want 1 (retries disabled)", n)
@@ -130,5 +139,74 @@ func TestTheKeyGoesOnlyToHTTPSOrLoopback(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("BaseURL(%q): got %q, %v; want %q", base, got, err, want)
 		}
+	}
+}
+
+// TestFetchReadsTheKeyForEachRequest: with KeyFunc, New reads no key; each
+// request asks for it, and a failure to get it is the request's error,
+// retryable, without a request to Stripe.
+func TestFetchReadsTheKeyForEachRequest(t *testing.T) {
+	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &eventsAPI{events: map[string][]byte{"evt_key": body}}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	var asked atomic.Int32
+	keyErr := errors.New("secrets: read parameter /webhook-inbox/dev/stripe/api-key: AccessDeniedException")
+	failing := true
+	c, err := stripeapi.New(stripeapi.Config{BaseURL: srv.URL, MaxNetworkRetries: -1, KeyFunc: func(context.Context) (string, error) {
+		asked.Add(1)
+		if failing {
+			return "", keyErr
+		}
+		return "rk_test_lazy", nil
+	}})
+	if err != nil || asked.Load() != 0 {
+		t.Fatalf("New: %v, key asked %d times; want no key read", err, asked.Load())
+	}
+	_, err = c.Fetch(context.Background(), "evt_key")
+	if !errors.Is(err, keyErr) || fault.IsPermanent(err) || api.calls.Load() != 0 {
+		t.Fatalf("key unavailable: got %v (permanent %v, %d requests); want the key's error, retryable, and no request", err, fault.IsPermanent(err), api.calls.Load())
+	}
+	failing = false
+	if got, err := c.Fetch(context.Background(), "evt_key"); err != nil || string(got) != string(body) {
+		t.Fatalf("key available: got %d bytes, %v", len(got), err)
+	}
+	if auth := api.auth.Load(); auth != "Bearer rk_test_lazy" {
+		t.Errorf("Authorization: got %q", auth)
+	}
+}
+
+// TestFetchBoundsTheResponse: an answer over MaxResponseBytes fails its
+// event for good instead of being read whole into memory, whether its
+// length is announced or not.
+func TestFetchBoundsTheResponse(t *testing.T) {
+	big, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, chunked := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			if chunked {
+				w.(http.Flusher).Flush() // no Content-Length
+			}
+			_, _ = w.Write(big)
+		}))
+		c, err := stripeapi.New(stripeapi.Config{Key: "rk_test_x", BaseURL: srv.URL, MaxNetworkRetries: -1, MaxResponseBytes: int64(len(big)) - 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Fetch(context.Background(), "evt_big")
+		if !errors.Is(err, stripeapi.ErrTooLarge) || !fault.IsPermanent(err) {
+			t.Errorf("chunked %v: got %v, want a permanent ErrTooLarge", chunked, err)
+		}
+		c, _ = stripeapi.New(stripeapi.Config{Key: "rk_test_x", BaseURL: srv.URL, MaxNetworkRetries: -1, MaxResponseBytes: int64(len(big))})
+		if got, err := c.Fetch(context.Background(), "evt_big"); err != nil || len(got) != len(big) {
+			t.Errorf("chunked %v, exactly the limit: got %d bytes, %v", chunked, len(got), err)
+		}
+		srv.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package boot
+package sdkhttp
 
 import (
 	"crypto/tls"
@@ -13,23 +13,23 @@ import (
 // AttemptTimeout bounds one HTTP attempt of an AWS call.
 const AttemptTimeout = 3 * time.Second
 
-// HTTPClient is shared by every AWS client of a function: connections are
-// reused across invocations. Its per-attempt timeout is a third of the
+// Client returns the HTTP client every AWS client of a function shares, so
+// connections are reused across invocations. Its per-attempt timeout is a third of the
 // receiver's default budget, so one hung connection leaves room for the SDK
 // to retry within the budget instead of using it all up.
 //
 // The first invocation's connections are handled deliberately, not warmed:
-// init makes one network call, the secrets read, and the first request opens
-// its DynamoDB and SQS connections on this transport, where every later
-// request finds them. Warming them during init would take either an extra
+// init makes no network call (the secrets are read on first need, see
+// package secrets), and the first request opens its connections on this
+// transport, where every later request finds them. Warming them during init would take either an extra
 // API call (one the function's least-privilege policy does not grant) or
 // dialing endpoints resolved outside the SDK (which must stay the only place
 // endpoints come from). TLS sessions are cached, so a connection the server
 // closed while the function was frozen is re-established with an
 // abbreviated handshake rather than a full one.
 //
-// Use it wrapped in ReadOnlyBodies, as AWS and internal/awsconfig do.
-func HTTPClient() *awshttp.BuildableClient {
+// Use it wrapped in ReadOnlyBodies, as awsenv and internal/awsconfig do.
+func Client() *awshttp.BuildableClient {
 	return awshttp.NewBuildableClient().WithTimeout(AttemptTimeout).WithTransportOptions(func(t *http.Transport) {
 		t.MaxIdleConnsPerHost = 64
 		t.IdleConnTimeout = 90 * time.Second

@@ -1,4 +1,4 @@
-package boot
+package awsenv
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 // recorder is an AWS endpoint that answers an empty listing and records
 // the authorization of each request it gets.
@@ -53,7 +55,7 @@ func TestAWSReadsTheLambdaEnvironment(t *testing.T) {
 	} {
 		t.Setenv(k, v)
 	}
-	cfg, err := AWS(context.Background())
+	cfg, err := Load(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +77,7 @@ func TestAWSReadsTheLambdaEnvironment(t *testing.T) {
 }
 
 func TestAWSIgnoresConfiguredEndpointsWhenToldTo(t *testing.T) {
-	cfg, err := awsFrom(envMap(map[string]string{
+	cfg, err := from(envMap(map[string]string{
 		"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
 		"AWS_ENDPOINT_URL": "http://127.0.0.1:1", "AWS_ENDPOINT_URL_SQS": "http://127.0.0.1:2",
 		"AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true",
@@ -92,7 +94,7 @@ func TestAWSIgnoresConfiguredEndpointsWhenToldTo(t *testing.T) {
 }
 
 func TestAWSReportsWhatTheEnvironmentLacks(t *testing.T) {
-	_, err := awsFrom(envMap(map[string]string{"AWS_ACCESS_KEY_ID": "only-half"}))
+	_, err := from(envMap(map[string]string{"AWS_ACCESS_KEY_ID": "only-half"}))
 	if err == nil {
 		t.Fatal("got nil error without a region and with half a key pair")
 	}
@@ -104,7 +106,7 @@ func TestAWSReportsWhatTheEnvironmentLacks(t *testing.T) {
 	if strings.Contains(err.Error(), "only-half") {
 		t.Errorf("error %q shows the key id", err)
 	}
-	_, err = awsFrom(envMap(map[string]string{"AWS_REGION": "us-east-1"}))
+	_, err = from(envMap(map[string]string{"AWS_REGION": "us-east-1"}))
 	if err == nil || !strings.Contains(err.Error(), "no AWS credentials") {
 		t.Errorf("no credentials at all: got %v", err)
 	}
@@ -120,7 +122,7 @@ func TestAWSUsesTheContainerCredentialsEndpoint(t *testing.T) {
 		})
 	}))
 	t.Cleanup(srv.Close)
-	cfg, err := awsFrom(envMap(map[string]string{
+	cfg, err := from(envMap(map[string]string{
 		"AWS_REGION":                         "us-east-1",
 		"AWS_CONTAINER_CREDENTIALS_FULL_URI": srv.URL + "/creds",
 		"AWS_CONTAINER_AUTHORIZATION_TOKEN":  "container-token",

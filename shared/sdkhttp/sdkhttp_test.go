@@ -1,8 +1,9 @@
-package boot_test
+package sdkhttp_test
 
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,7 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
 // closedOnLastByte hands the transport the SDK's own request body and
@@ -88,11 +89,11 @@ func TestClosedSDKBodyEndsTheTransportsDrainCleanly(t *testing.T) {
 	raw := build().Body
 	raw.Close()
 	if _, err := io.Copy(io.Discard, raw); err != io.EOF {
-		t.Logf("smithy-go's closed body now ends io.Copy with %v, not io.EOF: LoadAWS's wrapper may no longer be needed", err)
+		t.Logf("smithy-go's closed body now ends io.Copy with %v, not io.EOF: ReadOnlyBodies may no longer be needed", err)
 	}
 
 	c := &capture{}
-	if _, err := boot.ReadOnlyBodies(c).Do(build()); err != nil {
+	if _, err := sdkhttp.ReadOnlyBodies(c).Do(build()); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c.body.(io.WriterTo); ok {
@@ -114,11 +115,21 @@ func TestAnswerArrivesWhenTheSDKClosesTheRequestBodyEarly(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	payload := []byte(`{"TransactItems":[]}`)
-	client := boot.ReadOnlyBodies(boot.HTTPClient())
+	client := sdkhttp.ReadOnlyBodies(sdkhttp.Client())
 	for i := range 20 {
 		got, err := send(t, client, srv.URL, payload)
 		if err != nil || got != "committed "+string(payload) {
 			t.Fatalf("request %d: got %q, %v; want the server's answer", i, got, err)
 		}
+	}
+}
+
+func TestClientResumesTLSSessions(t *testing.T) {
+	tr := sdkhttp.Client().GetTransport()
+	if tr.TLSClientConfig == nil || tr.TLSClientConfig.ClientSessionCache == nil {
+		t.Fatal("no TLS session cache: a connection closed while frozen would need a full handshake")
+	}
+	if tr.TLSClientConfig.MinVersion < tls.VersionTLS12 {
+		t.Errorf("TLS minimum version: got %x, want at least TLS 1.2", tr.TLSClientConfig.MinVersion)
 	}
 }

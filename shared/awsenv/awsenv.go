@@ -1,4 +1,4 @@
-package boot
+package awsenv
 
 import (
 	"context"
@@ -10,9 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/credentials/endpointcreds"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
-// AWS builds the functions' AWS configuration from the environment Lambda
+// Load builds the functions' AWS configuration from the environment Lambda
 // gives them: the region (AWS_REGION), the execution role's credentials
 // (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, or the
 // container credentials endpoint Lambda may give instead), and endpoints
@@ -23,16 +25,17 @@ import (
 // of finding credentials (profiles, SSO, web identity, IMDS, processes),
 // none of which exists in Lambda, and costs each function about 0.6 MB
 // zipped and its share of cold-start time (docs/performance.md). Tools run
-// by people (inboxctl) load the full configuration instead.
-func AWS(ctx context.Context) (aws.Config, error) {
-	return awsFrom(OSEnv)
+// by people (inboxctl) load the full configuration instead
+// (internal/awsconfig). Load makes no network call.
+func Load(ctx context.Context) (aws.Config, error) {
+	return from(os.Getenv)
 }
 
-func awsFrom(env func(string) string) (aws.Config, error) {
+func from(env func(string) string) (aws.Config, error) {
 	get := func(k string) string { return strings.TrimSpace(env(k)) }
 	cfg := aws.Config{
 		Region:        firstOf(get("AWS_REGION"), get("AWS_DEFAULT_REGION")),
-		HTTPClient:    ReadOnlyBodies(HTTPClient()),
+		HTTPClient:    sdkhttp.ReadOnlyBodies(sdkhttp.Client()),
 		ConfigSources: []any{serviceEndpoints(get)},
 	}
 	var errs []error
@@ -50,7 +53,7 @@ func awsFrom(env func(string) string) (aws.Config, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return aws.Config{}, fmt.Errorf("boot: AWS configuration: %w", err)
+		return aws.Config{}, fmt.Errorf("awsenv: AWS configuration: %w", err)
 	}
 	return cfg, nil
 }

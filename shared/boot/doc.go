@@ -1,0 +1,18 @@
+// Package boot is what the three functions' wiring shares: reading the
+// configuration from the environment (every problem reported at once), the
+// rules for where a secret may come from, the handled event types, and the
+// ingest path. Each function's wiring is its own package, so that a
+// function links only what it runs (Go runs the initialization of every
+// package a binary links, used or not):
+//
+//	receiverboot    the receiver: signature check, store, queue
+//	processorboot   the processor: store, mirror, effects, Stripe's API
+//	reconcilerboot  the reconciler: Stripe's API, store, queue
+//
+// Each builds its handler once, at cold start, from an Env, an aws.Config
+// (package awsenv in Lambda) and the team's effects (hooks.Registry()); the
+// functions' main packages, the local stack and the tools call the same
+// constructors, so the code that runs locally is the code that runs in
+// Lambda. None makes a network call: secrets are read on first need
+// (package secrets).
+package boot

@@ -1,0 +1,169 @@
+package processorboot
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+)
+
+// New builds the processor's handler, running the team's effects (effects,
+// hooks.Registry(); nil for none), which it reads and never changes.
+//
+// When FORWARD_URL is set, the built-in forward effect (effect.Forward)
+// runs after them for every type: its target must pass effect.CheckURL,
+// and in live mode a signing secret must be configured
+// (FORWARD_SECRET_PARAMETER; FORWARD_SECRET locally), or the cold start
+// fails. STRIPE_API_BASE must pass stripeapi.BaseURL.
+//
+// The Stripe API key (STRIPE_API_KEY_PARAMETER; STRIPE_API_KEY locally)
+// serves only events too large to store: without one such events fail
+// permanently. The key and the forward secret are read on first need and
+// kept; a failure to read one fails the event that needed it, retryably.
+func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
+	r := boot.NewReader(env, cfg)
+	c := r.Common()
+	maxReceive := r.Integer("MAX_RECEIVE_COUNT", 0)
+	if maxReceive <= 0 {
+		r.Fail(errors.New("MAX_RECEIVE_COUNT must be the queue's redrive maxReceiveCount"))
+	}
+	concurrency := r.Integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
+	backoff := r.Duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
+	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
+	fields, err := mirror.ParseFields(r.Optional("MIRROR_KEEP_FIELDS", ""))
+	if err != nil {
+		r.Fail(fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
+	}
+	forwardURL := r.Checked("FORWARD_URL", "", func(v string) error {
+		if v == "" {
+			return nil
+		}
+		return effect.CheckURL(v)
+	})
+	apiKey := r.Secret("STRIPE_API_KEY", false)
+	var forwardSecret *secrets.Secret
+	if forwardURL != "" {
+		forwardSecret = r.Secret("FORWARD_SECRET", false)
+		if forwardSecret == nil && c.Livemode {
+			// The application could not tell live events from anyone's.
+			r.Fail(errors.New("FORWARD_URL is set without a signing secret " +
+				"(FORWARD_SECRET_PARAMETER): in live mode forwarded events must be signed"))
+		}
+	}
+	if err := r.Err("processor"); err != nil {
+		return nil, err
+	}
+
+	var fetcher processor.Fetcher
+	if apiKey != nil {
+		f, err := newFetcher(apiKey, apiBase)
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: %w", err)
+		}
+		fetcher = f
+	} else {
+		logger.WarnContext(ctx, "no Stripe API key configured (STRIPE_API_KEY_PARAMETER): events too large to store will fail permanently")
+	}
+	var eff processor.Effects
+	if effects != nil {
+		eff = effects
+	}
+	if forwardURL != "" {
+		if forwardSecret == nil {
+			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned (test mode only; live mode refuses to start)")
+		}
+		fwd := &effect.Registry{}
+		fwd.On(&forward{url: forwardURL, secret: forwardSecret, client: &http.Client{Timeout: 10 * time.Second}}, "*")
+		eff = then{first: eff, next: fwd}
+	}
+	sqsClient := sqs.NewFromConfig(cfg)
+	return processor.New(processor.Config{
+		Store:           &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
+		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields},
+		Effects:         eff,
+		Fetcher:         fetcher,
+		Visibility:      sqsClient,
+		QueueURL:        c.QueueURL,
+		MaxReceiveCount: maxReceive,
+		Concurrency:     concurrency,
+		BackoffBase:     backoff,
+		Logger:          logger,
+	})
+}
+
+// newFetcher is the processor's reader of events too large to store:
+// GET /v1/events/{id} through package stripeapi, with the key read on
+// first need. stripe-go's own retries are off: a failed fetch fails its
+// event, which the queue retries with the processor's backoff. The answer
+// is bounded by store.MaxPayloadBytes, the bound on every payload the
+// processor handles (stored or fetched): the mirror and the effects get
+// either, and an event past it is no event Stripe sends.
+func newFetcher(key *secrets.Secret, base string) (*stripeapi.Client, error) {
+	return stripeapi.New(stripeapi.Config{
+		KeyFunc:           key.Value,
+		BaseURL:           base,
+		MaxNetworkRetries: -1,
+		MaxResponseBytes:  store.MaxPayloadBytes,
+	})
+}
+
+// forward is the built-in forward effect (effect.Forward) with its
+// signing secret read on first use.
+type forward struct {
+	url    string
+	secret *secrets.Secret // nil: unsigned (test mode only)
+	client *http.Client
+}
+
+// Name implements effect.Handler.
+func (f *forward) Name() string { return (&effect.Forward{}).Name() }
+
+// Handle implements effect.Handler.
+func (f *forward) Handle(ctx context.Context, ev effect.Event) ([]types.TransactWriteItem, error) {
+	fw := &effect.Forward{URL: f.url, Client: f.client}
+	if f.secret != nil {
+		s, err := f.secret.Value(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("signing secret: %w", err)
+		}
+		fw.Secret = s
+	}
+	return fw.Handle(ctx, ev)
+}
+
+// then runs first's effects (nil for none), then next's, as one: the
+// team's registry is the caller's, so the forward effect runs beside it,
+// after it, rather than being registered into it.
+type then struct{ first, next processor.Effects }
+
+func (t then) Run(ctx context.Context, rec event.Record, payload []byte) ([]types.TransactWriteItem, error) {
+	var writes []types.TransactWriteItem
+	if t.first != nil {
+		w, err := t.first.Run(ctx, rec, payload)
+		if err != nil {
+			return nil, err
+		}
+		writes = append(writes, w...)
+	}
+	w, err := t.next.Run(ctx, rec, payload)
+	if err != nil {
+		return nil, err
+	}
+	return append(writes, w...), nil
+}

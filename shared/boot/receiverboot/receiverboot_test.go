@@ -1,0 +1,146 @@
+package receiverboot
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+)
+
+func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
+	_, err := New(context.Background(), envMap(map[string]string{
+		"STRIPE_MODE":         "production",
+		"SIGNATURE_TOLERANCE": "five minutes",
+		"MAX_BODY_BYTES":      "1MB",
+	}), aws.Config{}, slog.Default(), nil)
+	if err == nil {
+		t.Fatal("got nil error for an empty configuration")
+	}
+	for _, want := range []string{"EVENTS_TABLE", "MIRROR_TABLE", "QUEUE_URL", "STRIPE_MODE", "SIGNATURE_TOLERANCE", "MAX_BODY_BYTES", "STRIPE_WEBHOOK_SECRETS_PARAMETER"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not mention %s:\n%v", want, err)
+		}
+	}
+}
+
+func TestSecretNeverInTheError(t *testing.T) {
+	// A local secret that is not a usable list still never reaches an error.
+	_, err := New(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": " , ",
+	}), aws.Config{}, slog.Default(), nil)
+	if err == nil {
+		t.Fatal("got nil error for a blank secret list")
+	}
+	if strings.Contains(err.Error(), "whsec") {
+		t.Errorf("error leaks a secret: %v", err)
+	}
+}
+
+func TestBuildsFromALocalSecret(t *testing.T) {
+	h, err := New(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_a,whsec_b",
+	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err != nil || h == nil {
+		t.Fatalf("got %v, %v", h, err)
+	}
+}
+
+// ssmStub is Parameter Store holding value (or failing with status), and
+// counting reads.
+type ssmStub struct {
+	mu     sync.Mutex
+	value  string
+	status int
+	reads  int
+}
+
+func (s *ssmStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
+	if s.status != 0 {
+		w.WriteHeader(s.status)
+		_, _ = w.Write([]byte(`{"__type":"AccessDeniedException","message":"not authorized to perform ssm:GetParameter"}`))
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"Parameter": map[string]string{"Name": "/p", "Type": "SecureString", "Value": s.value}})
+	_, _ = w.Write(b)
+}
+
+func (s *ssmStub) set(value string, status int) {
+	s.mu.Lock()
+	s.value, s.status = value, status
+	s.mu.Unlock()
+}
+
+func (s *ssmStub) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads
+}
+
+// TestSigningSecretsAreReadOnTheFirstRequest: the cold start reads
+// nothing; the first request reads the secrets, and later ones do not.
+// A read that fails, or a value that holds no secret, fails the request as
+// a failed cold start would (an invocation error, logged), and the next
+// request reads again: a parameter fixed in Parameter Store is picked up
+// without a redeploy.
+func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
+	stub := &ssmStub{status: http.StatusBadRequest}
+	srv := httptest.NewServer(stub)
+	defer srv.Close()
+	cfg := aws.Config{Region: "us-east-1", BaseEndpoint: aws.String(srv.URL),
+		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "a", SecretAccessKey: "b"}, nil
+		})}
+	var logs bytes.Buffer
+	h, err := New(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
+		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/webhook-inbox/dev/stripe/webhook-secrets",
+	}), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := stub.count(); n != 0 {
+		t.Fatalf("cold start: %d reads, want 0", n)
+	}
+	// A delivery signed with another secret: answered 400 once the
+	// receiver can verify signatures, without any other AWS call.
+	body := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
+	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": signature.Sign([]byte(body), "whsec_other", time.Now())}}
+
+	if _, err := h.Handle(context.Background(), req); err == nil || !strings.Contains(err.Error(), "AccessDeniedException") || strings.Contains(logs.String(), "whsec") {
+		t.Fatalf("secrets unreadable: got %v, want the read's error (logs %s)", err, logs.String())
+	}
+	if !strings.Contains(logs.String(), "no signing secrets") {
+		t.Errorf("secrets unreadable: logs %q, want the failure logged", logs.String())
+	}
+	stub.set(" , ", 0)
+	if _, err := h.Handle(context.Background(), req); err == nil || strings.Contains(err.Error(), " , ") {
+		t.Fatalf("no secret in the value: got %v, want an error that shows no value", err)
+	}
+	stub.set("whsec_right", 0)
+	for range 2 {
+		resp, err := h.Handle(context.Background(), req)
+		if err != nil || resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("secrets fixed: got %d, %v; want the receiver's 400 for the wrong signature", resp.StatusCode, err)
+		}
+	}
+	if n := stub.count(); n != 3 {
+		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept)", n)
+	}
+}

@@ -1,0 +1,84 @@
+package reconcilerboot
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+)
+
+// Stripe's request-rate limits per account, and the reconciler's default
+// share of them: it leaves headroom for the team's own API calls.
+const (
+	StripeRateLimitTest = 25
+	StripeRateLimitLive = 100
+	reconcileRateTest   = 20
+	reconcileRateLive   = 80
+)
+
+// New builds the reconciler's handler. effects are the team's effects
+// (hooks.Registry()); the reconciler reads only their event types, which
+// it lists beside the mirror's (boot.HandledTypeList).
+//
+// Its configuration, beyond the common variables: the API key
+// (STRIPE_API_KEY locally, else the SSM parameter STRIPE_API_KEY_PARAMETER,
+// read at the first run and kept), STRIPE_API_BASE, EVENT_TYPES, and
+// RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_SINCE (how far back a
+// first run looks), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
+// RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
+// RECONCILE_DEADLINE_MARGIN.
+func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*reconcile.Reconciler, error) {
+	r := boot.NewReader(env, cfg)
+	c := r.Common()
+	rc := reconcile.Config{
+		Overlap:        r.Duration("RECONCILE_OVERLAP", reconcile.DefaultOverlap),
+		Settle:         r.Duration("RECONCILE_SETTLE", reconcile.DefaultSettle),
+		Lookback:       r.Duration("RECONCILE_SINCE", reconcile.Retention),
+		StuckAfter:     r.Duration("RECONCILE_STUCK_AFTER", reconcile.DefaultStuckAfter),
+		MaxPages:       r.Integer("RECONCILE_MAX_PAGES", reconcile.DefaultMaxPages),
+		MaxStuck:       r.Integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
+		DeadlineMargin: r.Duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin),
+		Types:          boot.HandledTypeList(env, effects),
+		Livemode:       c.Livemode,
+		Provider:       event.ProviderStripe,
+		Logger:         logger,
+	}
+	limit, ceiling := reconcileRateTest, StripeRateLimitTest
+	if c.Livemode {
+		limit, ceiling = reconcileRateLive, StripeRateLimitLive
+	}
+	limit = r.Integer("RECONCILE_RATE_LIMIT", limit)
+	if limit <= 0 || limit >= ceiling {
+		r.Fail(fmt.Errorf("RECONCILE_RATE_LIMIT=%d: want 1 to %d requests/s, under Stripe's limit in this mode", limit, ceiling-1))
+	}
+	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
+	key := r.Secret("STRIPE_API_KEY", true)
+	if err := r.Err("reconciler"); err != nil {
+		return nil, err
+	}
+	var err error
+	rc.Stripe, err = stripeapi.New(stripeapi.Config{KeyFunc: key.Value, BaseURL: apiBase, RateLimit: float64(limit)})
+	if err != nil {
+		return nil, fmt.Errorf("boot reconciler: %w", err)
+	}
+	in := boot.NewIngester(cfg, c, boot.HandledTypes(env, effects))
+	rc.Ingester = in
+	rc.Queue = in.Queue
+	db := dynamodb.NewFromConfig(cfg)
+	rc.Events = &store.Events{DB: db, Table: c.EventsTable}
+	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
+	rec, err := reconcile.New(rc)
+	if err != nil {
+		return nil, fmt.Errorf("boot reconciler: %w", err)
+	}
+	return rec, nil
+}
