@@ -78,22 +78,22 @@ lock:
 
 ## dev: the whole pipeline on this machine, in the foreground
 dev: venv
-	$(GO) build -o bin/devstack ./cmd/devstack
+	$(GO) build -o bin/devstack ./tools/cmd/devstack
 	exec bin/devstack $(DEV_FLAGS)
 
 ## test: unit, integration and end-to-end tests against the emulator (and
 ## the real bootstrap binaries under the Lambda runtime emulator)
 test: venv rie
-	$(GO) run ./internal/withemulator -- $(GO) test $(TEST_FLAGS) ./...
+	$(GO) run ./tools/withemulator -- $(GO) test $(TEST_FLAGS) ./...
 
 ## drills: the seven failure drills, and the kill and throttling drills (also part of make test)
 drills: venv
-	$(GO) run ./internal/withemulator -- $(GO) test -count=1 -v -run 'Drill|Concurrent|Throttling|Kills' ./drills
+	$(GO) run ./tools/withemulator -- $(GO) test -count=1 -v -run 'Drill|Concurrent|Throttling|Kills' ./drills
 
 ## loadtest: duplicated, reordered, missing deliveries with injected faults; one table
 LOADTEST_FLAGS ?=
 loadtest: venv
-	$(GO) run ./internal/withemulator -- $(GO) run ./cmd/loadtest $(LOADTEST_FLAGS)
+	$(GO) run ./tools/withemulator -- $(GO) run ./tools/cmd/loadtest $(LOADTEST_FLAGS)
 
 ## fuzz: a short run of each fuzz target (package:Target)
 # The budget is a number of executions, not a duration: Go 1.26's fuzz
@@ -126,19 +126,19 @@ lint:
 BENCH_COUNT ?= 3
 BENCHTIME ?= 10x
 bench: venv rie
-	@set -o pipefail; $(GO) run ./internal/withemulator -- bash -c 'set -o pipefail; \
+	@set -o pipefail; $(GO) run ./tools/withemulator -- bash -c 'set -o pipefail; \
 	  $(GO) test -run "^$$" -bench "Receiver|DecodeEnvelope|Processor" -benchmem -count $(BENCH_COUNT) ./shared/... \
-	    | $(GO) run ./shared/receiver/internal/benchratio && \
+	    | $(GO) run ./tools/benchratio && \
 	  $(GO) test -run "^$$" -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda' \
-	  | $(GO) run ./internal/benchtable
+	  | $(GO) run ./tools/benchtable
 
-## cost: the cost meter (internal/cost): write and read units per event from
+## cost: the cost meter (tools/cost): write and read units per event from
 ## the items the code really writes, priced by DynamoDB's published rules
 ## and template.yaml's own indexes; $ per million events line by line, the
 ## fixed monthly cost beside the hosted alternatives, and the hottest key at
 ## 3,000 events a second. The last three lines are issue 13's targets.
 cost: venv
-	@$(GO) run ./internal/withemulator -- $(GO) run ./internal/cost/cmd
+	@$(GO) run ./tools/withemulator -- $(GO) run ./tools/cmd/cost
 
 ## bench-coldstart: each function's init (process start to the runtime's
 ## first /next) under the Lambda runtime emulator and its package-init
@@ -146,7 +146,7 @@ cost: venv
 ## sizes, first and warm answers
 BENCHTIME ?= 10x
 bench-coldstart: venv rie
-	$(GO) run ./internal/withemulator -- $(GO) test -run '^$$' -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda
+	$(GO) run ./tools/withemulator -- $(GO) test -run '^$$' -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda
 
 ## rie: the pinned Lambda runtime interface emulator, in .bin/
 rie: $(RIE)

@@ -13,14 +13,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
-	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 func build(t *testing.T, typ string, o stripefixture.Options) ([]byte, event.Envelope) {

@@ -19,14 +19,14 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
-	"github.com/webhook-inbox/webhook-inbox/internal/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/internal/repo"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // downstream is the team's application as the forward effect sees it: it

@@ -16,8 +16,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/repo"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func TestProvisionsTheTemplateTwiceWithTheSameResult(t *testing.T) {

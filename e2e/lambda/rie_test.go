@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
-	awsemulator "github.com/webhook-inbox/webhook-inbox/internal/emulator"
-	"github.com/webhook-inbox/webhook-inbox/internal/repo"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // Logical ids of the functions in template.yaml, and the benchmark's

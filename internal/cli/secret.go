@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 )
 
 // secretFlags are how send and verify take signing secrets. A secret's

@@ -17,7 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func TestProvisionIsIdempotentAndFollowsTheTemplate(t *testing.T) {

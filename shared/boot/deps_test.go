@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 )
 
 const module = "github.com/webhook-inbox/webhook-inbox/"

@@ -3,7 +3,7 @@ package mirror_test
 import (
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/ownership"
+	"github.com/webhook-inbox/webhook-inbox/tools/ownership"
 )
 
 // TestNoOtherPackageNamesTheMirrorTable: the mirror is the mirror table's

@@ -20,9 +20,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/poller"
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
@@ -31,6 +28,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/poller"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // env is the processor's world on the emulator: the template's tables and

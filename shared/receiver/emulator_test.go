@@ -1,7 +1,7 @@
 package receiver_test
 
 // Tests against the AWS emulator: real tables and queues created from
-// template.yaml (internal/testenv), the real SDK clients, wired by
+// template.yaml (tools/testenv), the real SDK clients, wired by
 // boot.NewIngester exactly as in Lambda. Failures are real too: a queue that
 // does not exist, an endpoint that refuses connections or never answers.
 
@@ -27,8 +27,6 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/stripe/stripe-go/v81"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -37,6 +35,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 const whsec = "whsec_emulator_test"

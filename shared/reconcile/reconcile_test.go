@@ -18,11 +18,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go/middleware"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/devstack"
-	"github.com/webhook-inbox/webhook-inbox/internal/poller"
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/internal/testenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
@@ -31,6 +26,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/poller"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // oneGroup are handled types that fit one types[] filter.

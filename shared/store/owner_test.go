@@ -3,7 +3,7 @@ package store_test
 import (
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/ownership"
+	"github.com/webhook-inbox/webhook-inbox/tools/ownership"
 )
 
 // TestNoOtherPackageNamesTheEventsTable: the store is the events table's

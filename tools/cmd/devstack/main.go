@@ -1,0 +1,147 @@
+// Command devstack runs the whole pipeline locally in the foreground (make
+// dev): an AWS emulator unless AWS_ENDPOINT_URL names one, the template's
+// resources on it, the webhook endpoint at
+// http://127.0.0.1:3000/webhooks/stripe, the processor consuming the queue,
+// and the reconciler on the template's schedule when a Stripe API key or a
+// local Stripe stand-in (STRIPE_API_BASE) is configured. Ctrl-C stops
+// everything and leaves no process behind.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	addr := flag.String("addr", "127.0.0.1:3000", "gateway listen address")
+	prefix := flag.String("prefix", "webhook-inbox-local", "name prefix of the provisioned tables and queues")
+	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
+	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
+	reconcileEvery := flag.Duration("reconcile-every", 0, "run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set")
+	flag.Parse()
+
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))
+	overrides := map[string]string{}
+	for _, kv := range strings.Fields(*params) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(os.Stderr, "devstack: -parameter-overrides: %q is not Key=Value\n", kv)
+			return 2
+		}
+		overrides[k] = v
+	}
+	root, err := repo.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		return 1
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	emu, err := emulator.FromEnv(ctx, emulator.Options{Port: *emuPort, Log: os.Stderr})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		return 1
+	}
+	defer emu.Stop()
+	// The SDK reads the endpoint and credentials from the environment, as in
+	// Lambda; the emulator accepts any credentials.
+	setDefault("AWS_ENDPOINT_URL", emu.URL)
+	setDefault("AWS_REGION", "us-east-1")
+	setDefault("AWS_ACCESS_KEY_ID", "test")
+	setDefault("AWS_SECRET_ACCESS_KEY", "test")
+	cfg, err := awsenv.Load(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		return 1
+	}
+
+	env := map[string]string{}
+	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY",
+		"FORWARD_URL", "FORWARD_SECRET",
+		"RECONCILE_SINCE", "RECONCILE_OVERLAP", "RECONCILE_SETTLE", "RECONCILE_STUCK_AFTER", "RECONCILE_MAX_PAGES"} {
+		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	stack, err := devstack.Start(ctx, devstack.Options{
+		Template:       filepath.Join(root, "template.yaml"),
+		Overrides:      overrides,
+		Prefix:         *prefix,
+		Addr:           *addr,
+		WebhookSecret:  os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		APIKey:         os.Getenv("STRIPE_API_KEY"),
+		Env:            env,
+		ReconcileEvery: *reconcileEvery,
+		AWS:            cfg,
+		Logger:         log,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "devstack:", err)
+		return 1
+	}
+	banner(stack, emu)
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "devstack: stopping")
+	stack.Close()
+	return 0
+}
+
+func banner(s *devstack.Stack, emu *emulator.Emulator) {
+	env := s.FunctionEnv[devstack.ProcessorID]
+	reconciler := "off (set STRIPE_API_KEY or STRIPE_API_BASE)"
+	if s.ReconcileEvery > 0 {
+		reconciler = "every " + s.ReconcileEvery.String()
+	}
+	// inboxctl takes no secret silently: say which one this stack checks.
+	try := "go run ./cmd/inboxctl send --dev customer.subscription.created"
+	if os.Getenv("STRIPE_WEBHOOK_SECRET") != "" {
+		try = "go run ./cmd/inboxctl send customer.subscription.created   (with this STRIPE_WEBHOOK_SECRET)"
+	}
+	fmt.Fprintf(os.Stderr, `
+webhook-inbox local stack is up
+  webhook endpoint  %s/webhooks/stripe
+  health            %s/healthz
+  AWS emulator      %s
+  events table      %s
+  mirror table      %s
+  queue             %s
+  reconciler        %s
+
+Try:  %s
+      stripe listen --forward-to localhost:3000/webhooks/stripe
+Ctrl-C stops everything.
+
+`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, try)
+}
+
+func setDefault(k, v string) {
+	if os.Getenv(k) == "" {
+		os.Setenv(k, v)
+	}
+}
+
+func logLevel() slog.Level {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(os.Getenv("LOG_LEVEL"))); err != nil {
+		return slog.LevelInfo
+	}
+	return l
+}

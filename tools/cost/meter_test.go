@@ -1,0 +1,116 @@
+package cost
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+)
+
+// The meter, run against the emulator, gives a non-zero table whose figures
+// agree with each other. It prints figures; it asserts no timing.
+func TestMeterAgainstTheEmulator(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	rep, err := Measure(ctx, Options{Endpoint: testenv.Endpoint(t), Template: testenv.TemplatePath(t), Samples: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	for _, size := range rep.Sizes {
+		newEvent := rep.Scenario(ScenarioNew, size)
+		if newEvent.WRU() == 0 || newEvent.RRU() == 0 {
+			t.Fatalf("%s: a new event: got %d WRU and %v RRU, want both above zero", size.Name, newEvent.WRU(), newEvent.RRU())
+		}
+		for _, sc := range []string{ScenarioDupDeliver, ScenarioDupMessage} {
+			if got := rep.Scenario(sc, size).WRU(); got == 0 || got >= newEvent.WRU() {
+				t.Errorf("%s: %s: got %d WRU, want more than 0 and fewer than a new event's %d", size.Name, sc, got, newEvent.WRU())
+			}
+		}
+		if got := rep.Scenario(ScenarioRetried, size).WRU(); got <= newEvent.WRU() {
+			t.Errorf("%s: a failed-then-retried event: got %d WRU, want more than a new event's %d", size.Name, got, newEvent.WRU())
+		}
+		if got := rep.Scenario(ScenarioSuperseded, size).WRU(); got == 0 {
+			t.Errorf("%s: a superseded event: got 0 WRU", size.Name)
+		}
+		total := 0.0
+		for _, l := range rep.Money[size.Name] {
+			total += l.USD
+		}
+		if rep.PerMillion[size.Name] <= 0 || total != rep.PerMillion[size.Name] {
+			t.Errorf("%s: $ per million: got total %v, lines summing to %v", size.Name, rep.PerMillion[size.Name], total)
+		}
+	}
+	if small, large := rep.Scenario(ScenarioNew, Small).WRU(), rep.Scenario(ScenarioNew, Large).WRU(); small >= large {
+		t.Errorf("a new 2.6 KB event: got %d WRU, a 7.3 KB one %d: want fewer", small, large)
+	}
+
+	// Every index the template defines is written by new events.
+	tmpl, err := template.Load(testenv.TemplatePath(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema, err := LoadSchema(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := map[string]int{}
+	for _, size := range rep.Sizes {
+		for ix, u := range rep.Scenario(ScenarioNew, size).IndexWRU() {
+			written[ix] += u
+		}
+	}
+	for _, name := range schema.Names() {
+		for _, ix := range schema.Tables[name].Indexes {
+			if written[ix.Name] == 0 {
+				t.Errorf("index %s of %s: no write units recorded for new events (got %v)", ix.Name, name, written)
+			}
+		}
+	}
+
+	// The hottest key of the events table is one event's own: it receives
+	// exactly that event's table writes.
+	tableWRU := map[string]int{}
+	for _, st := range rep.Scenario(ScenarioNew, Small).Steps {
+		tableWRU[st.Table] += st.WRU
+	}
+	hot := map[string]HotKey{}
+	for _, h := range rep.Hot {
+		hot[h.Target] = h
+	}
+	for _, name := range schema.Names() {
+		h, ok := hot[name]
+		if !ok {
+			t.Errorf("no hot key for table %s", name)
+			continue
+		}
+		if h.Shared == 1 && int(h.UnitsPerSecond) != tableWRU[name] {
+			t.Errorf("%s: its hottest key is one event's, receiving %v units; the event wrote %d units to the table", name, h.UnitsPerSecond, tableWRU[name])
+		}
+	}
+	if rep.Hottest().UnitsPerSecond <= 0 {
+		t.Error("no hottest key")
+	}
+	if rep.ReconcilerRuns < 1 || len(rep.Metrics) == 0 || len(rep.Fixed) == 0 {
+		t.Errorf("got %d reconciler runs per event, %d metrics, %d fixed lines; want all above zero", rep.ReconcilerRuns, len(rep.Metrics), len(rep.Fixed))
+	}
+
+	var out bytes.Buffer
+	rep.Print(&out)
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	last := lines[len(lines)-3:]
+	for i, re := range []*regexp.Regexp{
+		regexp.MustCompile(`^WRU per processed event \(2\.6 KB\): [1-9][0-9]*$`),
+		regexp.MustCompile(`^total per million events \(2\.6 KB\): \$[0-9]+\.[0-9]{2}$`),
+		regexp.MustCompile(`^hottest key at 3000 events/s: [1-9][0-9]* write units/s$`),
+	} {
+		if !re.MatchString(last[i]) {
+			t.Errorf("line %d from the end: got %q, want it to match %s", 3-i, last[i], re)
+		}
+	}
+}

@@ -1,0 +1,699 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+)
+
+// secondsPerMonth is a 30-day month, the month the monthly figures use.
+const secondsPerMonth = 30 * 24 * 3600
+
+// Volumes are the monthly volumes the fixed cost and the alternatives are
+// shown at.
+var Volumes = []float64{1e6, 10e6}
+
+// Report is what Measure found.
+type Report struct {
+	Rate    float64
+	Samples int
+	Sizes   []EventSize
+	// Bytes is each size's payload, in bytes.
+	Bytes map[string]int
+	// Scenarios holds each scenario's steps, by label(scenario, size).
+	Scenarios map[string]*ScenarioCost
+	// ReconcilerRuns is how many scheduled runs compare each event: its
+	// overlap plus one period, over its period.
+	ReconcilerRuns int
+	reconcilerWhy  string
+	// Money is each size's dollars per million events, line by line.
+	Money map[string][]MoneyLine
+	// PerMillion is each size's total dollars per million events.
+	PerMillion map[string]float64
+	// Fixed is the monthly cost that does not grow with events.
+	Fixed []MoneyLine
+	// Monthly is the all-in monthly cost at each of Volumes (2.6 KB).
+	Monthly []float64
+	// Hot is the hottest key of each table and index at Rate.
+	Hot []HotKey
+	// Durations are the functions' measured durations, ms.
+	ReceiverMs, ProcessorMs, ReconcilerMs float64
+	// Metrics are the custom metrics the code emitted.
+	Metrics []string
+	// ObjectBytes is what the items without TTL (ObjectTables) store per
+	// object, index entries included: they grow with objects, not events.
+	ObjectBytes  float64
+	ObjectTables []string
+	// ProcessorMB is the processor's memory, for the consumer of the
+	// EventBridge route.
+	ProcessorMB    int
+	ProcessorArch  string
+	notes          []string
+	xray           func(events float64) float64
+	perEventNoXray map[string]float64
+}
+
+// ScenarioCost is one scenario's requests, priced.
+type ScenarioCost struct {
+	Steps []Step
+}
+
+// Step is one priced request (one row per table it wrote).
+type Step struct {
+	N         int
+	Function  string
+	Operation string
+	Table     string
+	Outcome   Outcome
+	Before    int // item bytes before the write (or read)
+	After     int // item bytes after (or the would-be item)
+	WRU       int
+	Index     map[string]int
+	RRU       float64
+	Note      string
+}
+
+// WRU is the scenario's write units, tables and indexes.
+func (s *ScenarioCost) WRU() int {
+	n := 0
+	for _, st := range s.Steps {
+		n += st.WRU
+		for _, u := range st.Index {
+			n += u
+		}
+	}
+	return n
+}
+
+// RRU is the scenario's read units.
+func (s *ScenarioCost) RRU() float64 {
+	var n float64
+	for _, st := range s.Steps {
+		n += st.RRU
+	}
+	return n
+}
+
+// IndexWRU is the scenario's write units on each index.
+func (s *ScenarioCost) IndexWRU() map[string]int {
+	out := map[string]int{}
+	for _, st := range s.Steps {
+		for ix, u := range st.Index {
+			out[ix] += u
+		}
+	}
+	return out
+}
+
+// MoneyLine is one line of a cost.
+type MoneyLine struct {
+	What string
+	USD  float64
+	How  string
+}
+
+// HotKey is the busiest partition-key value of a table or index.
+type HotKey struct {
+	Target string
+	Key    string
+	// UnitsPerSecond is the write units a second the key receives at Rate.
+	UnitsPerSecond float64
+	// Shared is how many of the sampled events wrote it.
+	Shared int
+}
+
+// Scenario returns a scenario's cost for a size.
+func (r *Report) Scenario(scenario string, size EventSize) *ScenarioCost {
+	return r.Scenarios[label(scenario, size)]
+}
+
+// Hottest is the hottest key of all.
+func (r *Report) Hottest() HotKey {
+	var h HotKey
+	for _, k := range r.Hot {
+		if k.UnitsPerSecond > h.UnitsPerSecond {
+			h = k
+		}
+	}
+	return h
+}
+
+// fill prices what the meter recorded.
+func (m *meter) fill(rep *Report, run reconcilerRun) error {
+	rep.Bytes = map[string]int{}
+	rep.Scenarios = map[string]*ScenarioCost{}
+	rep.Money = map[string][]MoneyLine{}
+	rep.PerMillion = map[string]float64{}
+	rep.perEventNoXray = map[string]float64{}
+	rep.ReceiverMs, rep.ProcessorMs, rep.ReconcilerMs = median(m.recvMs), median(m.procMs), run.ms
+	rep.ProcessorMB, rep.ProcessorArch = m.memoryMB(devstack.ProcessorID), m.arch(devstack.ProcessorID)
+
+	var err error
+	rep.ReconcilerRuns, rep.reconcilerWhy, err = m.reconcilerRuns()
+	if err != nil {
+		return err
+	}
+	compared := m.rec.Calls(labelReconcile)
+	for _, size := range rep.Sizes {
+		for _, sc := range Scenarios {
+			l := label(sc, size)
+			rep.Scenarios[l] = m.scenarioCost(m.rec.Calls(l), compared, rep.ReconcilerRuns)
+		}
+	}
+	for name, n := range m.bytes {
+		rep.Bytes[name] = n
+	}
+
+	// Custom metrics: every metric a line declared, in any scenario.
+	seen := map[string]bool{}
+	for _, l := range m.logs.Lines("") {
+		for _, id := range l.Metrics {
+			seen[id] = true
+		}
+	}
+	for id := range seen {
+		rep.Metrics = append(rep.Metrics, id)
+	}
+	sort.Strings(rep.Metrics)
+
+	rep.xray = m.xray()
+	for _, size := range rep.Sizes {
+		lines := m.money(rep, size)
+		total := 0.0
+		for _, l := range lines {
+			total += l.USD
+		}
+		rep.Money[size.Name] = lines
+		rep.PerMillion[size.Name] = total
+	}
+	rep.Fixed = m.fixed(rep, run)
+	fixed := 0.0
+	for _, f := range rep.Fixed {
+		fixed += f.USD
+	}
+	for _, v := range Volumes {
+		rep.Monthly = append(rep.Monthly, fixed+rep.perEventNoXray[Small.Name]*v/1e6+rep.xray(v))
+	}
+	rep.Hot = m.hotKeys(rep)
+	return nil
+}
+
+// reconcilerRuns is how many scheduled runs list each event: a run lists
+// from its previous window's end less the overlap up to now (less the
+// settling time), so an event is listed by the runs within one period plus
+// the overlap after it.
+func (m *meter) reconcilerRuns() (int, string, error) {
+	f, err := m.tmpl.Function(devstack.ReconcilerID)
+	if err != nil {
+		return 0, "no reconciler in the template", nil
+	}
+	expr, ok := f.Schedule()
+	if !ok {
+		return 0, "the reconciler has no schedule", nil
+	}
+	every, err := devstack.ScheduleInterval(expr)
+	if err != nil {
+		return 0, "", fmt.Errorf("cost: reconciler schedule: %w", err)
+	}
+	overlap := reconcile.DefaultOverlap
+	if v := m.env[devstack.ReconcilerID]["RECONCILE_OVERLAP"]; v != "" {
+		if overlap, err = time.ParseDuration(v); err != nil {
+			return 0, "", fmt.Errorf("cost: RECONCILE_OVERLAP=%q: %w", v, err)
+		}
+	}
+	runs := int((overlap + every) / every)
+	return runs, fmt.Sprintf("overlap %s + period %s, every %s", overlap, every, every), nil
+}
+
+// scenarioCost turns a scenario's calls into steps, and adds the
+// reconciler's comparisons of the event records the scenario created.
+func (m *meter) scenarioCost(calls, compared []Call, runs int) *ScenarioCost {
+	sc := &ScenarioCost{}
+	created := map[string]bool{}
+	n := 0
+	for _, c := range calls {
+		if c.Service != "DynamoDB" {
+			continue
+		}
+		n++
+		for _, w := range c.Writes {
+			st := Step{N: n, Function: c.Function, Operation: c.Operation, Table: w.Table, Outcome: w.Outcome,
+				Before: ItemSize(w.Before), After: ItemSize(w.After), WRU: w.Charge.Table, Index: map[string]int{}}
+			for ix, u := range w.Charge.Index {
+				st.Index[ix] = u
+			}
+			if w.Outcome == Cancelled {
+				st.Note = "cancelled transaction: billed once per item (assumption)"
+			}
+			sc.Steps = append(sc.Steps, st)
+			if w.Outcome == Applied && w.Before == nil && len(w.Charge.Keys) > 0 {
+				created[w.Charge.Keys[0].Target+" "+w.Charge.Keys[0].Key] = true
+			}
+		}
+		reads := map[string]*Step{}
+		var order []string
+		for _, r := range c.Reads {
+			st, ok := reads[r.Target]
+			if !ok {
+				st = &Step{N: n, Function: c.Function, Operation: c.Operation, Table: r.Target}
+				reads[r.Target] = st
+				order = append(order, r.Target)
+			}
+			st.Before += r.Size
+			st.RRU += r.Units
+		}
+		for _, t := range order {
+			sc.Steps = append(sc.Steps, *reads[t])
+		}
+	}
+	// Every scheduled run whose window covers an event compares it again.
+	per := map[string]float64{}
+	var order []string
+	for _, c := range compared {
+		for _, r := range c.Reads {
+			if r.Key != "" && created[r.Target+" "+r.Key] {
+				if _, ok := per[r.Target]; !ok {
+					order = append(order, r.Target)
+				}
+				per[r.Target] += r.Units
+			}
+		}
+	}
+	for _, t := range order {
+		n++
+		sc.Steps = append(sc.Steps, Step{N: n, Function: "reconciler", Operation: "BatchGetItem", Table: t,
+			RRU: per[t] * float64(runs), Note: fmt.Sprintf("× %d scheduled runs", runs)})
+	}
+	return sc
+}
+
+// memoryMB is a function's MemorySize (Lambda's default, 128, when the
+// template sets none).
+func (m *meter) memoryMB(id string) int {
+	if mb, ok := template.Int(m.functionProperty(id, "MemorySize")); ok {
+		return mb
+	}
+	return 128
+}
+
+// arch is a function's architecture in the template: arm64 or x86_64
+// (Lambda's default).
+func (m *meter) arch(id string) string {
+	if archs, ok := m.functionProperty(id, "Architectures").([]any); ok && len(archs) > 0 && archs[0] == "arm64" {
+		return "arm64"
+	}
+	return "x86_64"
+}
+
+// money is dollars per million new events of size, line by line.
+func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
+	sc := rep.Scenario(ScenarioNew, size)
+	calls := m.rec.Calls(label(ScenarioNew, size))
+	batch := float64(max(m.source.BatchSize, 1))
+	memGB := func(id string) float64 { return float64(m.memoryMB(id)) / 1024 }
+	var lines []MoneyLine
+	add := func(what string, usd float64, how string, args ...any) {
+		lines = append(lines, MoneyLine{What: what, USD: usd, How: fmt.Sprintf(how, args...)})
+	}
+	add("API Gateway HTTP API", price("httpapi"), "1 request per delivery")
+	add("Lambda requests", price("lambda.requests")*(1+1/batch), "receiver 1 per delivery; processor 1 per batch of %.0f (the template's BatchSize)", batch)
+	recvGBs := memGB(devstack.ReceiverID) * math.Ceil(rep.ReceiverMs) / 1000
+	procGBs := memGB(devstack.ProcessorID) * math.Ceil(rep.ProcessorMs) / 1000
+	add("Lambda duration ("+m.arch(devstack.ReceiverID)+")", price("lambda."+m.arch(devstack.ReceiverID))*recvGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
+		"%s MB; measured in process against the emulator: receiver %.1f ms, processor %.1f ms an event (each event invoked alone: an upper bound)",
+		template.Scalar(m.functionProperty(devstack.ReceiverID, "MemorySize")), rep.ReceiverMs, rep.ProcessorMs)
+	sqsReqs, byOp := 2/batch, map[string]int{}
+	for _, c := range calls {
+		if c.Service == "SQS" {
+			sqsReqs += float64(c.Chunks)
+			byOp[c.Operation] += c.Chunks
+		}
+	}
+	var ops []string
+	for op, k := range byOp {
+		ops = append(ops, fmt.Sprintf("%s %d", op, k))
+	}
+	sort.Strings(ops)
+	add("SQS", price("sqs")*sqsReqs, "%s recorded; receive and delete 1 per batch of %.0f (the event source mapping)", strings.Join(ops, ", "), batch)
+	add("DynamoDB writes", price("ddb.write")*float64(sc.WRU()), "%d WRU an event, tables and indexes (steps above)", sc.WRU())
+	add("DynamoDB reads", price("ddb.read")*sc.RRU(), "%.1f RRU an event (steps above)", sc.RRU())
+	storage, how, perObject, untimed := m.storage(calls)
+	add("DynamoDB storage + PITR", storage, "%s", how)
+	if size.Name == Small.Name {
+		rep.ObjectBytes, rep.ObjectTables = perObject, untimed
+	}
+	logs, how := m.logBytes(label(ScenarioNew, size))
+	add("CloudWatch Logs", price("logs.ingest")*logs*1e6/(1<<30), "%s", how)
+	noXray := 0.0
+	for _, l := range lines {
+		noXray += l.USD
+	}
+	rep.perEventNoXray[size.Name] = noXray
+	if x := rep.xray(1e6); x > 0 {
+		add("X-Ray (Tracing: Active)", x, "at 1M events a month: %s", m.xrayHow(rep))
+	} else {
+		add("X-Ray", 0, "Tracing is not Active in the template: no traces recorded")
+	}
+	return lines
+}
+
+// storage is the storage and point-in-time recovery an event's items cost
+// over their life (their TTL), in dollars per million events. Items
+// without a TTL (the mirror: one per object, rewritten by the object's
+// later events) grow with objects, not events: they are left out here and
+// returned as bytes an object.
+func (m *meter) storage(calls []Call) (usd float64, how string, perObject float64, untimed []string) {
+	type final struct {
+		table string
+		item  Item
+	}
+	items := map[string]*final{}
+	var keys []string
+	for _, c := range calls {
+		for _, w := range c.Writes {
+			if w.Outcome != Applied || len(w.Charge.Keys) == 0 {
+				continue
+			}
+			k := w.Charge.Keys[0].Target + " " + w.Charge.Keys[0].Key
+			if _, ok := items[k]; !ok {
+				keys = append(keys, k)
+			}
+			items[k] = &final{table: w.Table, item: w.After}
+		}
+	}
+	const overhead = 100 // bytes of storage each item and each index entry adds
+	now := float64(time.Now().Unix())
+	var base, index, days float64
+	for _, k := range keys {
+		f := items[k]
+		if f.item == nil {
+			continue
+		}
+		t := m.schema.Tables[f.table]
+		b := float64(ItemSize(f.item) + overhead)
+		ix := 0.0
+		for _, x := range t.Indexes {
+			if e, ok := t.Entry(x, f.item); ok {
+				ix += float64(ItemSize(e) + overhead)
+			}
+		}
+		expires, err := strconv.ParseFloat(render(f.item[t.TTL]), 64)
+		if t.TTL == "" || err != nil {
+			perObject += b + ix
+			untimed = append(untimed, f.table)
+			continue
+		}
+		d := (expires - now) / 86400
+		days = max(days, d)
+		months := d / (365.0 / 12)
+		gbMonths := func(bytes float64) float64 { return bytes * 1e6 / (1 << 30) * months }
+		base += b
+		index += ix
+		usd += price("ddb.storage") * gbMonths(b+ix)
+		if t.PITR {
+			usd += price("ddb.pitr") * gbMonths(b)
+		}
+	}
+	sort.Strings(untimed)
+	how = fmt.Sprintf("%.0f B of items + %.0f B of index entries an event (100 B overhead each), kept %.0f days (their TTL); PITR on the tables' own bytes", base, index, days)
+	return usd, how, perObject, dedupe(untimed)
+}
+
+// logBytes is what the functions log per event under label, with the API's
+// access log line and Lambda's own records; bytes per event.
+func (m *meter) logBytes(l string) (float64, string) {
+	batch := float64(max(m.source.BatchSize, 1))
+	var app float64
+	per := map[string]float64{}
+	for _, x := range m.logs.Lines(l) {
+		b := float64(x.Bytes)
+		if x.Function == "processor" && !x.AboutEvent {
+			b /= batch // once per invocation, shared by the batch
+		}
+		app += b
+		per[x.Function] += b
+	}
+	access := m.accessLogBytes()
+	platform, platformHow := m.platformBytes(1 + 1/batch)
+	total := app + access + platform
+	return total, fmt.Sprintf("%.0f B an event: receiver %.0f, processor %.0f (its batch line shared by %.0f), API access log %.0f, %s",
+		total, per["receiver"], per["processor"], batch, access, platformHow)
+}
+
+// accessLogBytes renders the HTTP API's access log format with values of
+// a typical delivery.
+func (m *meter) accessLogBytes() float64 {
+	for _, r := range m.tmpl.Resources("AWS::Serverless::HttpApi") {
+		settings, _ := r.Properties["AccessLogSettings"].(map[string]any)
+		format, _ := settings["Format"].(string)
+		if format == "" {
+			continue
+		}
+		values := map[string]string{
+			"requestId": "Q2m1ZhB7IAMEVxA=", "identity.sourceIp": "54.187.174.169",
+			"routeKey": m.route.Method + " " + m.route.Path, "status": "200", "responseLatency": "38",
+			"integrationErrorMessage": "-",
+		}
+		line := regexp.MustCompile(`\$context\.[A-Za-z.]+`).ReplaceAllStringFunc(format, func(v string) string {
+			if x, ok := values[strings.TrimPrefix(v, "$context.")]; ok {
+				return x
+			}
+			return "-"
+		})
+		return float64(len(line) + 1)
+	}
+	return 0
+}
+
+// platformBytes is what Lambda's own records (start, runtime done, report)
+// add per event, invocations an event: none when the template's
+// SystemLogLevel filters them out.
+func (m *meter) platformBytes(invocations float64) (float64, string) {
+	level := strings.ToUpper(template.Scalar(m.functionProperty(devstack.ReceiverID, "LoggingConfig", "SystemLogLevel")))
+	if level == "WARN" {
+		return 0, "Lambda's start/runtimeDone/report records 0 (SystemLogLevel WARN keeps them out)"
+	}
+	// An estimate, not a measurement: Lambda's JSON platform records are
+	// about 180 B (start), 300 B (runtimeDone) and 330 B (report).
+	const perInvocation = 810
+	return perInvocation * invocations, fmt.Sprintf("Lambda's start/runtimeDone/report records, estimated at %d B an invocation (SystemLogLevel %s)", perInvocation, level)
+}
+
+// xray returns the X-Ray cost of a month of events: Lambda samples with
+// the default rule (the first request each second, then 5%), per function.
+func (m *meter) xray() func(events float64) float64 {
+	active := map[string]bool{}
+	for _, id := range m.tmpl.Functions() {
+		active[id] = template.Scalar(m.functionProperty(id, "Tracing")) == "Active"
+	}
+	batch := float64(max(m.source.BatchSize, 1))
+	runsPerMonth := 0.0
+	if f, err := m.tmpl.Function(devstack.ReconcilerID); err == nil {
+		if expr, ok := f.Schedule(); ok {
+			if every, err := devstack.ScheduleInterval(expr); err == nil {
+				runsPerMonth = secondsPerMonth / every.Seconds()
+			}
+		}
+	}
+	sampled := func(perMonth float64) float64 {
+		r := perMonth / secondsPerMonth
+		return (min(r, 1) + 0.05*max(r-1, 0)) * secondsPerMonth
+	}
+	return func(events float64) float64 {
+		traces := 0.0
+		if active[devstack.ReceiverID] {
+			traces += sampled(events)
+		}
+		if active[devstack.ProcessorID] {
+			traces += sampled(events / batch)
+		}
+		if active[devstack.ReconcilerID] {
+			traces += sampled(runsPerMonth)
+		}
+		return traces / 1e6 * price("xray.traces")
+	}
+}
+
+func (m *meter) xrayHow(rep *Report) string {
+	return fmt.Sprintf("a trace per sampled invocation (default rule: the first each second, then 5%%); $%.2f/M at 10M a month", rep.xray(10e6)/10)
+}
+
+// fixed is the monthly cost that does not grow with events.
+func (m *meter) fixed(rep *Report, run reconcilerRun) []MoneyLine {
+	var lines []MoneyLine
+	std, hi := 0, 0
+	for _, a := range m.tmpl.Resources("AWS::CloudWatch::Alarm") {
+		if p, ok := template.Int(a.Properties["Period"]); ok && p < 60 {
+			hi++
+		} else {
+			std++
+		}
+	}
+	lines = append(lines, MoneyLine{"alarms", float64(std)*price("cw.alarm") + float64(hi)*price("cw.alarm.hires"),
+		fmt.Sprintf("%d standard-resolution and %d high-resolution alarms in the template", std, hi)})
+	dash := len(m.tmpl.Resources("AWS::CloudWatch::Dashboard"))
+	lines = append(lines, MoneyLine{"dashboard", float64(dash) * price("cw.dashboard"), fmt.Sprintf("%d dashboard(s)", dash)})
+	lines = append(lines, MoneyLine{"custom metrics (EMF)", float64(len(rep.Metrics)) * price("cw.metric"),
+		fmt.Sprintf("%d metric names × dimension values the code emitted here; each other outcome that occurs in a month adds one", len(rep.Metrics))})
+
+	if rep.ReconcilerRuns > 0 {
+		f, _ := m.tmpl.Function(devstack.ReconcilerID)
+		expr, _ := f.Schedule()
+		every, _ := devstack.ScheduleInterval(expr)
+		runs := secondsPerMonth / every.Seconds()
+		mb := m.memoryMB(devstack.ReconcilerID)
+		var wru int
+		var rru float64
+		for _, c := range run.calls {
+			wru += c.WriteUnits()
+			rru += c.ReadUnits()
+		}
+		logBytes := 0.0
+		for _, l := range run.lines {
+			logBytes += float64(l.Bytes)
+		}
+		perRun := price("lambda.requests")/1e6 + price("lambda."+m.arch(devstack.ReconcilerID))*float64(mb)/1024*math.Ceil(run.ms)/1000 +
+			float64(wru)*price("ddb.write")/1e6 + rru*price("ddb.read")/1e6 + logBytes*price("logs.ingest")/(1<<30)
+		lines = append(lines, MoneyLine{"reconciler schedule", perRun * runs,
+			fmt.Sprintf("%.0f runs (%s); each, with nothing to list: %.0f ms, %d WRU, %.1f RRU, %.0f B of logs", runs, expr, run.ms, wru, rru, logBytes)})
+	}
+	// Lambda's SQS event source mapping long-polls the queue while it is
+	// idle; AWS bills those receives. Stated: 5 pollers, 20 s long polls.
+	polls := 5.0 * secondsPerMonth / 20
+	lines = append(lines, MoneyLine{"SQS idle polling", polls * price("sqs") / 1e6,
+		fmt.Sprintf("%.0f empty receives (stated: the event source mapping's 5 pollers, 20 s long polls)", polls)})
+	return lines
+}
+
+// hotKeys finds, from the sampled new events, the write units a second the
+// busiest partition-key value of each table and index receives at Rate.
+//
+// The samples take the same path, so their writes line up: the k-th key
+// write of each sample is the same write of the code. A write whose key
+// value differs in every sample lands on a key of one event (an event id,
+// an object): that key receives that event's units, once. A write whose
+// key value repeats across the samples lands on a key events share (a
+// day, a provider, a shard): its values share the Rate between them, so
+// each receives Rate × units / (distinct values seen); for a key all
+// events share, all of the Rate.
+func (m *meter) hotKeys(rep *Report) []HotKey {
+	var samples []keySample
+	for i := range rep.Samples {
+		var s keySample
+		for _, c := range m.rec.Calls(fmt.Sprintf("%s%d", labelSample, i)) {
+			for _, w := range c.Writes {
+				s = append(s, w.Charge.Keys...)
+			}
+		}
+		samples = append(samples, s)
+	}
+	hot, left := estimateHotKeys(samples, rep.Rate)
+	if left > 0 {
+		rep.notes = append(rep.notes, fmt.Sprintf("hot keys: %d of %d sampled events took another path and were left out", left, len(samples)))
+	}
+	return hot
+}
+
+// estimateHotKeys is hotKeys' estimate from the samples' key writes. It
+// uses the samples that took the most common path, and returns how many
+// it left out.
+func estimateHotKeys(samples []keySample, rate float64) ([]HotKey, int) {
+	sig := map[string]int{}
+	signature := func(s keySample) string {
+		var b strings.Builder
+		for _, k := range s {
+			b.WriteString(k.Target + "/" + k.Role + ";")
+		}
+		return b.String()
+	}
+	for _, s := range samples {
+		sig[signature(s)]++
+	}
+	best, bestN := "", 0
+	for s, n := range sig {
+		if n > bestN || (n == bestN && s < best) {
+			best, bestN = s, n
+		}
+	}
+	var same []keySample
+	for _, s := range samples {
+		if signature(s) == best {
+			same = append(same, s)
+		}
+	}
+	if len(same) == 0 {
+		return nil, len(samples)
+	}
+	type kv struct{ target, key string }
+	perSecond := map[kv]float64{}
+	sharedBy := map[kv]map[int]bool{}
+	k := len(same)
+	for pos := range same[0] {
+		distinct := map[string]bool{}
+		units := 0
+		for _, s := range same {
+			distinct[s[pos].Key] = true
+			units += s[pos].Units
+		}
+		avg := float64(units) / float64(k)
+		for i, s := range same {
+			x := kv{s[pos].Target, s[pos].Key}
+			if sharedBy[x] == nil {
+				sharedBy[x] = map[int]bool{}
+			}
+			sharedBy[x][i] = true
+			if len(distinct) == k && k > 1 {
+				perSecond[x] += float64(s[pos].Units) // one event's key
+				continue
+			}
+			// Shared by several: the value's share of the rate, counted
+			// once per value, not once per sample that wrote it.
+			if firstWith(same, pos, s[pos].Key) == i {
+				perSecond[x] += rate * avg / float64(len(distinct))
+			}
+		}
+	}
+	hottest := map[string]HotKey{}
+	for x, r := range perSecond {
+		h := hottest[x.target]
+		if r > h.UnitsPerSecond || (r == h.UnitsPerSecond && x.key < h.Key) {
+			hottest[x.target] = HotKey{Target: x.target, Key: x.key, UnitsPerSecond: r, Shared: len(sharedBy[x])}
+		}
+	}
+	var out []HotKey
+	for _, h := range hottest {
+		out = append(out, h)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Target < out[j].Target })
+	return out, len(samples) - len(same)
+}
+
+// keySample is one sampled event's key writes, in the order made.
+type keySample []KeyWrite
+
+func firstWith(samples []keySample, pos int, key string) int {
+	for i, s := range samples {
+		if s[pos].Key == key {
+			return i
+		}
+	}
+	return -1
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+// Package devstack runs the whole pipeline on one machine: the template's
+// tables and queues on an AWS emulator, the receiver behind a local API
+// Gateway, the processor behind a local SQS event source mapping, and the
+// reconciler on its schedule. The handlers are built by package boot, from
+// the environment the template gives each function, exactly as in Lambda.
+package devstack
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
+	"github.com/webhook-inbox/webhook-inbox/tools/poller"
+)
+
+// DefaultWebhookSecret is the signing secret of the local stack, for local
+// use only: a deployment reads its secrets from SSM Parameter Store.
+const DefaultWebhookSecret = "whsec_local_development_only"
+
+// Logical ids of the functions in template.yaml.
+const (
+	ReceiverID   = "ReceiverFunction"
+	ProcessorID  = "ProcessorFunction"
+	ReconcilerID = "ReconcilerFunction"
+)
+
+// Options configure a Stack.
+type Options struct {
+	// Template is the path of template.yaml.
+	Template string
+	// Overrides replace template parameter defaults.
+	Overrides map[string]string
+	// Prefix names the provisioned resources.
+	Prefix string
+	// Addr is the gateway's listen address, like 127.0.0.1:3000; port 0
+	// picks a free one.
+	Addr string
+	// WebhookSecret is stored in the emulator's Parameter Store under the
+	// template's WebhookSecretsParameter; comma-separate several.
+	WebhookSecret string
+	// APIKey, when set, is stored under the template's ApiKeyParameter.
+	APIKey string
+	// Env overrides function environment variables (STRIPE_API_BASE, ...).
+	Env map[string]string
+	// Effects are the team's effects, handed to the three functions as
+	// their main packages hand them hooks.Registry(); nil for the team's
+	// (shared/hooks).
+	Effects *effect.Registry
+	// ReconcileEvery overrides the reconciler's schedule (the template's
+	// ScheduleExpression); zero keeps it, negative turns the reconciler off.
+	// The reconciler runs only when APIKey or Env["STRIPE_API_BASE"] is set.
+	ReconcileEvery time.Duration
+	// AWS is the configuration the stack's clients use.
+	AWS    aws.Config
+	Logger *slog.Logger
+}
+
+// Stack is a running local pipeline.
+type Stack struct {
+	// URL is the gateway's base URL, like http://127.0.0.1:3000.
+	URL       string
+	Resources *provision.Resources
+	// FunctionEnv is each function's resolved environment.
+	FunctionEnv map[string]map[string]string
+	// ReconcileEvery is the reconciler's period; zero when it is off.
+	ReconcileEvery time.Duration
+
+	server *http.Server
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	ready  atomic.Bool
+}
+
+// Start provisions the resources, builds the handlers and starts serving.
+func Start(ctx context.Context, opts Options) (*Stack, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
+	}
+	if opts.WebhookSecret == "" {
+		opts.WebhookSecret = DefaultWebhookSecret
+	}
+	if opts.Effects == nil {
+		opts.Effects = hooks.Registry()
+	}
+	// A local Stripe stand-in (stripefake, stripe-mock) needs some key, and
+	// the reconciler reads it from Parameter Store as in a deployment.
+	if opts.APIKey == "" && opts.Env["STRIPE_API_BASE"] != "" {
+		opts.APIKey = placeholderAPIKey
+	}
+	t, err := template.Load(opts.Template, opts.Overrides)
+	if err != nil {
+		return nil, err
+	}
+	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(opts.AWS), SQS: sqs.NewFromConfig(opts.AWS), Prefix: opts.Prefix}
+	res, err := prov.Provision(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	if err := seedSecrets(ctx, ssm.NewFromConfig(opts.AWS), t, opts); err != nil {
+		return nil, err
+	}
+	s := &Stack{Resources: res, FunctionEnv: map[string]map[string]string{}}
+	for _, id := range t.Functions() {
+		f, err := t.Function(id)
+		if err != nil {
+			return nil, err
+		}
+		env, err := res.Environment(f)
+		if err != nil {
+			return nil, err
+		}
+		if id == ReconcilerID && env["RECONCILE_SINCE"] == "" {
+			// The emulator forgets everything when it stops, so every local
+			// stack starts without a checkpoint: looking back Stripe's full
+			// 30 days would ingest a month of a test account's events on
+			// each start.
+			env["RECONCILE_SINCE"] = DefaultLocalReconcileSince.String()
+		}
+		for k, v := range opts.Env {
+			env[k] = v
+		}
+		s.FunctionEnv[id] = env
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+
+	// Receiver behind the gateway.
+	recvFn, err := t.Function(ReceiverID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	recv, err := receiverboot.New(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	gw := &gateway.Gateway{Logger: opts.Logger, Ready: s.ready.Load}
+	for _, r := range recvFn.Routes() {
+		gw.Routes = append(gw.Routes, gateway.Route{Method: r.Method, Path: r.Path, Handler: recv.Handle, Timeout: time.Duration(recvFn.Timeout) * time.Second, Function: ReceiverID})
+	}
+
+	// Processor behind the event source mapping.
+	procFn, err := t.Function(ProcessorID)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	src, err := procFn.SQS()
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	q, ok := res.Queues[src.Queue.LogicalID]
+	if !ok {
+		cancel()
+		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
+	}
+	proc, err := processorboot.New(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	p := &poller.Poller{
+		SQS: longPoll(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
+		Handler: proc.Handle, Function: ProcessorID,
+		Timeout: time.Duration(procFn.Timeout) * time.Second,
+		Workers: min(src.MaxConcurrency, 4),
+		Logger:  opts.Logger,
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.Run(runCtx)
+	}()
+
+	if err := s.startReconciler(ctx, runCtx, t, opts); err != nil {
+		cancel()
+		s.wg.Wait()
+		return nil, err
+	}
+
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		cancel()
+		s.wg.Wait()
+		return nil, fmt.Errorf("devstack: listen on %s: %w", opts.Addr, err)
+	}
+	s.URL = "http://" + ln.Addr().String()
+	s.server = &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			opts.Logger.Error("gateway stopped", slog.String("error", err.Error()))
+		}
+	}()
+	s.ready.Store(true)
+	return s, nil
+}
+
+// Close stops serving and polling, letting in-flight work finish.
+func (s *Stack) Close() {
+	s.ready.Store(false)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if s.server != nil {
+		_ = s.server.Shutdown(ctx)
+	}
+	s.cancel()
+	s.wg.Wait()
+}
+
+// placeholderAPIKey is the API key given to a local Stripe stand-in when no
+// real key is configured.
+const placeholderAPIKey = "sk_test_local_placeholder"
+
+// DefaultLocalReconcileSince is how far back the local reconciler's first
+// run looks, unless RECONCILE_SINCE says otherwise.
+const DefaultLocalReconcileSince = time.Hour
+
+// startReconciler runs the reconciler on its schedule, one run at a time,
+// each with the function's timeout as its deadline, as EventBridge Scheduler
+// and Lambda would; or logs once why it does not.
+func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Template, opts Options) error {
+	log := opts.Logger.With(slog.String("lambda", ReconcilerID))
+	fn, err := t.Function(ReconcilerID)
+	if err != nil {
+		log.InfoContext(ctx, "reconciler off: the template has no "+ReconcilerID)
+		return nil
+	}
+	switch {
+	case opts.ReconcileEvery < 0:
+		log.InfoContext(ctx, "reconciler off: turned off by its schedule override")
+		return nil
+	case opts.APIKey == "":
+		log.InfoContext(ctx, "reconciler off: no Stripe API key (set STRIPE_API_KEY to a test-mode restricted key, or STRIPE_API_BASE to a local Stripe stand-in)")
+		return nil
+	}
+	every := opts.ReconcileEvery
+	if every == 0 {
+		expr, ok := fn.Schedule()
+		if !ok {
+			log.InfoContext(ctx, "reconciler off: "+ReconcilerID+" has no schedule")
+			return nil
+		}
+		if every, err = ScheduleInterval(expr); err != nil {
+			log.WarnContext(ctx, "reconciler off: its schedule cannot run locally (override it with -reconcile-every)", slog.String("error", err.Error()))
+			return nil
+		}
+	}
+	rec, err := reconcilerboot.New(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
+	if err != nil {
+		return err
+	}
+	timeout := time.Duration(fn.Timeout) * time.Second
+	s.ReconcileEvery = every
+	log.InfoContext(ctx, "reconciler scheduled", slog.Duration("every", every), slog.Duration("timeout", timeout))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-runCtx.Done():
+				return
+			case <-tick.C:
+			}
+			invCtx, cancel := context.WithTimeout(runCtx, timeout)
+			// The run logs its own line, errors included.
+			_ = rec.Handle(invCtx, json.RawMessage(`{}`))
+			cancel()
+		}
+	}()
+	return nil
+}
+
+// ScheduleInterval returns the period of an EventBridge rate expression,
+// like rate(10 minutes) or rate(1 hour). Seconds are accepted too, for local
+// use only (EventBridge's finest rate is a minute). cron() and at()
+// expressions are not periodic in this sense and are refused.
+func ScheduleInterval(expr string) (time.Duration, error) {
+	inner, ok := strings.CutPrefix(strings.TrimSpace(expr), "rate(")
+	if !ok || !strings.HasSuffix(inner, ")") {
+		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
+	}
+	fields := strings.Fields(strings.TrimSuffix(inner, ")"))
+	if len(fields) != 2 {
+		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
+	}
+	n, err := strconv.Atoi(fields[0])
+	if err != nil || n <= 0 {
+		return 0, fmt.Errorf("devstack: schedule %q: %q is not a positive integer", expr, fields[0])
+	}
+	units := map[string]time.Duration{
+		"second": time.Second, "seconds": time.Second,
+		"minute": time.Minute, "minutes": time.Minute,
+		"hour": time.Hour, "hours": time.Hour,
+		"day": 24 * time.Hour, "days": 24 * time.Hour,
+	}
+	unit, ok := units[fields[1]]
+	if !ok {
+		return 0, fmt.Errorf("devstack: schedule %q: unknown unit %q", expr, fields[1])
+	}
+	return time.Duration(n) * unit, nil
+}
+
+func envOf(m map[string]string) boot.Env {
+	return func(k string) string { return m[k] }
+}
+
+// seedSecrets stores the local secrets where the template says the functions
+// read them, as SecureString parameters, so the local stack reads secrets
+// through the same code path as a deployment.
+func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, opts Options) error {
+	put := func(param, value string) error {
+		name, ok := t.Parameter(param)
+		if !ok || value == "" {
+			return nil
+		}
+		_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
+			Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
+		})
+		if err != nil {
+			return fmt.Errorf("devstack: store parameter %s: %w", name, err)
+		}
+		return nil
+	}
+	if err := put("WebhookSecretsParameter", opts.WebhookSecret); err != nil {
+		return err
+	}
+	return put("ApiKeyParameter", opts.APIKey)
+}
+
+// longPoll is an SQS client for 20-second long polls: the functions' HTTP
+// client times an attempt out sooner than a long poll answers.
+func longPoll(cfg aws.Config) *sqs.Client {
+	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
+		o.HTTPClient = sdkhttp.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(30 * time.Second))
+	})
+}

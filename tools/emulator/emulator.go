@@ -1,0 +1,185 @@
+// Package emulator starts and stops the local AWS emulator (moto in server
+// mode, through dev/emulator.py) for the local stack and the tests.
+//
+// When AWS_ENDPOINT_URL is set, nothing is started: that endpoint (LocalStack,
+// or an emulator shared by a whole test run) is used as it is.
+package emulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+)
+
+// DefaultPort is LocalStack's port, so one endpoint setting serves both.
+const DefaultPort = 4566
+
+// Emulator is a running emulator, or an external endpoint.
+type Emulator struct {
+	// URL is the endpoint, like http://127.0.0.1:4566.
+	URL string
+	cmd *exec.Cmd
+	// done is closed when the process has exited.
+	done chan struct{}
+}
+
+// Options configure Start.
+type Options struct {
+	// Port to bind on 127.0.0.1; 0 picks a free one.
+	Port int
+	// Log receives the emulator's output; nil discards it.
+	Log io.Writer
+}
+
+// FromEnv returns the emulator at AWS_ENDPOINT_URL, or starts one.
+func FromEnv(ctx context.Context, opts Options) (*Emulator, error) {
+	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
+		if err := WaitReady(ctx, url, 30*time.Second); err != nil {
+			return nil, fmt.Errorf("emulator: AWS_ENDPOINT_URL=%s: %w", url, err)
+		}
+		return &Emulator{URL: url}, nil
+	}
+	return Start(ctx, opts)
+}
+
+// Start launches moto from the project's virtualenv and waits until it
+// answers.
+func Start(ctx context.Context, opts Options) (*Emulator, error) {
+	root, err := repo.Root()
+	if err != nil {
+		return nil, err
+	}
+	python := filepath.Join(root, ".venv", "bin", "python")
+	if _, err := os.Stat(python); err != nil {
+		return nil, fmt.Errorf("emulator: %s not found: run `make venv` (make dev and make test do it for you)", python)
+	}
+	port := opts.Port
+	if port == 0 {
+		if port, err = FreePort(); err != nil {
+			return nil, err
+		}
+	}
+	cmd := exec.Command(python, filepath.Join(root, "dev", "emulator.py"), "--port", strconv.Itoa(port))
+	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
+	if opts.Log == nil {
+		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	}
+	// Its own process group, so Stop reaches anything it spawns; and killed
+	// with us, so not even a SIGKILL of the parent leaves it behind.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("emulator: start: %w", err)
+	}
+	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(e.done) }()
+	ready := make(chan error, 1)
+	go func() { ready <- WaitReady(ctx, e.URL, 60*time.Second) }()
+	select {
+	case err := <-ready:
+		if err != nil {
+			e.Stop()
+			return nil, fmt.Errorf("emulator: not ready: %w", err)
+		}
+	case <-e.done:
+		return nil, fmt.Errorf("emulator: exited during start (port %d in use?)", port)
+	}
+	return e, nil
+}
+
+// Started reports whether this Emulator owns a process.
+func (e *Emulator) Started() bool { return e.cmd != nil }
+
+// PID is the emulator's process id, or 0 for an external endpoint.
+func (e *Emulator) PID() int {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return 0
+	}
+	return e.cmd.Process.Pid
+}
+
+// Stop terminates an emulator this package started (its whole process
+// group), waiting for it to exit. It does nothing for an external endpoint.
+func (e *Emulator) Stop() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	pgid := e.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		<-e.done
+	}
+}
+
+// Kill stops the emulator abruptly, as a crash would.
+func (e *Emulator) Kill() {
+	if e.cmd == nil || e.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-e.cmd.Process.Pid, syscall.SIGKILL)
+	<-e.done
+}
+
+// WaitReady polls url until the emulator answers or timeout passes.
+func WaitReady(ctx context.Context, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last error
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url+"/moto-api/", nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			// moto answers 200; LocalStack answers its own page or 404, and
+			// either way it is up.
+			if resp.StatusCode < 500 {
+				return nil
+			}
+			err = fmt.Errorf("status %d", resp.StatusCode)
+		}
+		last = err
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// FreePort returns a TCP port free on 127.0.0.1 a moment ago, for a server
+// a test or the local stack starts.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("emulator: find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Config returns an AWS configuration for the emulator at url, with the
+// functions' HTTP client and the test credentials an emulator accepts.
+func Config(ctx context.Context, url string) (aws.Config, error) {
+	return awsconfig.Load(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "emulator"}, nil
+		})))
+}

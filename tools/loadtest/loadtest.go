@@ -1,0 +1,542 @@
+// Package loadtest drives the local stack with a realistic, hostile stream of
+// deliveries and checks the pipeline's invariants afterwards: every event
+// processed exactly once, none lost, and the mirror equal to the
+// chronological ground truth.
+//
+// The stream is what a payment provider produces on a bad day: a share of
+// events delivered twice, a share delivered after newer events of the same
+// object, a share never delivered at all (left to the reconciler), and AWS
+// faults injected at a configurable rate by a proxy in front of the emulator.
+package loadtest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+)
+
+// Config shapes a run.
+type Config struct {
+	// Deliveries is the number of deliveries to make (duplicates included).
+	Deliveries  int
+	Concurrency int
+	// Shares of events: delivered twice, delivered late (after newer events
+	// of the same object), never delivered.
+	Duplicate, Reorder, Missing float64
+	// FaultRate is the probability of a fault on each of the pipeline's AWS
+	// writes (throttling, errors, lost answers).
+	FaultRate float64
+	Seed      uint64
+	// Endpoint is the AWS emulator.
+	Endpoint string
+	// Template is the path of template.yaml.
+	Template string
+	// Progress receives a progress bar; nil for none.
+	Progress func(done, total int)
+	// Timeout bounds the whole run.
+	Timeout time.Duration
+}
+
+// Result is what a run measured. Lost and DoubleEffects must be zero.
+type Result struct {
+	Events, Deliveries, Duplicates int
+	// DuplicatesAbsorbed counts deliveries answered as duplicates.
+	DuplicatesAbsorbed        int
+	Reordered, NeverDelivered int
+	// FoundByReconciler counts never-delivered events the reconciler ingested.
+	FoundByReconciler int
+	// StuckRequeued counts records the reconciler's sweep sent again.
+	StuckRequeued  int
+	FaultsInjected int
+	// Retries counts delivery attempts after a non-2xx answer or a broken
+	// connection, as the provider would retry them.
+	Retries int
+	// DeadLettered counts events that ended dead_lettered (visible, not lost).
+	DeadLettered int
+	// Lost counts events with no record, or a record never finished.
+	Lost int
+	// DoubleEffects counts events whose effect was committed more than once.
+	DoubleEffects int
+	// RepeatedCalls counts repeated downstream calls with one idempotency
+	// key (absorbed by the key).
+	RepeatedCalls int
+	// MirrorMismatches counts objects whose snapshot differs from the
+	// chronological ground truth.
+	MirrorMismatches int
+	Elapsed          time.Duration
+	Throughput       float64 // events per second, delivery start to all processed
+	LatencyP50       time.Duration
+	LatencyP99       time.Duration
+}
+
+// OK reports whether the invariants held.
+func (r Result) OK() bool {
+	return r.Lost == 0 && r.DoubleEffects == 0 && r.MirrorMismatches == 0
+}
+
+type ev struct {
+	id, object, typ string
+	created         int64
+	deleted         bool
+	body            []byte
+	missing         bool
+}
+
+// plan builds the events: object lifecycles with increasing created times.
+func plan(events int, rng *rand.Rand, base int64) []ev {
+	var out []ev
+	seq := int64(0)
+	next := func() int64 { seq++; return base + seq }
+	for len(out) < events {
+		switch rng.IntN(3) {
+		case 0: // a subscription's life
+			sub, cus := stripefixture.NewID("sub_"), stripefixture.NewID("cus_")
+			states := []string{"trialing", "active", "past_due", "active", "unpaid", "canceled"}
+			n := 1 + rng.IntN(5)
+			for i := 0; i < n && len(out) < events; i++ {
+				typ, st := "customer.subscription.updated", states[rng.IntN(len(states))]
+				if i == 0 {
+					typ, st = "customer.subscription.created", "trialing"
+				}
+				if i == n-1 && rng.IntN(4) == 0 && i > 0 {
+					typ, st = "customer.subscription.deleted", "canceled"
+				}
+				out = append(out, ev{object: sub, typ: typ, created: next(), deleted: typ == "customer.subscription.deleted",
+					body: mustBuild(typ, stripefixture.Options{ObjectID: sub, Customer: cus, Status: st})})
+			}
+		case 1: // an invoice's life
+			in, cus := stripefixture.NewID("in_"), stripefixture.NewID("cus_")
+			for _, typ := range []string{"invoice.created", "invoice.finalized", "invoice.paid"} {
+				if len(out) < events {
+					out = append(out, ev{object: in, typ: typ, created: next(), body: mustBuild(typ, stripefixture.Options{ObjectID: in, Customer: cus})})
+				}
+			}
+		default: // a customer
+			cus := stripefixture.NewID("cus_")
+			for _, typ := range []string{"customer.created", "customer.updated"} {
+				if len(out) < events {
+					out = append(out, ev{object: cus, typ: typ, created: next(), body: mustBuild(typ, stripefixture.Options{Customer: cus})})
+				}
+			}
+		}
+	}
+	// Stamp ids and created times into the bodies.
+	for i := range out {
+		e := &out[i]
+		e.id = stripefixture.NewID("evt_")
+		e.body = restamp(e.body, e.id, e.created)
+	}
+	return out
+}
+
+func mustBuild(typ string, o stripefixture.Options) []byte {
+	b, err := stripefixture.Build(typ, o)
+	if err != nil {
+		panic(err) // the types above are all buildable
+	}
+	return b
+}
+
+// restamp rebuilds a body with a given id and created time.
+func restamp(body []byte, id string, created int64) []byte {
+	env, _ := event.DecodeEnvelope(body)
+	body = bytes.Replace(body, []byte(`"id": "`+env.ID+`"`), []byte(`"id": "`+id+`"`), 1)
+	return bytes.Replace(body, []byte(fmt.Sprintf(`"created": %d`, env.Created)), []byte(fmt.Sprintf(`"created": %d`, created)), 1)
+}
+
+// schedule orders the deliveries: chronological, with late and duplicate
+// deliveries moved back, and the missing ones left out.
+func schedule(evs []ev, c Config, rng *rand.Rand) (order []int, reordered, dups int) {
+	type slot struct {
+		at  float64
+		idx int
+	}
+	var slots []slot
+	for i := range evs {
+		if evs[i].missing {
+			continue
+		}
+		at := float64(i)
+		if rng.Float64() < c.Reorder {
+			at += 2 + rng.Float64()*20
+			reordered++
+		}
+		slots = append(slots, slot{at, i})
+		if rng.Float64() < c.Duplicate {
+			slots = append(slots, slot{at + 1 + rng.Float64()*50, i})
+			dups++
+		}
+	}
+	sort.SliceStable(slots, func(a, b int) bool { return slots[a].at < slots[b].at })
+	for _, s := range slots {
+		order = append(order, s.idx)
+	}
+	return order, reordered, dups
+}
+
+// downstream is the team's application: it counts calls per idempotency
+// key, as an idempotent application keys its work.
+type downstream struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	d.mu.Lock()
+	d.calls[r.Header.Get("Idempotency-Key")]++
+	d.mu.Unlock()
+	w.WriteHeader(http.StatusOK)
+}
+
+// Run performs a load test.
+func Run(ctx context.Context, c Config) (Result, error) {
+	if c.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
+		defer cancel()
+	}
+	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
+	// Events so that the deliveries, duplicates included, come to about c.Deliveries.
+	nEvents := max(1, int(float64(c.Deliveries)/(1-c.Missing+c.Duplicate*(1-c.Missing))))
+	base := time.Now().Add(-2 * time.Hour).Unix()
+	evs := plan(nEvents, rng, base)
+	for i := range evs {
+		evs[i].missing = rng.Float64() < c.Missing
+	}
+	order, reordered, dups := schedule(evs, c, rng)
+	res := Result{Events: len(evs), Deliveries: len(order), Duplicates: dups, Reordered: reordered}
+	for _, e := range evs {
+		if e.missing {
+			res.NeverDelivered++
+		}
+	}
+
+	// The world: Stripe's API holds every event; the application downstream;
+	// a fault proxy in front of the emulator.
+	fake := stripefake.New()
+	defer fake.Close()
+	for _, e := range evs {
+		if err := fake.Add(e.body); err != nil {
+			return res, err
+		}
+	}
+	down := &downstream{calls: map[string]int{}}
+	dsrv := httptest.NewServer(down)
+	defer dsrv.Close()
+	proxy, err := faultproxy.New(c.Endpoint)
+	if err != nil {
+		return res, err
+	}
+	psrv := httptest.NewServer(proxy)
+	defer psrv.Close()
+
+	cfg, err := emulator.Config(ctx, psrv.URL)
+	if err != nil {
+		return res, err
+	}
+	direct, err := emulator.Config(ctx, c.Endpoint)
+	if err != nil {
+		return res, err
+	}
+	prefix := "load-" + stripefixture.NewID("")[:8]
+	// The ledger effect counts commits per event in the same transaction as
+	// the status: a count above one is an effect applied twice.
+	var mirrorTable string
+	effects := &effect.Registry{}
+	effects.On(effect.Func{HandlerName: "ledger", Fn: func(_ context.Context, ev effect.Event) ([]types.TransactWriteItem, error) {
+		return []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String(mirrorTable),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ledger#" + ev.Record.ID}},
+			UpdateExpression:          aws.String("ADD commits :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}}}, nil
+	}}, "*")
+	mirrorTable = prefix + "-MirrorTable"
+	stack, err := devstack.Start(ctx, devstack.Options{
+		Template: c.Template,
+		Overrides: map[string]string{
+			"ProcessorTimeout": "10", "QueueVisibilityTimeout": "20", "MaxReceiveCount": "8",
+		},
+		Prefix:         prefix,
+		Addr:           "127.0.0.1:0",
+		Env:            map[string]string{"FORWARD_URL": dsrv.URL, "FORWARD_SECRET": "fwd_load", "RETRY_BACKOFF_BASE": "1s", "STRIPE_API_BASE": fake.URL},
+		APIKey:         "sk_test_load",
+		Effects:        effects,
+		ReconcileEvery: -1,
+		AWS:            cfg,
+		Logger:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return res, err
+	}
+	defer stack.Close()
+
+	if c.FaultRate > 0 {
+		proxy.Set(
+			// A quarter of the rate outlasts the SDK's retries: the
+			// receiver answers 5xx and the delivery is retried, or the
+			// processor records a failure and the message comes back.
+			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate / 4, Sticky: true},
+			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
+			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
+			// The rest are absorbed by the SDK's retries, or (an answer
+			// dropped after the commit) by the writes' idempotency.
+			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
+			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate},
+			faultproxy.Rule{Service: "dynamodb", Operation: "UpdateItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
+			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: c.FaultRate},
+			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.DropAfter, Probability: c.FaultRate / 2},
+		)
+	}
+
+	// Deliver.
+	start := time.Now()
+	lat, retries, err := deliver(ctx, stack.URL+"/webhooks/stripe", evs, order, c)
+	if err != nil {
+		return res, err
+	}
+	// Every delivery was accepted (deliver retries until it is); those
+	// beyond one per delivered event were duplicates the pipeline absorbed.
+	res.Retries, res.DuplicatesAbsorbed = retries, len(order)-(len(evs)-res.NeverDelivered)
+	slices.Sort(lat)
+	if len(lat) > 0 {
+		res.LatencyP50 = lat[len(lat)/2]
+		res.LatencyP99 = lat[min(len(lat)-1, len(lat)*99/100)]
+	}
+
+	// Repair what was never delivered, as the scheduled reconciler would.
+	rec, err := reconcilerboot.New(ctx, func(k string) string {
+		switch k {
+		case "STRIPE_API_BASE":
+			return fake.URL
+		case "STRIPE_API_KEY":
+			return "sk_test_load"
+		case "RECONCILE_SETTLE":
+			return "1s"
+		case "RECONCILE_MAX_PAGES":
+			return "1000"
+		case "RECONCILE_STUCK_AFTER":
+			// The schedule's 15 minutes, shrunk to the test's scale.
+			return "10s"
+		}
+		return stack.FunctionEnv[devstack.ReconcilerID][k]
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), effects)
+	if err != nil {
+		return res, fmt.Errorf("loadtest: reconciler: %w", err)
+	}
+	// Its AWS calls meet the injected faults too: a failed run is run
+	// again, as the next scheduled run would.
+	for attempt := 0; ; attempt++ {
+		rr, err := rec.Run(ctx, reconcile.RunOptions{Since: 3 * time.Hour})
+		res.FoundByReconciler += rr.Missing
+		if err == nil && rr.Stopped == "" {
+			break
+		}
+		if attempt > 20 || ctx.Err() != nil {
+			return res, fmt.Errorf("loadtest: reconcile did not complete: %v (stopped: %s)", err, rr.Stopped)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+
+	// Wait until every event is finished, then stop injecting.
+	db := dynamodb.NewFromConfig(direct)
+	events := &store.Events{DB: db, Table: prefix + "-EventsTable"}
+	finished := func() (int, error) {
+		n := 0
+		for _, e := range evs {
+			r, err := events.Get(ctx, event.ProviderStripe, e.id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return 0, err
+			}
+			if r.Status == event.StatusProcessed || r.Status == event.StatusDeadLettered {
+				n++
+			}
+		}
+		return n, nil
+	}
+	// Meanwhile the reconciler keeps running, as on its schedule: an event
+	// stored but whose enqueue met an outage stays received until its
+	// stuck-event sweep sends it again.
+	lastRun := time.Now()
+	for {
+		n, err := finished()
+		if err != nil {
+			return res, err
+		}
+		if n < len(evs) && time.Since(lastRun) >= 10*time.Second {
+			rr, _ := rec.Run(ctx, reconcile.RunOptions{})
+			res.FoundByReconciler += rr.Missing
+			res.StuckRequeued += rr.Stuck
+			lastRun = time.Now()
+		}
+		if c.Progress != nil {
+			c.Progress(res.Deliveries+n, res.Deliveries+len(evs))
+		}
+		if n == len(evs) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			res.Lost = len(evs) - n
+			return res, fmt.Errorf("loadtest: %d of %d events unfinished when the time ran out", len(evs)-n, len(evs))
+		case <-time.After(time.Second):
+		}
+	}
+	res.Elapsed = time.Since(start)
+	res.Throughput = float64(len(evs)) / res.Elapsed.Seconds()
+	res.FaultsInjected = proxy.Injected()
+	proxy.Clear()
+
+	// Check the invariants.
+	reader := &mirror.Reader{DB: db, Table: mirrorTable}
+	truth := map[string]ev{}
+	for _, e := range evs {
+		cur, ok := truth[e.object]
+		switch {
+		case !ok:
+			truth[e.object] = e
+		case cur.deleted && !e.deleted:
+			// A deletion is final.
+		case e.deleted && !cur.deleted, e.created > cur.created || (e.created == cur.created && e.id > cur.id):
+			truth[e.object] = e
+		}
+	}
+	for _, e := range evs {
+		r, err := events.Get(ctx, event.ProviderStripe, e.id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			res.Lost++
+			continue
+		case err != nil:
+			return res, err
+		}
+		if r.Status == event.StatusDeadLettered {
+			res.DeadLettered++
+			continue
+		}
+		if r.Status != event.StatusProcessed {
+			res.Lost++
+		}
+		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mirrorTable), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ledger#" + e.id}}})
+		if err != nil {
+			return res, err
+		}
+		if n, ok := out.Item["commits"].(*types.AttributeValueMemberN); ok && n.Value != "1" {
+			res.DoubleEffects++
+		}
+		if calls := down.calls[e.id+":forward"]; calls > 1 {
+			res.RepeatedCalls += calls - 1
+		}
+	}
+	for obj, want := range truth {
+		snap, err := reader.Object(ctx, obj)
+		if err != nil || snap.LastEventID != want.id || snap.Deleted != want.deleted {
+			res.MirrorMismatches++
+		}
+	}
+	return res, nil
+}
+
+// deliver makes the deliveries with c.Concurrency workers, retrying each
+// until it is accepted, as the provider does.
+func deliver(ctx context.Context, url string, evs []ev, order []int, c Config) (lat []time.Duration, retries int, err error) {
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: c.Concurrency}}
+	work := make(chan int)
+	var mu sync.Mutex
+	var done, retried atomic.Int64
+	var wg sync.WaitGroup
+	var firstErr error
+	for range max(c.Concurrency, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for idx := range work {
+				e := evs[idx]
+				for attempt := 0; ; attempt++ {
+					if attempt > 0 {
+						retried.Add(1)
+						time.Sleep(min(50*time.Millisecond<<attempt, 2*time.Second))
+					}
+					t0 := time.Now()
+					status, err := post(ctx, client, url, e.body)
+					d := time.Since(t0)
+					mu.Lock()
+					lat = append(lat, d)
+					mu.Unlock()
+					if err == nil && status == 200 {
+						break
+					}
+					if ctx.Err() != nil || attempt > 30 {
+						mu.Lock()
+						if firstErr == nil {
+							firstErr = fmt.Errorf("loadtest: delivery of %s never accepted (last: %d %v)", e.id, status, err)
+						}
+						mu.Unlock()
+						break
+					}
+				}
+				if c.Progress != nil {
+					c.Progress(int(done.Add(1)), len(order)+len(evs))
+				}
+			}
+		}()
+	}
+	for _, idx := range order {
+		select {
+		case work <- idx:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	return lat, int(retried.Load()), firstErr
+}
+
+func post(ctx context.Context, client *http.Client, url string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json; charset=utf-8")
+	req.Header.Set("Stripe-Signature", signature.Sign(body, devstack.DefaultWebhookSecret, time.Now()))
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode, nil
+}

@@ -1,0 +1,134 @@
+// Package testenv gives integration tests a real AWS-compatible endpoint and
+// freshly provisioned resources from template.yaml.
+//
+// The endpoint is AWS_ENDPOINT_URL when set (make test starts one emulator for
+// the whole run; LocalStack works the same way). Otherwise the first test
+// that asks starts moto for the test binary, which stops with it. A test never
+// skips for want of an emulator: it fails and says how to get one.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
+	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+)
+
+var (
+	once     sync.Once
+	endpoint string
+	startErr error
+)
+
+// Endpoint returns the emulator's URL, starting one if needed.
+func Endpoint(t testing.TB) string {
+	t.Helper()
+	once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		emu, err := emulator.FromEnv(ctx, emulator.Options{})
+		if err != nil {
+			startErr = err
+			return
+		}
+		endpoint = emu.URL
+		// Processes started by the SDK in this binary read the endpoint
+		// from the environment, as in Lambda.
+		os.Setenv("AWS_ENDPOINT_URL", endpoint)
+	})
+	if startErr != nil {
+		t.Fatalf("no AWS emulator: %v\n(run the tests with `make test`, which installs and starts one, or set AWS_ENDPOINT_URL)", startErr)
+	}
+	return endpoint
+}
+
+// AWS returns an AWS configuration for the emulator.
+func AWS(t testing.TB) aws.Config {
+	t.Helper()
+	Endpoint(t)
+	for k, v := range map[string]string{"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, v)
+		}
+	}
+	cfg, err := awsconfig.Load(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// Stack is a set of resources provisioned from template.yaml for one test.
+type Stack struct {
+	AWS       aws.Config
+	DynamoDB  *dynamodb.Client
+	SQS       *sqs.Client
+	Template  *template.Template
+	Resources *provision.Resources
+	Prefix    string
+}
+
+// Table returns the name of a table by logical id.
+func (s *Stack) Table(id string) string { return s.Resources.Tables[id] }
+
+// Queue returns a queue by logical id.
+func (s *Stack) Queue(id string) provision.Queue { return s.Resources.Queues[id] }
+
+// TemplatePath is the path of template.yaml.
+func TemplatePath(t testing.TB) string {
+	t.Helper()
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(root, "template.yaml")
+}
+
+// Provision creates the template's resources under a prefix unique to t.
+func Provision(t testing.TB, overrides map[string]string) *Stack {
+	t.Helper()
+	cfg := AWS(t)
+	tmpl, err := template.Load(TemplatePath(t), overrides)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Stack{AWS: cfg, DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg), Template: tmpl, Prefix: Prefix(t)}
+	p := &provision.Provisioner{DynamoDB: s.DynamoDB, SQS: s.SQS, Prefix: s.Prefix}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if s.Resources, err = p.Provision(ctx, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// Prefix returns a resource-name prefix unique to this test run and test.
+func Prefix(t testing.TB) string {
+	var b [3]byte
+	_, _ = rand.Read(b[:])
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, t.Name())
+	if len(name) > 30 {
+		name = name[len(name)-30:]
+	}
+	return "t" + hex.EncodeToString(b[:]) + "-" + strings.Trim(name, "-")
+}
