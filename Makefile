@@ -111,6 +111,11 @@ fuzz:
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go' -not -path './.venv/*')); \
 	  if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@# A build output committed by mistake (a 21 MB binary once was): no
+	@# tracked file over 1 MB outside test data.
+	@big=$$(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null | \
+	  awk '$$1 > 1048576 && $$2 !~ /(^|\/)(testdata|fixtures)\// {print "  " $$2 " (" $$1 " bytes)"}'); \
+	  if [ -n "$$big" ]; then echo "tracked files over 1 MB outside testdata/ (build outputs belong in .gitignore):"; echo "$$big"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	@cp go.mod /tmp/go.mod.lint.$$$$ && cp go.sum /tmp/go.sum.lint.$$$$ && $(GO) mod tidy && \
