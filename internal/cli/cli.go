@@ -139,6 +139,13 @@ func (a *app) run(ctx context.Context, args []string) int {
 	return ExitFailure
 }
 
+// Command returns inboxctl's command tree as Run builds it, without running
+// anything: the documentation's tests check every command and flag the docs
+// show against it (tools/docs).
+func Command() *cobra.Command {
+	return (&app{getenv: os.Getenv, now: time.Now, shuffle: rand.Shuffle}).root()
+}
+
 func (a *app) root() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "inboxctl",
