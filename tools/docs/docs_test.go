@@ -1,6 +1,7 @@
 package docs_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -68,5 +69,22 @@ func TestInboxctlExamples(t *testing.T) {
 	c, _ := checker(t)
 	for _, p := range c.CheckExamples() {
 		t.Error(p)
+	}
+}
+
+// TestReadmeIsShort holds the README to what a newcomer reads in five
+// minutes (issue 12): everything else belongs in docs/.
+func TestReadmeIsShort(t *testing.T) {
+	root, err := repo.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const most = 200
+	if n := bytes.Count(src, []byte("\n")); n > most {
+		t.Errorf("README.md has %d lines, want at most %d: move the detail into docs/", n, most)
 	}
 }
