@@ -70,8 +70,8 @@ func newSetupWith(tb testing.TB, overrides, extraSecrets map[string]string) *set
 	}
 	stack := testenv.Provision(tb, params)
 	s := &setup{stack: stack, secret: "whsec_rie_" + randomHex(12), apiKey: "sk_test_rie_" + randomHex(12)}
-	// As the local stack does (devstack.seedSecrets) and as the README's
-	// deployment steps do with `aws ssm put-parameter --type SecureString`.
+	// As the local stack does (devstack.seedSecrets) and as the deployment
+	// steps of docs/operations.md do with `aws ssm put-parameter --type SecureString`.
 	client := ssm.NewFromConfig(stack.AWS)
 	secrets := map[string]string{"WebhookSecretsParameter": s.secret, "ApiKeyParameter": s.apiKey}
 	for k, v := range extraSecrets {

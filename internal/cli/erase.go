@@ -80,7 +80,7 @@ request. Without --yes it only lists what it would erase.
 
 Exit code 1 when events were skipped or a write failed: run it again once
 they are settled. Backups (point-in-time recovery, 35 days) are out of its
-reach: see the README's Personal data.`,
+reach: see docs/security.md, Personal data.`,
 		Example: `  inboxctl erase --customer cus_NffrFeUfNV2Hib          # dry run: what would go
   inboxctl erase --customer cus_NffrFeUfNV2Hib --yes`,
 		Args: args(cobra.NoArgs),
