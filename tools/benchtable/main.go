@@ -103,7 +103,7 @@ func table(out io.Writer, r results, p pipeline) {
 	row("AWS calls, receiver, new event", fmt.Sprintf("%.2f", p.ReceiverNew), "counted by SDK middleware through the local stack: PutItem (record) + PutItem (payload) + SendMessage")
 	row("AWS calls, receiver, duplicate", fmt.Sprintf("%.2f", p.ReceiverDuplicate), "the conditional put returns the record it lost to")
 	row("AWS calls, processor, per event", fmt.Sprintf("%.2f DynamoDB + %.2f SQS", p.ProcessorDynamo, p.ProcessorSQS), fmt.Sprintf("claim + payload read + transaction; receive/delete per batch (mean batch %.1f)", p.BatchSize))
-	row("AWS calls, reconciler, per 100 events", fmt.Sprintf("%d AWS + %d Stripe", p.ReconcilerPer100, p.StripePer100), "one list page and one BatchGetItem per 100, plus checkpoint and stuck sweep")
+	row("AWS calls, reconciler, per 100 events", fmt.Sprintf("%d AWS + %d Stripe", p.ReconcilerPer100, p.StripePer100), "one list page and one BatchGetItem per 100, plus checkpoint and the stuck sweep (a Query per shard of its lane: 16)")
 
 	ratio := p.EndToEnd / p.Raw
 	row("end to end, events/s", fmt.Sprintf("%.1f", p.EndToEnd), fmt.Sprintf("%d events through gateway, queue and processor to processed", p.Events))
