@@ -38,7 +38,8 @@ type Query struct {
 	// Type, when set, keeps only records of that event type.
 	Type string
 	// Since and Until bound the time the records were received
-	// (inclusive). A zero Until means now.
+	// (inclusive). A zero Until means now; a zero Since, Until less the
+	// records' retention (90 days when the store sets none).
 	Since, Until time.Time
 	// Limit is the page size; DefaultPageSize when zero or less, at most
 	// MaxPageSize.
@@ -90,6 +91,11 @@ func (e *Events) List(ctx context.Context, q Query) (Page, error) {
 	until := q.Until
 	if until.IsZero() {
 		until = time.Now()
+	}
+	if q.Since.IsZero() {
+		// No record is older than its retention: the window starts there,
+		// not in 1970 (the listing reads a partition per shard and day).
+		q.Since = until.Add(-e.listRetention())
 	}
 	if q.Since.After(until) {
 		return Page{}, fmt.Errorf("store: list events: since %s is after until %s", q.Since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
@@ -283,6 +289,14 @@ func (l *lister) list(ctx context.Context) (Page, error) {
 		}
 		day = prev.Format(time.DateOnly)
 	}
+}
+
+// listRetention is how far back records go, for a listing with no start.
+func (e *Events) listRetention() time.Duration {
+	if e.Retention > 0 {
+		return e.Retention
+	}
+	return 90 * 24 * time.Hour
 }
 
 func (l *lister) dayOf(day string) string {

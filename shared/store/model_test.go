@@ -312,3 +312,26 @@ func TestListReadsEveryShard(t *testing.T) {
 		}
 	}
 }
+
+// TestAListingWithoutAStartGoesBackTheRetention: a zero Since lists from
+// the records' retention, not from 1970 (a partition per shard and day).
+func TestAListingWithoutAStartGoesBackTheRetention(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	r := at("evt_ten_days", "invoice.paid", event.StatusProcessed, now.Add(-10*24*time.Hour))
+	if _, err := ev.Create(ctx, &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		retention time.Duration
+		want      int
+	}{{12 * 24 * time.Hour, 1}, {5 * 24 * time.Hour, 0}} {
+		short := *ev
+		short.Retention = tc.retention
+		page, err := short.List(ctx, store.Query{Until: now})
+		if err != nil || len(page.Records) != tc.want {
+			t.Errorf("retention %v: got %d records (%v), want %d", tc.retention, len(page.Records), err, tc.want)
+		}
+	}
+}
