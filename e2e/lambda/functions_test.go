@@ -263,8 +263,8 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 			t.Errorf("answer %s: got %#v, want %#v (answer %s)", k, answer[k], v, out)
 		}
 	}
-	if got, want := names(s.rec.Calls(0)), []string{"ssm:GetParameter", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("AWS calls of the cold start and first delivery: got %v, want %v (init reads nothing; the first delivery reads the secrets, then stores and queues)", got, want)
+	if got, want := names(s.rec.Calls(0)), []string{"ssm:GetParameter", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("AWS calls of the cold start and first delivery: got %v, want %v (init reads nothing; the first delivery reads the secrets, then stores the record and its payload and queues)", got, want)
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)
 	if err != nil {
@@ -379,8 +379,8 @@ func TestProcessorBinaryAnswersSQSEventsAsLambdaRunsIt(t *testing.T) {
 		t.Errorf("answer: got %s, want batchItemFailures present and empty", out)
 	}
 	// Init makes no AWS call, and an event with its payload needs no key:
-	// the calls are the claim and the commit.
-	if got, want := names(s.rec.Calls(mark)), []string{"dynamodb:UpdateItem", "dynamodb:TransactWriteItems"}; !reflect.DeepEqual(got, want) {
+	// the calls are the claim, the payload's read and the commit.
+	if got, want := names(s.rec.Calls(mark)), []string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:TransactWriteItems"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("AWS calls of the cold start and first batch: got %v, want %v (no secret read: the API key is read on first need)", got, want)
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)

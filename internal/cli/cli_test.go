@@ -29,7 +29,7 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"events_processed_page1", []string{"events", "--status", "processed", "--since", "2h", "--limit", "2"}, 0},
 		{"events_processed_json", []string{"events", "--status", "processed", "--type", "customer.subscription.updated", "--json"}, 0},
 		{"events_none", []string{"events", "--status", "processing", "--since", "7d"}, 0},
-		{"events_no_status", []string{"events"}, 2},
+		{"events_no_status", []string{"events"}, 0},
 		{"events_bad_status", []string{"events", "--status", "done"}, 2},
 		{"events_bad_since", []string{"events", "--status", "failed", "--since", "yesterday"}, 2},
 		{"events_bad_cursor", []string{"events", "--status", "failed", "--next", "bm9wZQ"}, 2},

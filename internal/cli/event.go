@@ -100,10 +100,12 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 		if rec.PayloadOmitted {
 			return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
 		}
-		if len(rec.Payload) == 0 {
-			// Every record is stored with its payload or marked omitted:
-			// one with neither had it erased.
+		if rec.PayloadErased {
 			return fmt.Errorf("event %s has no stored payload: it was erased (inboxctl erase)", id)
+		}
+		if len(rec.Payload) == 0 {
+			// Kept for PAYLOAD_RETENTION_DAYS, shorter than the record.
+			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
 		}
 		_, err := a.stdout.Write(rec.Payload)
 		return err

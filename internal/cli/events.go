@@ -13,7 +13,7 @@ import (
 )
 
 // EventSummaryJSON is the stable JSON shape of one event in a list
-// (inboxctl events --json): what the by_status index holds of it.
+// (inboxctl events --json).
 type EventSummaryJSON struct {
 	ID         string `json:"id"`
 	Type       string `json:"type"`
@@ -52,16 +52,19 @@ type eventsOpts struct {
 func (a *app) eventsCmd() *cobra.Command {
 	var o eventsOpts
 	cmd := &cobra.Command{
-		Use:   "events --status <status> [--since 24h] [--type <event-type>]",
-		Short: "List events in a status, newest first, a page at a time",
-		Long: `events lists the events whose current status is --status and whose last
-transition happened within --since, newest first. It reads the by_status
-index one day at a time and never scans the table.
+		Use:   "events [--status <status>] [--since 24h] [--type <event-type>]",
+		Short: "List the most recent events, or those in a status, newest first, a page at a time",
+		Long: `events lists the events received within --since, newest first: every
+event, or with --status only those whose current status it is. It never
+scans the table: recent events and processed ones come from the by_day
+index, the other statuses from the sparse unprocessed index, which holds
+only them (docs/data-model.md).
 
 Statuses: ` + statusNames() + `.
 
 A full page ends with the command for the next one (--next <cursor>).`,
-		Example: `  inboxctl events --status failed
+		Example: `  inboxctl events
+  inboxctl events --status failed
   inboxctl events --status dead_lettered --since 7d --type invoice.paid
   inboxctl events --status processed --since 2h --limit 100 --json`,
 		Args: args(cobra.NoArgs),
@@ -70,7 +73,7 @@ A full page ends with the command for the next one (--next <cursor>).`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.status, "status", "", "status to list (required)")
+	f.StringVar(&o.status, "status", "", "only events in this status (default: every status)")
 	f.StringVar(&o.since, "since", "24h", "how far back: a duration (24h, 90m, 7d) or an RFC 3339 time")
 	f.StringVar(&o.typ, "type", "", "only events of this type")
 	f.IntVar(&o.limit, "limit", store.DefaultPageSize, "page size")
@@ -88,15 +91,15 @@ func statusNames() string {
 }
 
 func (a *app) events(ctx context.Context, o eventsOpts) error {
-	if o.status == "" {
-		return usagef("--status is required (one of %s)", statusNames())
+	var st event.Status
+	if o.status != "" {
+		var err error
+		if st, err = event.ParseStatus(o.status); err != nil {
+			return usagef("--status: %w", err)
+		}
 	}
-	st, err := event.ParseStatus(o.status)
-	if err != nil {
-		return usagef("--status: %w", err)
-	}
-	if o.limit < 1 || o.limit > 1000 {
-		return usagef("--limit %d: want 1 to 1000", o.limit)
+	if o.limit < 1 || o.limit > store.MaxPageSize {
+		return usagef("--limit %d: want 1 to %d", o.limit, store.MaxPageSize)
 	}
 	now := a.now()
 	since, err := parseSince(o.since, now)
@@ -110,7 +113,7 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 	if err != nil {
 		return err
 	}
-	page, err := events.ListByStatus(ctx, store.StatusQuery{Status: st, Since: since, Until: now, Type: o.typ, Limit: o.limit, Cursor: o.next})
+	page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Limit: o.limit, Cursor: o.next})
 	if errors.Is(err, store.ErrBadCursor) {
 		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since and --type of the page that printed it")
 	}
@@ -125,22 +128,30 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return writeJSON(a.stdout, out)
 	}
 	if len(page.Records) == 0 {
-		fmt.Fprintf(a.stdout, "no %s events since %s\n", st, when(since))
+		if st == "" {
+			fmt.Fprintf(a.stdout, "no events since %s\n", when(since))
+		} else {
+			fmt.Fprintf(a.stdout, "no %s events since %s\n", st, when(since))
+		}
 		return nil
 	}
 	var rows [][]string
 	for _, r := range page.Records {
 		rows = append(rows, []string{
-			when(r.StatusAt), ago(now, r.StatusAt), r.ID, r.Type, a.status(string(r.Status)), string(r.Source),
+			when(r.ReceivedAt), ago(now, r.ReceivedAt), r.ID, r.Type, a.status(string(r.Status)), string(r.Source),
 			fmt.Sprint(r.Attempts), string(r.Outcome), clip(r.LastError, 60),
 		})
 	}
-	if err := a.table([]string{"STATUS_AT", "AGE", "ID", "TYPE", "STATUS", "SOURCE", "ATTEMPTS", "OUTCOME", "LAST_ERROR"}, rows); err != nil {
+	if err := a.table([]string{"RECEIVED_AT", "AGE", "ID", "TYPE", "STATUS", "SOURCE", "ATTEMPTS", "OUTCOME", "LAST_ERROR"}, rows); err != nil {
 		return err
 	}
 	if page.Next != "" {
 		// The absolute time keeps the window of the next page where it was.
-		next := fmt.Sprintf("inboxctl events --status %s --since %s", st, when(since))
+		next := "inboxctl events"
+		if st != "" {
+			next += " --status " + string(st)
+		}
+		next += " --since " + when(since)
 		if o.typ != "" {
 			next += " --type " + o.typ
 		}

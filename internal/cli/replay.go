@@ -88,7 +88,7 @@ an enqueue failed.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.status, "status", "", "replay the events in this status ("+statusNames()+")")
-	f.StringVar(&o.since, "since", "24h", "with --status: how far back (24h, 90m, 7d, or an RFC 3339 time)")
+	f.StringVar(&o.since, "since", "24h", "with --status: events received this far back (24h, 90m, 7d, or an RFC 3339 time)")
 	f.StringVar(&o.typ, "type", "", "with --status: only events of this type")
 	f.IntVar(&o.max, "max", 1000, "with --status: replay at most N events")
 	f.BoolVar(&o.force, "force", false, "move failed_permanent events back to failed first, so the processor claims them")
@@ -128,7 +128,7 @@ func (a *app) replay(ctx context.Context, ids []string, o replayOpts) error {
 		}
 		cursor := ""
 		for {
-			page, err := events.ListByStatus(ctx, store.StatusQuery{Status: st, Since: since, Until: now, Type: o.typ, Limit: min(100, o.max-len(ids)), Cursor: cursor})
+			page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Limit: min(100, o.max-len(ids)), Cursor: cursor})
 			if err != nil {
 				return a.tableHint(events.Table, err)
 			}

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // Env reads a configuration variable; os.Getenv in Lambda.
@@ -112,7 +113,14 @@ type Common struct {
 	MirrorTable string
 	QueueURL    string
 	Livemode    bool
-	Retention   time.Duration
+	// Retention keeps a record (RETENTION_DAYS), PayloadRetention its
+	// payload (PAYLOAD_RETENTION_DAYS, taken as Retention when longer).
+	Retention, PayloadRetention time.Duration
+}
+
+// Events is the events table the functions share, with c's retentions.
+func (c Common) Events(db store.DynamoDB) *store.Events {
+	return &store.Events{DB: db, Table: c.EventsTable, Retention: c.Retention, PayloadRetention: c.PayloadRetention}
 }
 
 // Common reads the configuration every function shares, and checks where
@@ -124,6 +132,9 @@ func (r *Reader) Common() Common {
 		QueueURL:    r.Required("QUEUE_URL"),
 		Retention:   time.Duration(r.Integer("RETENTION_DAYS", 90)) * 24 * time.Hour,
 	}
+	// A payload is kept no longer than its record: without it, it would be
+	// an item nothing reads.
+	c.PayloadRetention = min(time.Duration(r.Integer("PAYLOAD_RETENTION_DAYS", 31))*24*time.Hour, c.Retention)
 	r.checkSecretSources()
 	switch mode := r.Optional("STRIPE_MODE", "test"); mode {
 	case "test":

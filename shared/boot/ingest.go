@@ -8,14 +8,13 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // NewIngester builds the ingest path shared by the receiver and the
 // reconciler.
 func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.Ingester {
 	return &ingest.Ingester{
-		Store:    &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
+		Store:    c.Events(dynamodb.NewFromConfig(cfg)),
 		Queue:    &queue.Queue{Client: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		Provider: event.ProviderStripe,
 		Handled:  handled,

@@ -63,7 +63,8 @@ var Statuses = []Status{
 }
 
 // Pending reports whether the status still needs work from the pipeline:
-// such records are kept in the sparse "pending" index the reconciler reads.
+// the store keeps such records in the pending lane of its sparse index,
+// which the reconciler's stuck sweep reads.
 func (s Status) Pending() bool {
 	return s == StatusReceived || s == StatusProcessing || s == StatusFailed
 }

@@ -32,6 +32,10 @@ type Record struct {
 	Payload        []byte
 	PayloadHash    string // hex SHA-256 of the raw body
 	PayloadOmitted bool
+	// PayloadErased marks a settled record whose payload an operator
+	// erased (inboxctl erase): the record stays, so a duplicate is still
+	// recognised.
+	PayloadErased bool
 
 	ReceivedAt  time.Time
 	ClaimedAt   time.Time

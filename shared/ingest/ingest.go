@@ -1,5 +1,7 @@
 // Package ingest is the one path by which an event enters the pipeline:
-// a conditional put of its record, then a pointer on the queue. The receiver
+// a conditional put of its record, a put of its payload (an item of its
+// own), then a pointer on the queue: three AWS calls for a new event, one
+// for a duplicate that needs nothing more. The receiver
 // uses it for webhook deliveries and the reconciler for events it found
 // missing, so both produce identical records and a late webhook for an event
 // the reconciler already ingested is a plain duplicate.
@@ -19,7 +21,11 @@ import (
 
 // Store creates event records; *store.Events implements it.
 type Store interface {
+	// Create stores a new record, then its payload; when a record with its
+	// key exists, it returns it, and stores nothing.
 	Create(ctx context.Context, r *event.Record) (existing *event.Record, err error)
+	// StorePayload stores r's payload unless one is stored already.
+	StorePayload(ctx context.Context, r *event.Record) error
 }
 
 // Queue sends pointers to the processor; *queue.Queue implements it.
@@ -93,6 +99,14 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 		return res, nil
 	}
 	res.Outcome = outcome.Requeued
+	if existing.Status == event.StatusReceived && !existing.PayloadOmitted && !conflict {
+		// The record may have been stored without its payload: its writer
+		// died between the two puts (Store.Create). This delivery brings
+		// it; a payload already there stays.
+		if err := in.Store.StorePayload(ctx, &rec); err != nil {
+			return res, fmt.Errorf("%w: %w", ErrPersist, err)
+		}
+	}
 	if err := in.Queue.Send(ctx, event.PointerTo(*existing)); err != nil {
 		return res, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}

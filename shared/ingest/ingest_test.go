@@ -89,3 +89,48 @@ func TestIngest(t *testing.T) {
 		})
 	}
 }
+
+// TestAReceivedDuplicateStoresThePayloadBeforeEnqueueing: a record still
+// received may have been stored without its payload (its writer died
+// between the two puts), so the delivery that finds it stores the payload
+// (a stored one stays) before sending the pointer; when that fails, nothing
+// is sent and the sender must retry. Records in other statuses, and a
+// conflicting payload, are left alone.
+func TestAReceivedDuplicateStoresThePayloadBeforeEnqueueing(t *testing.T) {
+	payload := []byte(`{"id":"evt_1"}`)
+	env := event.Envelope{ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1"}
+	existing := func(st event.Status, hash string) *event.Record {
+		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Status: st, PayloadHash: hash, Source: event.SourceWebhook}
+	}
+	tests := []struct {
+		name         string
+		existing     *event.Record
+		payloadErr   error
+		wantPayloads int
+		wantSent     int
+		wantErr      error
+	}{
+		{name: "received: payload, then pointer", existing: existing(event.StatusReceived, Hash(payload)), wantPayloads: 1, wantSent: 1},
+		{name: "received, the payload's put fails: no pointer", existing: existing(event.StatusReceived, Hash(payload)), payloadErr: errors.New("throttled"), wantErr: ErrPersist},
+		{name: "failed: it was claimed, so its payload is there", existing: existing(event.StatusFailed, Hash(payload)), wantSent: 1},
+		{name: "received with another payload of the same source: the original's stays", existing: existing(event.StatusReceived, "other"), wantSent: 1},
+		{name: "processed", existing: existing(event.StatusProcessed, Hash(payload))},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &ingesttest.Store{Existing: tc.existing, PayloadErr: tc.payloadErr}
+			q := &ingesttest.Queue{}
+			in := &Ingester{Store: st, Queue: q, Provider: "stripe"}
+			_, err := in.Ingest(context.Background(), env, payload, event.SourceWebhook)
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("error: got %v, want %v", err, tc.wantErr)
+			}
+			if len(st.Payloads) != tc.wantPayloads || len(q.Sent) != tc.wantSent {
+				t.Errorf("got %d payloads stored and %d pointers sent, want %d and %d", len(st.Payloads), len(q.Sent), tc.wantPayloads, tc.wantSent)
+			}
+			if len(st.Payloads) == 1 && string(st.Payloads[0].Payload) != string(payload) {
+				t.Errorf("stored payload %q, want this delivery's", st.Payloads[0].Payload)
+			}
+		})
+	}
+}

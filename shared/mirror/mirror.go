@@ -173,20 +173,21 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 }
 
 // putData sets the snapshot's data on item by ddbattr's rule for large
-// values: as JSON text, gzipped, or not at all (data_omitted) when even
-// gzipped it would not fit, so a snapshot is never the reason an event
-// fails.
+// values: always gzipped (data_gz), so that a snapshot's item stays under
+// the 1 KB a write unit covers as long as it can, or not at all
+// (data_omitted) when even gzipped it would not fit, so a snapshot is
+// never the reason an event fails. Items written before every snapshot
+// was gzipped hold small data as JSON text (data); SnapshotFrom reads
+// both.
 func putData(item map[string]types.AttributeValue, data []byte) error {
-	stored, gz, err := ddbattr.Pack(data)
+	stored, err := ddbattr.Pack(data)
 	switch {
 	case err != nil:
 		return err
 	case stored == nil:
 		item[attrDataOmitted] = ddbattr.Bool(true)
-	case gz:
-		item[attrDataGzip] = ddbattr.B(stored)
 	default:
-		item[attrData] = ddbattr.S(string(stored))
+		item[attrDataGzip] = ddbattr.B(stored)
 	}
 	return nil
 }
@@ -217,12 +218,15 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 	}
 	cond, values := g.condition("#sub", "attribute_not_exists(#sub)")
 	values[":entry"] = entry.attr()
-	values[":cus"] = ddbattr.S(customer)
 	values[":now"] = ddbattr.N(now.UnixMilli())
+	// No customer attribute: it would put the entitlement in the
+	// by_customer index, a write unit for its first subscription, while
+	// every reader finds it by its key (EntitlementKey) and the index's
+	// readers leave it out.
 	return types.TransactWriteItem{Update: &types.Update{
 		TableName:                 aws.String(m.Table),
 		Key:                       map[string]types.AttributeValue{attrPK: ddbattr.S(EntitlementKey(customer))},
-		UpdateExpression:          aws.String("SET #sub = :entry, customer = :cus, updated_at = :now"),
+		UpdateExpression:          aws.String("SET #sub = :entry, updated_at = :now"),
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
 		ExpressionAttributeValues: values,

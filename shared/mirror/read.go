@@ -146,8 +146,9 @@ func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType strin
 }
 
 // CustomerKeys lists the keys (object ids) of customer's snapshots from the
-// by_customer index, in key order. The customer's entitlement item, which
-// the index holds too, is left out.
+// by_customer index, in key order. An entitlement item is not in the index
+// (it is found by its key, EntitlementKey); one written before it left the
+// index is left out here.
 func (r *Reader) CustomerKeys(ctx context.Context, customer string) ([]string, error) {
 	in := &dynamodb.QueryInput{
 		TableName:                 aws.String(r.Table),

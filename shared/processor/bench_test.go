@@ -41,6 +41,12 @@ func (r *recorder) UpdateItem(ctx context.Context, in *dynamodb.UpdateItemInput,
 	return r.DynamoDB.UpdateItem(ctx, in, optFns...)
 }
 
+func (r *recorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	// A read of the payload's item: its own key, replayed on its own.
+	r.add(fmt.Sprint(in.Key["pk"]), in)
+	return r.DynamoDB.GetItem(ctx, in, optFns...)
+}
+
 func (r *recorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
 	// The store puts the event record's own update last.
 	r.add(fmt.Sprint(in.TransactItems[len(in.TransactItems)-1].Update.Key["pk"]), in)
@@ -48,7 +54,7 @@ func (r *recorder) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 }
 
 // BenchmarkProcessor measures events per second through the processor (claim,
-// plan, commit: the happy path) against the emulator, beside the emulator's
+// payload read, plan, commit: the happy path) against the emulator, beside the emulator's
 // own rate for the same DynamoDB requests sent raw, in the same run: each
 // batch is processed by the processor on one stack while its requests are
 // recorded, then the recorded requests are replayed, with the same
@@ -164,6 +170,8 @@ func retarget(calls []any, tables map[string]string) {
 		switch in := c.(type) {
 		case *dynamodb.UpdateItemInput:
 			in.TableName = swap(in.TableName)
+		case *dynamodb.GetItemInput:
+			in.TableName = swap(in.TableName)
 		case *dynamodb.TransactWriteItemsInput:
 			// The recorded call carries the token the SDK gave it; the
 			// replay is another transaction and gets its own, as DynamoDB
@@ -195,6 +203,8 @@ func replay(b *testing.B, db *dynamodb.Client, calls map[string][]any) {
 				switch in := c.(type) {
 				case *dynamodb.UpdateItemInput:
 					_, err = db.UpdateItem(ctx, in)
+				case *dynamodb.GetItemInput:
+					_, err = db.GetItem(ctx, in)
 				case *dynamodb.TransactWriteItemsInput:
 					_, err = db.TransactWriteItems(ctx, in)
 				}
@@ -214,6 +224,10 @@ func (m memStore) Claim(_ context.Context, _, id, owner string, _, until time.Ti
 	r := m.recs[id]
 	r.Status, r.LeaseOwner, r.LeaseUntil, r.Attempts = event.StatusProcessing, owner, until, 1
 	return r, nil
+}
+
+func (m memStore) Payload(_ context.Context, r event.Record) ([]byte, error) {
+	return m.recs[r.ID].Payload, nil
 }
 
 func (memStore) Complete(context.Context, event.Record, string, time.Time, store.Completion) error {

@@ -76,15 +76,15 @@ func TestDynamoDBCallsPerEvent(t *testing.T) {
 		run  func()
 		want map[string]int
 	}{
-		{"happy path: claim, then one transaction", func() { p.Handle(ctx, msgs) },
-			map[string]int{"UpdateItem": n, "TransactWriteItems": n}},
+		{"happy path: claim, the payload's item, then one transaction", func() { p.Handle(ctx, msgs) },
+			map[string]int{"GetItem": n, "UpdateItem": n, "TransactWriteItems": n}},
 		{"duplicates: the failed claim only", func() { p.Handle(ctx, msgs) },
 			map[string]int{"UpdateItem": n}},
-		{"superseded: claim, the cancelled transaction, the transaction without the snapshot", func() {
+		{"superseded: claim, the payload's item, the cancelled transaction, the transaction without the snapshot", func() {
 			old := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: "sub_calls_0", Customer: "cus_calls_0", Created: 1700000000}))
 			counter.take()
 			p.Handle(ctx, batch(message(old, 1)))
-		}, map[string]int{"UpdateItem": 1, "TransactWriteItems": 2}},
+		}, map[string]int{"GetItem": 1, "UpdateItem": 1, "TransactWriteItems": 2}},
 	}
 	for _, st := range steps {
 		st.run()

@@ -11,9 +11,13 @@
 // dead_lettered before the message moves to the DLQ, so the store and the
 // DLQ agree.
 //
-// On the happy path an event costs two DynamoDB requests: the claim (an
-// UpdateItem that returns the record, payload included) and the transaction.
-// A duplicate costs one, the failed claim; a superseded event three.
+// On the happy path an event costs three DynamoDB requests: the claim (an
+// UpdateItem of the small record, which returns it), a GetItem of its
+// payload (an item of its own, written once by the receiver) and the
+// transaction. A duplicate costs one, the failed claim; a superseded event
+// four. A record whose payload is not stored (too large, or its receiver
+// died between the record and the payload) is read from the provider's
+// API.
 //
 // Failures are classified (Class): an error marked *fault.Permanent makes
 // the record failed_permanent and the message is acknowledged; any other
@@ -50,6 +54,9 @@ import (
 // Store is the part of *store.Events the processor uses.
 type Store interface {
 	Claim(ctx context.Context, provider, id, owner string, now, leaseUntil time.Time) (event.Record, error)
+	// Payload reads a record's stored payload: store.ErrNoPayload when
+	// there is none, a *store.PayloadError when it does not decode.
+	Payload(ctx context.Context, r event.Record) ([]byte, error)
 	Complete(ctx context.Context, r event.Record, owner string, now time.Time, c store.Completion) error
 	Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error
 }
@@ -68,7 +75,7 @@ type Effects interface {
 }
 
 // Fetcher reads an event from the provider's API, for records stored without
-// their payload because it was too large.
+// their payload: too large, or their receiver died before storing it.
 type Fetcher interface {
 	Fetch(ctx context.Context, id string) ([]byte, error)
 }
@@ -92,7 +99,10 @@ type Config struct {
 	Store   Store
 	Mirror  Mirror  // nil: no mirror
 	Effects Effects // nil: no effects
-	Fetcher Fetcher // nil: records without payload fail permanently
+	// Fetcher reads events whose payload is not stored; nil: an event too
+	// large to store fails permanently, one whose payload is missing
+	// fails and is retried (the provider's retry stores it).
+	Fetcher Fetcher
 	// Visibility and QueueURL enable backoff of retries; nil keeps the
 	// queue's visibility timeout.
 	Visibility Visibility
@@ -264,17 +274,6 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 	}
 	owner := p.cfg.Instance + ":" + nonce()
 	rec, err := p.cfg.Store.Claim(ctx, ptr.Provider, ptr.ID, owner, now, until)
-	var pe *store.PayloadError
-	if errors.As(err, &pe) {
-		// The stored payload does not decode (damaged, or inflating past
-		// store.MaxPayloadBytes): no retry can fix stored bytes, so a claim
-		// of ours fails the event for good. A claim that lost is answered
-		// as any lost claim: the record's status says why.
-		if pe.Record.Status == event.StatusProcessing && pe.Record.LeaseOwner == owner {
-			return p.fail(ctx, log, m, pe.Record, owner, receives, &fault.Permanent{Err: err})
-		}
-		err = &store.NotClaimableError{Current: pe.Record}
-	}
 	var nc *store.NotClaimableError
 	switch {
 	case errors.As(err, &nc) && nc.Current.Status == event.StatusProcessing && nc.Current.LeaseOwner == owner:
@@ -310,19 +309,14 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 	return p.fail(ctx, log, m, rec, owner, receives, err)
 }
 
-// apply plans, runs effects and commits. It returns the committed outcome,
-// outcome.Applied or outcome.Superseded.
+// apply reads the payload, plans, runs effects and commits. It returns the
+// committed outcome, outcome.Applied or outcome.Superseded.
 func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (outcome.Outcome, error) {
-	payload := rec.Payload
-	if rec.PayloadOmitted {
-		if p.cfg.Fetcher == nil {
-			return "", &fault.Permanent{Err: errors.New("payload not stored and no provider API configured")}
-		}
-		var err error
-		if payload, err = p.cfg.Fetcher.Fetch(ctx, rec.ID); err != nil {
-			return "", fmt.Errorf("processor: fetch event %s from the provider: %w", rec.ID, err)
-		}
+	payload, err := p.payload(ctx, rec)
+	if err != nil {
+		return "", err
 	}
+	rec.Payload = payload
 	plan, effects, err := p.handlers(ctx, rec, payload)
 	if err != nil {
 		return "", err
@@ -345,6 +339,51 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		return "", err
 	}
 	return c.Outcome, nil
+}
+
+// ErrPayloadMissing: a record's payload is not stored and no provider API is
+// configured to read it from. Its receiver died between storing the
+// record and its payload; the provider's retry of the delivery stores it,
+// so the event is retried.
+var ErrPayloadMissing = errors.New("processor: the event's payload is not stored (yet) and no provider API is configured to read it")
+
+// payload returns rec's payload: the stored one, or the provider's copy
+// for a record stored without it (too large), or whose payload item is
+// missing (its receiver died between the two puts; the stuck sweep sent
+// its pointer). A payload that does not decode, or one erased, fails the
+// event for good: no retry can fix stored bytes.
+func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, error) {
+	switch {
+	case rec.PayloadErased:
+		return nil, &fault.Permanent{Err: fmt.Errorf("processor: event %s: its payload was erased", rec.ID)}
+	case rec.PayloadOmitted:
+		if p.cfg.Fetcher == nil {
+			return nil, &fault.Permanent{Err: errors.New("payload not stored and no provider API configured")}
+		}
+		return p.fetch(ctx, rec)
+	}
+	payload, err := p.cfg.Store.Payload(ctx, rec)
+	var pe *store.PayloadError
+	switch {
+	case errors.As(err, &pe):
+		// Damaged, or inflating past store.MaxPayloadBytes.
+		return nil, &fault.Permanent{Err: err}
+	case errors.Is(err, store.ErrNoPayload) && p.cfg.Fetcher != nil:
+		return p.fetch(ctx, rec)
+	case errors.Is(err, store.ErrNoPayload):
+		return nil, fmt.Errorf("event %s: %w", rec.ID, ErrPayloadMissing)
+	case err != nil:
+		return nil, err
+	}
+	return payload, nil
+}
+
+func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error) {
+	payload, err := p.cfg.Fetcher.Fetch(ctx, rec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("processor: fetch event %s from the provider: %w", rec.ID, err)
+	}
+	return payload, nil
 }
 
 // handlers runs the mirror's plan and the team's effects for rec. A panic

@@ -73,6 +73,16 @@ func (f *fakeStore) Claim(_ context.Context, _, id, owner string, now, until tim
 	return *r, nil
 }
 
+func (f *fakeStore) Payload(_ context.Context, rec event.Record) ([]byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r, ok := f.records[rec.ID]
+	if !ok || r.Payload == nil {
+		return nil, store.ErrNoPayload
+	}
+	return r.Payload, nil
+}
+
 func (f *fakeStore) Complete(_ context.Context, rec event.Record, owner string, _ time.Time, c store.Completion) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -476,21 +486,12 @@ func TestARedirectingForwardTargetDoesNotCompleteTheEvent(t *testing.T) {
 	}
 }
 
-// undecodableStore answers claims as fakeStore does, with the record's
-// payload reported undecodable, as store.Events does for a gzip bomb.
+// undecodableStore answers as fakeStore does, with every payload reported
+// undecodable, as store.Events does for a gzip bomb.
 type undecodableStore struct{ *fakeStore }
 
-func (s undecodableStore) Claim(ctx context.Context, provider, id, owner string, now, until time.Time) (event.Record, error) {
-	r, err := s.fakeStore.Claim(ctx, provider, id, owner, now, until)
-	var nc *store.NotClaimableError
-	if errors.As(err, &nc) {
-		r, err = nc.Current, nil
-	}
-	if err != nil {
-		return r, err
-	}
-	r.Payload = nil
-	return r, &store.PayloadError{Record: r, Err: errors.New("gunzip: inflates past the limit")}
+func (s undecodableStore) Payload(_ context.Context, r event.Record) ([]byte, error) {
+	return nil, &store.PayloadError{Record: r, Err: errors.New("gunzip: inflates past the limit")}
 }
 
 func TestAnUndecodablePayloadFailsItsEventForGood(t *testing.T) {

@@ -125,6 +125,16 @@ func (m *memDynamoDB) PutItem(_ context.Context, in *dynamodb.PutItemInput, _ ..
 	return &dynamodb.PutItemOutput{}, nil
 }
 
+// memReader reads a memDynamoDB's items by key, for a test's own checks
+// of what the receiver stored (the receiver itself never reads).
+type memReader struct{ *memDynamoDB }
+
+func (m memReader) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return &dynamodb.GetItemOutput{Item: m.items[in.Key["pk"].(*types.AttributeValueMemberS).Value]}, nil
+}
+
 // memSQS records the messages sent.
 type memSQS struct {
 	mu   sync.Mutex

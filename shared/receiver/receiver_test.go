@@ -43,6 +43,11 @@ func (blockingStore) Create(ctx context.Context, r *event.Record) (*event.Record
 	return nil, ctx.Err()
 }
 
+func (blockingStore) StorePayload(ctx context.Context, r *event.Record) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
 func payload(id, typ string, livemode bool) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"id": id, "object": "event", "type": typ, "created": now.Unix() - 5, "livemode": livemode,

@@ -11,11 +11,15 @@
 // The handled types are split into groups of at most 20, the most one list
 // request may filter on, and each group is reconciled on its own. A group
 // lists a window of creation times, newest first, 100 events per request:
-// from its checkpoint minus an overlap (events can show up in the list a
-// little after their creation time) to a little before now (events that
-// young may still be on their way as webhooks), and never older than
-// Stripe's 30-day retention. Each page is compared with the store in one
-// call (store.Events.Existing, one batch read). Events not in the store are
+// from its checkpoint minus an overlap (DefaultOverlap: events can show up
+// in the list a little after their creation time) to a little before now
+// (events that young may still be on their way as webhooks), and never
+// older than Stripe's 30-day retention, so each event is compared about
+// once. Each page is compared with the store in one call
+// (store.Events.Existing, one batch read of keys, eventually consistent:
+// an event stored a moment before that the read misses is ingested again,
+// and its conditional put loses to the stored record, which changes
+// nothing and is counted as raced). Events not in the store are
 // ingested through package ingest, the receiver's own path (same
 // conditional put, same enqueue), with source "reconciler", so a late
 // webhook for the same event is a plain duplicate.
@@ -38,9 +42,9 @@
 // transition (15 minutes by default) have lost their queue message: the
 // process died between the put and the send, the message went to the DLQ
 // while the record said otherwise, or a worker died on the last receive.
-// The store finds them without a scan (store.Events.Stuck), and their
-// pointer is sent again; the processor's claim makes a pointer sent twice
-// harmless.
+// The store finds them without a scan (store.Events.Stuck: the pending lane
+// of its sparse index, every shard), and their pointer is sent again; the
+// processor's claim makes a pointer sent twice harmless.
 //
 // # Reporting
 //

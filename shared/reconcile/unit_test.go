@@ -271,8 +271,9 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 	if keys := slices.Sorted(maps.Keys(got)); !slices.Equal(keys, want) {
 		t.Errorf("actions: got %v, want %v", keys, want)
 	}
-	if !strings.HasSuffix(got["dynamodb:Query"], "/index/pending") {
-		t.Errorf("Query is granted on %s, want only the pending index", got["dynamodb:Query"])
+	// The stuck sweep's index (its pending lane), and no other.
+	if !strings.HasSuffix(got["dynamodb:Query"], "/index/unprocessed") {
+		t.Errorf("Query is granted on %s, want only the unprocessed index", got["dynamodb:Query"])
 	}
 	if !strings.Contains(got["dynamodb:BatchGetItem"], "EventsTable") || !strings.Contains(got["sqs:SendMessage"], "WebhookQueue") {
 		t.Errorf("resources: got %v", got)
@@ -298,7 +299,7 @@ func TestWindowOfARun(t *testing.T) {
 	}{
 		{name: "first run looks back to Stripe's retention", wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
 		{name: "next run starts an overlap below the checkpoint", stored: stored(store.Checkpoint{DoneThrough: hours(2)}),
-			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled}, wantDone: settled},
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(2) - int64(DefaultOverlap/time.Second), CreatedLTE: settled}, wantDone: settled},
 		{name: "a checkpoint older than the retention is clamped", stored: stored(store.Checkpoint{DoneThrough: hours(40 * 24)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
 		{name: "a window in progress resumes after its cursor", stored: stored(store.Checkpoint{DoneThrough: hours(9), WindowFrom: hours(10), WindowTo: hours(1), CursorCreated: hours(5), Cursor: "evt_cursor"}),

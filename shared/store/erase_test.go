@@ -75,6 +75,10 @@ func TestErasePayloadKeepsTheRecordForIdempotency(t *testing.T) {
 			t.Errorf("%s after erasure: status %s hash %q payload %d bytes omitted %v; want processed, the hash, no payload",
 				r.ID, got.Status, got.PayloadHash, len(got.Payload), got.PayloadOmitted)
 		}
+		// The payload's own item is gone, not only flagged.
+		if p, err := ev.Payload(ctx, got); !errors.Is(err, store.ErrNoPayload) {
+			t.Errorf("%s after erasure: payload item read %d bytes, %v; want ErrNoPayload", r.ID, len(p), err)
+		}
 		// The same event delivered again is a duplicate of a processed
 		// record: the receiver answers 2xx and nothing runs again.
 		dup := record(r.ID, now.Add(time.Hour))

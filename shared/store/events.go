@@ -25,6 +25,7 @@ type DynamoDB interface {
 	Query(ctx context.Context, in *dynamodb.QueryInput, optFns ...func(*dynamodb.Options)) (*dynamodb.QueryOutput, error)
 	BatchGetItem(ctx context.Context, in *dynamodb.BatchGetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error)
 	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+	DeleteItem(ctx context.Context, in *dynamodb.DeleteItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.DeleteItemOutput, error)
 }
 
 // Errors of the store.
@@ -58,35 +59,63 @@ func (e *ConflictError) Error() string {
 	return fmt.Sprintf("store: condition of transaction item %d failed", e.Index)
 }
 
-// Events is the table of event records.
+// Events is the table of event records and their payloads.
 type Events struct {
 	DB    DynamoDB
 	Table string
 	// Retention sets the TTL of new records; zero keeps them forever.
 	Retention time.Duration
+	// PayloadRetention sets the TTL of new payload items; zero takes
+	// Retention. A record outlives its payload: duplicates are recognised
+	// by the record, and the payload serves processing, replay and
+	// inspection, all within days.
+	PayloadRetention time.Duration
 	// BatchBackoff is the first pause of Existing before it asks again for
 	// keys DynamoDB left unprocessed; DefaultBatchBackoff when zero.
 	BatchBackoff time.Duration
+}
+
+func (e *Events) payloadRetention() time.Duration {
+	if e.PayloadRetention > 0 {
+		return e.PayloadRetention
+	}
+	return e.Retention
 }
 
 func (e *Events) key(provider, id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{attrPK: ddbattr.S(event.Key(provider, id))}
 }
 
-// Create stores r unless a record with its key exists. When one does, Create
-// returns it and a nil error: decoded from the failed condition check, so a
-// duplicate costs one call, and without its payload, which a duplicate never
-// needs (its status and payload hash decide). When the payload is too large
-// for an item even compressed, Create stores the record without it and sets
-// r.PayloadOmitted.
+func (e *Events) payloadKey(provider, id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{attrPK: ddbattr.S(payloadKey(provider, id))}
+}
+
+// ErrNoPayload: the record has no payload item: never written (the
+// writer died between the record and its payload), expired (its TTL is
+// shorter than the record's) or erased.
+var ErrNoPayload = errors.New("store: no stored payload")
+
+// Create stores r unless a record with its key exists, then its payload.
+//
+// The record comes first, in a conditional put of the record alone
+// (everything but the payload): a duplicate then costs one small write,
+// and Create returns the record it lost to and a nil error, decoded from
+// the failed condition check, without its payload, which a duplicate
+// never needs (its status and payload hash decide). A new record's
+// payload goes, gzipped, into an item of its own (StorePayload), so that
+// no status transition rewrites it. When that second put fails, Create
+// returns its error: the record stays received, and the sender's retry
+// finds it so (event.Status.NeedsEnqueue) and stores the payload again
+// before enqueueing it. When the payload is too large for an item even
+// gzipped, Create stores the record without it and sets r.PayloadOmitted.
 func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.Record, err error) {
-	item, err := e.marshalNew(r)
+	packed, err := packPayload(r)
 	if err != nil {
 		return nil, err
 	}
 	_, err = e.DB.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(e.Table),
-		Item:                                item,
+		Item:                                e.marshalRecord(r),
 		ConditionExpression:                 aws.String("attribute_not_exists(pk)"),
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
@@ -97,29 +126,81 @@ func (e *Events) Create(ctx context.Context, r *event.Record) (existing *event.R
 			// drops it (an emulator, a proxy) must not make the duplicate
 			// look like a record with no status, which would never be
 			// enqueued again: read it instead.
-			old, err := e.Get(ctx, r.Provider, r.ID)
-			var pe *PayloadError
-			if errors.As(err, &pe) {
-				old, err = pe.Record, nil
-			}
+			old, err := e.record(ctx, r.Provider, r.ID)
 			if err != nil {
 				return nil, fmt.Errorf("store: read existing event %s: %w", r.ID, err)
 			}
-			old.Payload = nil
 			return &old, nil
 		}
-		old := unmarshalFields(ccf.Item)
+		old := Unmarshal(ccf.Item)
 		return &old, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: put event %s: %w", r.ID, err)
 	}
+	if packed == nil {
+		return nil, nil
+	}
+	if err := e.putPayload(ctx, *r, packed); err != nil {
+		return nil, err
+	}
 	return nil, nil
 }
 
-// Get reads a record with a strongly consistent read. A record whose
-// payload does not decode comes with a *PayloadError, which holds it.
+// StorePayload stores r's payload unless its record's payload item exists
+// already: a record left received without one (its writer died between
+// the two puts) gets it from the sender's retry, and a stored payload is
+// never replaced by another copy of the event (the provider API's, say).
+// A payload too large to store marks r.PayloadOmitted and writes nothing.
+func (e *Events) StorePayload(ctx context.Context, r *event.Record) error {
+	packed, err := packPayload(r)
+	if err != nil || packed == nil {
+		return err
+	}
+	return e.putPayload(ctx, *r, packed)
+}
+
+func (e *Events) putPayload(ctx context.Context, r event.Record, packed []byte) error {
+	_, err := e.DB.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:           aws.String(e.Table),
+		Item:                e.marshalPayload(r, packed),
+		ConditionExpression: aws.String("attribute_not_exists(pk)"),
+	})
+	var ccf *types.ConditionalCheckFailedException
+	if errors.As(err, &ccf) {
+		return nil // stored already: the first copy stays
+	}
+	if err != nil {
+		return fmt.Errorf("store: put payload of event %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+// Get reads a record and its payload, both strongly consistent. A record
+// whose payload does not decode comes with a *PayloadError, which holds
+// it; a record whose payload item is gone (expired, erased, never
+// written) comes without a payload and no error.
 func (e *Events) Get(ctx context.Context, provider, id string) (event.Record, error) {
+	r, err := e.record(ctx, provider, id)
+	if err != nil {
+		return r, err
+	}
+	if r.PayloadOmitted || r.PayloadErased {
+		return r, nil
+	}
+	p, err := e.Payload(ctx, r)
+	switch {
+	case errors.Is(err, ErrNoPayload):
+		return r, nil
+	case err != nil:
+		return r, err
+	}
+	r.Payload = p
+	return r, nil
+}
+
+// record reads a record alone, strongly consistent.
+func (e *Events) record(ctx context.Context, provider, id string) (event.Record, error) {
 	out, err := e.DB.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(e.Table),
 		Key:            e.key(provider, id),
@@ -131,23 +212,48 @@ func (e *Events) Get(ctx context.Context, provider, id string) (event.Record, er
 	if len(out.Item) == 0 {
 		return event.Record{}, ErrNotFound
 	}
-	return Unmarshal(out.Item)
+	return Unmarshal(out.Item), nil
+}
+
+// Payload reads r's payload from its item, strongly consistent: the
+// processor reads it right after the receiver wrote it, before the
+// pointer was sent. ErrNoPayload when there is none; a *PayloadError
+// holding r when it does not decode.
+func (e *Events) Payload(ctx context.Context, r event.Record) ([]byte, error) {
+	out, err := e.DB.GetItem(ctx, &dynamodb.GetItemInput{
+		TableName:      aws.String(e.Table),
+		Key:            e.payloadKey(r.Provider, r.ID),
+		ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: get the payload of event %s: %w", r.ID, err)
+	}
+	p, ok, err := unpackPayload(out.Item)
+	switch {
+	case !ok:
+		return nil, ErrNoPayload
+	case err != nil:
+		return nil, &PayloadError{Record: r, Err: err}
+	}
+	return p, nil
 }
 
 // Claim moves a record to processing under a lease held by owner until
-// leaseUntil, and returns the claimed record. A record is claimable when it
-// is received, failed or dead_lettered (sent back by a DLQ redrive), or
-// processing under a lease that expired before now. Otherwise Claim returns
-// a *NotClaimableError holding the record, or ErrNotFound. When the
-// record's payload does not decode, Claim returns a *PayloadError holding
-// the record as the claim left it (processing under owner's lease) or, if
-// the claim lost, as it stood.
+// leaseUntil, and returns the claimed record, without its payload
+// (Payload reads it). A record is claimable when it is received, failed
+// or dead_lettered (sent back by a DLQ redrive), or processing under a
+// lease that expired before now. Otherwise Claim returns a
+// *NotClaimableError holding the record, or ErrNotFound.
+//
+// The record is small, so the claim is one write unit, and its lane in
+// the unprocessed index stays pending: the claim changes no index (only a
+// dead-lettered record moves lanes, back to pending).
 func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, leaseUntil time.Time) (event.Record, error) {
 	out, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(e.Table),
 		Key:       e.key(provider, id),
-		UpdateExpression: aws.String("SET #st = :processing, status_at = :now, status_day = :day, " +
-			"pending_shard = provider, lease_owner = :owner, lease_until = :until, claimed_at = :now, " +
+		UpdateExpression: aws.String("SET #st = :processing, status_at = :now, lane = :lane, " +
+			"lease_owner = :owner, lease_until = :until, claimed_at = :now, " +
 			"attempts = if_not_exists(attempts, :zero) + :one"),
 		ConditionExpression:      aws.String("#st IN (:received, :failed, :dead) OR (#st = :processing AND lease_until < :now)"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
@@ -157,7 +263,7 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 			":failed":     ddbattr.S(string(event.StatusFailed)),
 			":dead":       ddbattr.S(string(event.StatusDeadLettered)),
 			":now":        ddbattr.Millis(now),
-			":day":        ddbattr.S(statusDay(event.StatusProcessing, now)),
+			":lane":       ddbattr.S(laneKey(provider, LanePending, shard(id))),
 			":owner":      ddbattr.S(owner),
 			":until":      ddbattr.Millis(leaseUntil),
 			":zero":       ddbattr.N(0),
@@ -179,16 +285,12 @@ func transitioned(out *dynamodb.UpdateItemOutput, err error, verb, id string) (e
 		if len(ccf.Item) == 0 {
 			return event.Record{}, ErrNotFound
 		}
-		cur, err := Unmarshal(ccf.Item)
-		if err != nil {
-			return event.Record{}, err
-		}
-		return event.Record{}, &NotClaimableError{Current: cur}
+		return event.Record{}, &NotClaimableError{Current: Unmarshal(ccf.Item)}
 	}
 	if err != nil {
 		return event.Record{}, fmt.Errorf("store: %s event %s: %w", verb, id, err)
 	}
-	return Unmarshal(out.Attributes)
+	return Unmarshal(out.Attributes), nil
 }
 
 // Completion is the result of processing an event, written by Complete.
@@ -203,14 +305,14 @@ type Completion struct {
 // Complete commits c.Writes and marks the record processed, in one
 // transaction conditioned on owner still holding the lease. Either all of it
 // is written or none: ErrLeaseLost when the lease was lost, *ConflictError
-// when the condition of one of c.Writes failed.
+// when the condition of one of c.Writes failed. The record leaves the
+// unprocessed index: its one index write.
 func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now time.Time, c Completion) error {
-	update := "SET #st = :processed, status_at = :now, status_day = :day, outcome = :outcome, processed_at = :now"
+	update := "SET #st = :processed, status_at = :now, outcome = :outcome, processed_at = :now"
 	values := map[string]types.AttributeValue{
 		":processed":  ddbattr.S(string(event.StatusProcessed)),
 		":processing": ddbattr.S(string(event.StatusProcessing)),
 		":now":        ddbattr.Millis(now),
-		":day":        ddbattr.S(statusDay(event.StatusProcessed, now)),
 		":outcome":    ddbattr.S(string(c.Outcome)),
 		":owner":      ddbattr.S(owner),
 	}
@@ -218,7 +320,7 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 		update += ", mirror_key = :mk"
 		values[":mk"] = ddbattr.S(c.MirrorKey)
 	}
-	update += " REMOVE lease_owner, lease_until, pending_shard"
+	update += " REMOVE lease_owner, lease_until, lane"
 	items := append(append([]types.TransactWriteItem(nil), c.Writes...), types.TransactWriteItem{
 		Update: &types.Update{
 			TableName:                 aws.String(e.Table),
@@ -294,27 +396,30 @@ func onlyConflicts(err error) bool {
 }
 
 // Fail records a failed attempt: status is failed (retryable; the record
-// stays pending), failed_permanent or dead_lettered (both final). It is
-// conditioned on owner holding the lease, and returns ErrLeaseLost if not.
+// stays in the pending lane), failed_permanent or dead_lettered (both
+// final: the record moves to their lane). The cause is kept up to
+// maxLastError bytes. It is conditioned on owner holding the lease, and
+// returns ErrLeaseLost if not.
 func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error {
-	update := "SET #st = :status, status_at = :now, status_day = :day, last_error = :err, last_error_at = :now"
-	if status.Pending() {
-		update += " REMOVE lease_owner, lease_until"
-	} else {
-		update += " REMOVE lease_owner, lease_until, pending_shard"
+	switch status {
+	case event.StatusFailed, event.StatusFailedPermanent, event.StatusDeadLettered:
+	default:
+		return fmt.Errorf("store: record failure of event %s: %s is not a failed status", r.ID, status)
 	}
+	lane, _ := Lane(status)
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                aws.String(e.Table),
-		Key:                      e.key(r.Provider, r.ID),
-		UpdateExpression:         aws.String(update),
+		TableName: aws.String(e.Table),
+		Key:       e.key(r.Provider, r.ID),
+		UpdateExpression: aws.String("SET #st = :status, status_at = :now, last_error = :err, last_error_at = :now, lane = :lane " +
+			"REMOVE lease_owner, lease_until"),
 		ConditionExpression:      aws.String("#st = :processing AND lease_owner = :owner"),
 		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
 		ExpressionAttributeValues: map[string]types.AttributeValue{
 			":status":     ddbattr.S(string(status)),
 			":processing": ddbattr.S(string(event.StatusProcessing)),
 			":now":        ddbattr.Millis(now),
-			":day":        ddbattr.S(statusDay(status, now)),
-			":err":        ddbattr.S(truncate(cause, 1000)),
+			":lane":       ddbattr.S(laneKey(r.Provider, lane, shard(r.ID))),
+			":err":        ddbattr.S(truncate(cause, maxLastError)),
 			":owner":      ddbattr.S(owner),
 		},
 	})
@@ -328,9 +433,28 @@ func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status 
 	return nil
 }
 
-func truncate(v string, max int) string {
-	if len(v) <= max {
-		return v
-	}
-	return v[:max] + "…"
+// Reopen moves a failed_permanent record back to failed, so that the
+// processor claims it on the next message that points to it. It is an
+// operator's decision, made after fixing what made the event fail (inboxctl
+// replay --force), and the only way out of failed_permanent. It is
+// conditioned on the record still being failed_permanent: otherwise it
+// returns a *NotClaimableError holding the record as it stands, or
+// ErrNotFound. The last error is kept for the record's history.
+func (e *Events) Reopen(ctx context.Context, provider, id string, now time.Time) (event.Record, error) {
+	out, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                aws.String(e.Table),
+		Key:                      e.key(provider, id),
+		UpdateExpression:         aws.String("SET #st = :failed, status_at = :now, lane = :lane"),
+		ConditionExpression:      aws.String("#st = :permanent"),
+		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":failed":    ddbattr.S(string(event.StatusFailed)),
+			":permanent": ddbattr.S(string(event.StatusFailedPermanent)),
+			":now":       ddbattr.Millis(now),
+			":lane":      ddbattr.S(laneKey(provider, LanePending, shard(id))),
+		},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	return transitioned(out, err, "reopen", id)
 }

@@ -3,12 +3,14 @@ package store_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -31,14 +33,30 @@ func bomb(t testing.TB, n int) []byte {
 	return bytes.Repeat(member.Bytes(), n>>20)
 }
 
-func gzipped(payload []byte) map[string]types.AttributeValue {
-	return item(event.StatusReceived, map[string]types.AttributeValue{
-		"payload":      &types.AttributeValueMemberB{Value: payload},
-		"payload_gzip": &types.AttributeValueMemberBOOL{Value: true},
-	})
+// payloadDB answers GetItem with the record item for the record's key and
+// a payload item holding payload for any other key.
+type payloadDB struct {
+	store.DynamoDB
+	payload []byte
 }
 
-func TestUnmarshalBoundsTheInflatedPayload(t *testing.T) {
+func (db payloadDB) GetItem(_ context.Context, in *dynamodb.GetItemInput, _ ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if in.Key["pk"].(*types.AttributeValueMemberS).Value == "stripe#evt_dup" {
+		return &dynamodb.GetItemOutput{Item: item(event.StatusReceived, nil)}, nil
+	}
+	return &dynamodb.GetItemOutput{Item: map[string]types.AttributeValue{
+		"pk":      &types.AttributeValueMemberS{Value: "payload#stripe#evt_dup"},
+		"payload": &types.AttributeValueMemberB{Value: db.payload},
+	}}, nil
+}
+
+// get reads evt_dup and its stored payload, as Get does for every reader.
+func get(payload []byte) (event.Record, error) {
+	ev := &store.Events{DB: payloadDB{payload: payload}, Table: "events"}
+	return ev.Get(context.Background(), event.ProviderStripe, "evt_dup")
+}
+
+func TestGetBoundsTheInflatedPayload(t *testing.T) {
 	t.Run("a gzip bomb", func(t *testing.T) {
 		const inflated = 256 << 20
 		gz := bomb(t, inflated)
@@ -47,7 +65,7 @@ func TestUnmarshalBoundsTheInflatedPayload(t *testing.T) {
 		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		r, err := store.Unmarshal(gzipped(gz))
+		r, err := get(gz)
 		runtime.ReadMemStats(&after)
 		var pe *store.PayloadError
 		if !errors.As(err, &pe) {
@@ -66,13 +84,13 @@ func TestUnmarshalBoundsTheInflatedPayload(t *testing.T) {
 		}
 	})
 	t.Run("at the limit", func(t *testing.T) {
-		r, err := store.Unmarshal(gzipped(bomb(t, store.MaxPayloadBytes)))
+		r, err := get(bomb(t, store.MaxPayloadBytes))
 		if err != nil || len(r.Payload) != store.MaxPayloadBytes {
 			t.Errorf("got %d bytes, %v; want the %d bytes stored", len(r.Payload), err, store.MaxPayloadBytes)
 		}
 	})
 	t.Run("damaged", func(t *testing.T) {
-		r, err := store.Unmarshal(gzipped([]byte("not gzip")))
+		r, err := get([]byte("not gzip"))
 		var pe *store.PayloadError
 		if !errors.As(err, &pe) || r.Status != event.StatusReceived {
 			t.Errorf("got %v (status %q), want a *store.PayloadError and the record", err, r.Status)

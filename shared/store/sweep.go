@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"sort"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -27,11 +28,15 @@ const batchGetAttempts = 8
 const DefaultBatchBackoff = 50 * time.Millisecond
 
 // Existing returns the ids among ids that provider's events have a record
-// for: one BatchGetItem per 100 distinct ids, never one read per event. The
-// reads are strongly consistent, so an event stored a moment ago is never
-// reported missing (and counted as a lost webhook), and read keys only.
-// Keys DynamoDB leaves unprocessed are asked for again after a pause that
-// doubles, at most 8 requests per 100 ids; past that, Existing fails.
+// for: one BatchGetItem per 100 distinct ids, never one read per event.
+// The reads ask for keys only and are eventually consistent, half the
+// price of a strongly consistent one (DynamoDB bills a read by the whole
+// item either way): an event stored a moment ago may be reported missing,
+// and then its ingestion is the receiver's conditional put, which loses to
+// the stored record and changes nothing (outcome duplicate or requeued,
+// counted as raced, never as a lost webhook). Keys DynamoDB leaves
+// unprocessed are asked for again after a pause that doubles, at most 8
+// requests per 100 ids; past that, Existing fails.
 func (e *Events) Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error) {
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
@@ -45,7 +50,17 @@ func (e *Events) Existing(ctx context.Context, provider string, ids []string) (m
 	}
 	found := map[string]bool{}
 	for start := 0; start < len(keys); start += maxBatchGet {
-		if err := e.batchExisting(ctx, keys[start:min(start+maxBatchGet, len(keys))], found); err != nil {
+		ka := types.KeysAndAttributes{
+			Keys:                 keys[start:min(start+maxBatchGet, len(keys))],
+			ConsistentRead:       aws.Bool(false),
+			ProjectionExpression: aws.String(attrPK),
+		}
+		err := e.batchGet(ctx, ka, func(item map[string]types.AttributeValue) {
+			if pk := ddbattr.GetS(item, attrPK); pk != "" {
+				found[pk] = true
+			}
+		})
+		if err != nil {
 			return nil, fmt.Errorf("store: look up %d events: %w", len(ids), err)
 		}
 	}
@@ -58,14 +73,12 @@ func (e *Events) Existing(ctx context.Context, provider string, ids []string) (m
 	return out, nil
 }
 
-// batchExisting adds the keys among keys (at most maxBatchGet) that have an
-// item to found.
-func (e *Events) batchExisting(ctx context.Context, keys []map[string]types.AttributeValue, found map[string]bool) error {
-	pending := map[string]types.KeysAndAttributes{e.Table: {
-		Keys:                 keys,
-		ConsistentRead:       aws.Bool(true),
-		ProjectionExpression: aws.String(attrPK),
-	}}
+// batchGet reads the items of ka (at most maxBatchGet keys) and hands each
+// to each. Keys DynamoDB leaves unprocessed (throttling) are asked for
+// again after a pause that doubles, up to 2 s, at most batchGetAttempts
+// requests in all.
+func (e *Events) batchGet(ctx context.Context, ka types.KeysAndAttributes, each func(map[string]types.AttributeValue)) error {
+	pending := map[string]types.KeysAndAttributes{e.Table: ka}
 	backoff := e.BatchBackoff
 	if backoff <= 0 {
 		backoff = DefaultBatchBackoff
@@ -76,9 +89,7 @@ func (e *Events) batchExisting(ctx context.Context, keys []map[string]types.Attr
 			return err
 		}
 		for _, item := range out.Responses[e.Table] {
-			if pk := ddbattr.GetS(item, attrPK); pk != "" {
-				found[pk] = true
-			}
+			each(item)
 		}
 		left := len(out.UnprocessedKeys[e.Table].Keys)
 		if left == 0 {
@@ -87,7 +98,11 @@ func (e *Events) batchExisting(ctx context.Context, keys []map[string]types.Attr
 		if attempt == batchGetAttempts {
 			return fmt.Errorf("%d keys still unprocessed after %d attempts", left, attempt)
 		}
-		pending = out.UnprocessedKeys
+		// The same read of the keys left, whatever the answer repeats of
+		// the request.
+		again := ka
+		again.Keys = out.UnprocessedKeys[e.Table].Keys
+		pending = map[string]types.KeysAndAttributes{e.Table: again}
 		if err := sleep(ctx, backoff); err != nil {
 			return err
 		}
@@ -95,52 +110,67 @@ func (e *Events) batchExisting(ctx context.Context, keys []map[string]types.Attr
 	}
 }
 
+// stuckScan bounds the entries of the pending lane one call of Stuck
+// reads, as a multiple of its limit: entries are in the order records were
+// received, and a record received long ago but still being retried (its
+// last transition recent) is read and passed over.
+const stuckScan = 10
+
 // Stuck yields provider's unfinished records (received, processing or
-// failed: event.Status.Pending) whose last transition is older than before, oldest first,
-// at most limit of them, until the caller stops. It reads the sparse
-// pending index, which holds only records that still need work, a page of
-// at most 100 at a time, never the table. A record comes as the index
-// projects it: provider, id, type, created, object_id, status and status_at.
-// A read that fails yields its error, and ends the sequence.
+// failed: event.Status.Pending) whose last transition is older than
+// before, oldest transition first, at most limit of them, until the caller
+// stops. It reads the pending lane of the sparse unprocessed index, which
+// holds only unfinished records, in every shard, oldest received first
+// (an entry received after before cannot be stuck), at most stuckScan ×
+// limit entries, and the records themselves by key (BatchGetItem,
+// eventually consistent) for their current status and its time: never the
+// table. A record comes whole, without its payload. A read that fails
+// yields its error, and ends the sequence.
 func (e *Events) Stuck(ctx context.Context, provider string, before time.Time, limit int) iter.Seq2[event.Record, error] {
 	return func(yield func(event.Record, error) bool) {
-		var start map[string]types.AttributeValue
-		n := 0
-		for n < limit {
-			out, err := e.DB.Query(ctx, &dynamodb.QueryInput{
-				TableName:              aws.String(e.Table),
-				IndexName:              aws.String(indexPending),
-				KeyConditionExpression: aws.String("#shard = :provider AND #at < :before"),
-				ExpressionAttributeNames: map[string]string{
-					"#shard": attrPendingShard,
-					"#at":    attrStatusAt,
-				},
-				ExpressionAttributeValues: map[string]types.AttributeValue{
-					":provider": ddbattr.S(provider),
-					":before":   ddbattr.Millis(before),
-				},
-				ExclusiveStartKey: start,
-				Limit:             aws.Int32(int32(min(limit-n, 100))),
-			})
-			if err != nil {
-				yield(event.Record{}, fmt.Errorf("store: query unfinished records: %w", err))
-				return
-			}
-			for _, item := range out.Items {
-				rec, err := Unmarshal(item)
+		if limit <= 0 {
+			return
+		}
+		keys := make([]string, Shards)
+		for s := range Shards {
+			keys[s] = laneKey(provider, LanePending, s)
+		}
+		src := e.newShards(indexUnprocessed, attrLane, keys, nil, 0, before.UnixMilli()-1, false)
+		src.limit = int32(min(limit*stuckScan, 100))
+		var stuck []event.Record
+		for read := 0; read < limit*stuckScan; {
+			var batch []map[string]types.AttributeValue
+			for len(batch) < maxBatchGet && read < limit*stuckScan {
+				entry, _, ok, err := src.next(ctx)
 				if err != nil {
-					yield(event.Record{}, err)
+					yield(event.Record{}, fmt.Errorf("store: query unfinished records: %w", err))
 					return
 				}
-				n++
-				if !yield(rec, nil) || n >= limit {
-					return
+				if !ok {
+					break
 				}
+				batch = append(batch, entry)
+				read++
 			}
-			if len(out.LastEvaluatedKey) == 0 {
+			if len(batch) == 0 {
+				break
+			}
+			recs, err := e.records(ctx, batch, false)
+			if err != nil {
+				yield(event.Record{}, fmt.Errorf("store: read unfinished records: %w", err))
 				return
 			}
-			start = out.LastEvaluatedKey
+			for _, entry := range batch {
+				if r, ok := recs[ddbattr.GetS(entry, attrPK)]; ok && r.Status.Pending() && r.StatusAt.Before(before) {
+					stuck = append(stuck, r)
+				}
+			}
+		}
+		sort.SliceStable(stuck, func(i, j int) bool { return stuck[i].StatusAt.Before(stuck[j].StatusAt) })
+		for i, r := range stuck {
+			if i == limit || !yield(r, nil) {
+				return
+			}
 		}
 	}
 }

@@ -23,8 +23,10 @@ func keysOf(schema any) string {
 
 // TestTemplateDeclaresTheStoresKeysAndIndexes: template.yaml creates the
 // events table; the store, its one owner in Go, names its key, its indexes'
-// keys and its TTL the same way. A change of the data model changes both,
-// and this test, in one package.
+// keys and projections and its TTL the same way. A change of the data
+// model changes both, and this test, in one package. The projections hold
+// keys only, or the type, which never changes: a transition that changes
+// no index key writes no index.
 func TestTemplateDeclaresTheStoresKeysAndIndexes(t *testing.T) {
 	tmpl, err := template.Load("../../template.yaml", nil)
 	if err != nil {
@@ -40,14 +42,16 @@ func TestTemplateDeclaresTheStoresKeysAndIndexes(t *testing.T) {
 		t.Errorf("table: got key %s, TTL %v; want %s/, %s", got, ttl["AttributeName"], attrPK, attrExpiresAt)
 	}
 	want := map[string]string{
-		indexPending: attrPendingShard + "/" + attrStatusAt,
-		indexStatus:  attrStatusDay + "/" + attrStatusAt,
-		indexObject:  attrObjectID + "/" + attrCreated,
+		indexUnprocessed: attrLane + "/" + attrReceivedAt + " KEYS_ONLY []",
+		indexDay:         attrDayKey + "/" + attrReceivedAt + " INCLUDE [" + attrType + "]",
+		indexObject:      attrObjectID + "/" + attrCreated + " KEYS_ONLY []",
 	}
 	got := map[string]string{}
 	for _, ix := range p["GlobalSecondaryIndexes"].([]any) {
 		ix := ix.(map[string]any)
-		got[fmt.Sprint(ix["IndexName"])] = keysOf(ix["KeySchema"])
+		proj := ix["Projection"].(map[string]any)
+		nonKey, _ := proj["NonKeyAttributes"].([]any)
+		got[fmt.Sprint(ix["IndexName"])] = fmt.Sprintf("%s %v %v", keysOf(ix["KeySchema"]), proj["ProjectionType"], nonKey)
 	}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("indexes: got %v, want %v", got, want)

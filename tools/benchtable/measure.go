@@ -134,7 +134,7 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 	}
 	after := cnt.snapshot()
 	p.ReceiverNew = float64(diff(after, before, "PutItem", "SendMessage")) / float64(n)
-	p.ProcessorDynamo = float64(diff(after, before, "UpdateItem", "TransactWriteItems")) / float64(n)
+	p.ProcessorDynamo = float64(diff(after, before, "UpdateItem", "GetItem", "TransactWriteItems")) / float64(n)
 	receives := diff(after, before, "ReceiveMessage")
 	p.ProcessorSQS = float64(receives+diff(after, before, "DeleteMessageBatch", "ChangeMessageVisibility")) / float64(n)
 	if receives > 0 {
@@ -182,7 +182,7 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 	p.StripePer100 = len(fake.Requests())
 
 	// Throughput: new events end to end, beside the emulator's raw rate for
-	// the receiver's two writes, in the same run.
+	// the receiver's three calls, in the same run.
 	second := build(n)
 	start := time.Now()
 	if err := deliverAll(ctx, url, second, concurrency); err != nil {
@@ -197,15 +197,16 @@ func measure(ctx context.Context, endpoint, template string, n, concurrency int)
 	return p, err
 }
 
-// rawRate is the emulator's own rate for a PutItem and a SendMessage per
-// event, at the same concurrency.
+// rawRate is the emulator's own rate for the receiver's calls per event
+// (two PutItems, the record's and the payload's, and a SendMessage), at the
+// same concurrency.
 func rawRate(ctx context.Context, cfg aws.Config, prefix string, n, concurrency int) (float64, error) {
 	db, q := dynamodb.NewFromConfig(cfg), sqs.NewFromConfig(cfg)
 	qu, err := q.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(prefix + "-DeadLetterQueue")})
 	if err != nil {
 		return 0, err
 	}
-	payload := bytes.Repeat([]byte("x"), 4000)
+	payload := bytes.Repeat([]byte("x"), 500)
 	work := make(chan int)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -216,14 +217,19 @@ func rawRate(ctx context.Context, cfg aws.Config, prefix string, n, concurrency 
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				_, err := db.PutItem(ctx, &dynamodb.PutItemInput{
-					TableName: aws.String(prefix + "-MirrorTable"),
-					Item: map[string]types.AttributeValue{
-						"pk":   &types.AttributeValueMemberS{Value: fmt.Sprintf("raw#%d", i)},
-						"body": &types.AttributeValueMemberB{Value: payload},
-					},
-					ConditionExpression: aws.String("attribute_not_exists(pk)"),
-				})
+				var err error
+				for _, item := range []string{"record", "payload"} {
+					if err == nil {
+						_, err = db.PutItem(ctx, &dynamodb.PutItemInput{
+							TableName: aws.String(prefix + "-MirrorTable"),
+							Item: map[string]types.AttributeValue{
+								"pk":   &types.AttributeValueMemberS{Value: fmt.Sprintf("raw#%s#%d", item, i)},
+								"body": &types.AttributeValueMemberB{Value: payload},
+							},
+							ConditionExpression: aws.String("attribute_not_exists(pk)"),
+						})
+					}
+				}
 				if err == nil {
 					_, err = q.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: qu.QueueUrl, MessageBody: aws.String(`{"id":"raw"}`)})
 				}

@@ -138,6 +138,13 @@ func (r *Report) printMoney(out io.Writer) {
 		row += fmt.Sprintf("%.2f\t", r.PerMillion[s.Name])
 	}
 	fmt.Fprintln(w, row+"a new event, processed; duplicates and retries add their units above")
+	if !r.TracingActive {
+		row := "with Tracing: Active\t"
+		for range r.Sizes {
+			row += fmt.Sprintf("+%.2f\t", r.XRayActive[0])
+		}
+		fmt.Fprintf(w, "%sX-Ray, not in the total (the template's Tracing parameter is PassThrough): a trace per sampled invocation of each function at 1M events a month (default rule: the first each second, then 5%%); +$%.2f/M at 10M a month\n", row, r.XRayActive[1])
+	}
 	_ = w.Flush()
 }
 
@@ -237,7 +244,7 @@ func (r *Report) printNotes(out io.Writer) {
 	notes := []string{
 		"a cancelled transaction is billed as its prepare phase, each item once (DynamoDB documents the two writes of a committed transaction only); index writes are not doubled in a transaction",
 		"the after-image of a write that did not apply is the same update run on a copy of the item in a scratch table; applied writes are read back, strongly consistent",
-		fmt.Sprintf("each event is compared by %d scheduled reconciler runs (%s)", r.ReconcilerRuns, r.reconcilerWhy),
+		fmt.Sprintf("each event is compared by %.1f scheduled reconciler runs on average (%s)", r.ReconcilerRuns, r.reconcilerWhy),
 		"durations are measured in process against the emulator, minus the meter's own reads; AWS's round trips are slower, Lambda bills each invocation's milliseconds rounded up",
 		"TTL deletions are DynamoDB's own and free; a 30-day month; no free tiers",
 	}

@@ -30,9 +30,11 @@ type Report struct {
 	Bytes map[string]int
 	// Scenarios holds each scenario's steps, by label(scenario, size).
 	Scenarios map[string]*ScenarioCost
-	// ReconcilerRuns is how many scheduled runs compare each event: its
-	// overlap plus one period, over its period.
-	ReconcilerRuns int
+	// ReconcilerRuns is how many scheduled runs compare each event, on
+	// average: its overlap plus one period, over its period (1.2 for a
+	// 2-minute overlap every 10 minutes: a fifth of the events are listed
+	// by two runs).
+	ReconcilerRuns float64
 	reconcilerWhy  string
 	// Money is each size's dollars per million events, line by line.
 	Money map[string][]MoneyLine
@@ -54,8 +56,13 @@ type Report struct {
 	ObjectTables []string
 	// ProcessorMB is the processor's memory, for the consumer of the
 	// EventBridge route.
-	ProcessorMB    int
-	ProcessorArch  string
+	ProcessorMB   int
+	ProcessorArch string
+	// XRayActive is what X-Ray costs per million events (at 1M and at 10M
+	// a month) when every function's Tracing is Active, whatever the
+	// template says: the price of turning it on.
+	XRayActive     [2]float64
+	TracingActive  bool
 	notes          []string
 	xray           func(events float64) float64
 	perEventNoXray map[string]float64
@@ -68,7 +75,10 @@ type ScenarioCost struct {
 
 // Step is one priced request (one row per table it wrote).
 type Step struct {
-	N         int
+	N int
+	// Key is the partition-key value of the base table's item a write
+	// wrote ("pk=stripe#evt_1"); empty for a read.
+	Key       string
 	Function  string
 	Operation string
 	Table     string
@@ -184,7 +194,10 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 	}
 	sort.Strings(rep.Metrics)
 
-	rep.xray = m.xray()
+	rep.xray = m.xray(false)
+	active := m.xray(true)
+	rep.XRayActive = [2]float64{active(1e6), active(10e6) / 10}
+	rep.TracingActive = rep.xray(1e6) > 0
 	for _, size := range rep.Sizes {
 		lines := m.money(rep, size)
 		total := 0.0
@@ -210,7 +223,7 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 // from its previous window's end less the overlap up to now (less the
 // settling time), so an event is listed by the runs within one period plus
 // the overlap after it.
-func (m *meter) reconcilerRuns() (int, string, error) {
+func (m *meter) reconcilerRuns() (float64, string, error) {
 	f, err := m.tmpl.Function(devstack.ReconcilerID)
 	if err != nil {
 		return 0, "no reconciler in the template", nil
@@ -229,13 +242,13 @@ func (m *meter) reconcilerRuns() (int, string, error) {
 			return 0, "", fmt.Errorf("cost: RECONCILE_OVERLAP=%q: %w", v, err)
 		}
 	}
-	runs := int((overlap + every) / every)
+	runs := (overlap + every).Seconds() / every.Seconds()
 	return runs, fmt.Sprintf("overlap %s + period %s, every %s", overlap, every, every), nil
 }
 
 // scenarioCost turns a scenario's calls into steps, and adds the
 // reconciler's comparisons of the event records the scenario created.
-func (m *meter) scenarioCost(calls, compared []Call, runs int) *ScenarioCost {
+func (m *meter) scenarioCost(calls, compared []Call, runs float64) *ScenarioCost {
 	sc := &ScenarioCost{}
 	created := map[string]bool{}
 	n := 0
@@ -245,7 +258,7 @@ func (m *meter) scenarioCost(calls, compared []Call, runs int) *ScenarioCost {
 		}
 		n++
 		for _, w := range c.Writes {
-			st := Step{N: n, Function: c.Function, Operation: c.Operation, Table: w.Table, Outcome: w.Outcome,
+			st := Step{N: n, Function: c.Function, Operation: c.Operation, Table: w.Table, Outcome: w.Outcome, Key: firstKey(w.Charge),
 				Before: ItemSize(w.Before), After: ItemSize(w.After), WRU: w.Charge.Table, Index: map[string]int{}}
 			for ix, u := range w.Charge.Index {
 				st.Index[ix] = u
@@ -290,7 +303,7 @@ func (m *meter) scenarioCost(calls, compared []Call, runs int) *ScenarioCost {
 	for _, t := range order {
 		n++
 		sc.Steps = append(sc.Steps, Step{N: n, Function: "reconciler", Operation: "BatchGetItem", Table: t,
-			RRU: per[t] * float64(runs), Note: fmt.Sprintf("× %d scheduled runs", runs)})
+			RRU: per[t] * runs, Note: fmt.Sprintf("× %.1f scheduled runs", runs)})
 	}
 	return sc
 }
@@ -360,7 +373,7 @@ func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
 	if x := rep.xray(1e6); x > 0 {
 		add("X-Ray (Tracing: Active)", x, "at 1M events a month: %s", m.xrayHow(rep))
 	} else {
-		add("X-Ray", 0, "Tracing is not Active in the template: no traces recorded")
+		add("X-Ray", 0, "Tracing is not Active in the template: no traces recorded (what Active costs: below the total)")
 	}
 	return lines
 }
@@ -488,11 +501,12 @@ func (m *meter) platformBytes(invocations float64) (float64, string) {
 }
 
 // xray returns the X-Ray cost of a month of events: Lambda samples with
-// the default rule (the first request each second, then 5%), per function.
-func (m *meter) xray() func(events float64) float64 {
+// the default rule (the first request each second, then 5%), per function
+// whose Tracing is Active in the template, or every function when all.
+func (m *meter) xray(all bool) func(events float64) float64 {
 	active := map[string]bool{}
 	for _, id := range m.tmpl.Functions() {
-		active[id] = template.Scalar(m.functionProperty(id, "Tracing")) == "Active"
+		active[id] = all || template.Scalar(m.functionProperty(id, "Tracing")) == "Active"
 	}
 	batch := float64(max(m.source.BatchSize, 1))
 	runsPerMonth := 0.0
@@ -686,6 +700,14 @@ func firstWith(samples []keySample, pos int, key string) int {
 		}
 	}
 	return -1
+}
+
+// firstKey is the base table's partition-key value a charge names.
+func firstKey(c Charge) string {
+	if len(c.Keys) == 0 {
+		return ""
+	}
+	return c.Keys[0].Key
 }
 
 func dedupe(s []string) []string {

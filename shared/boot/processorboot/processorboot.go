@@ -94,7 +94,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	sqsClient := sqs.NewFromConfig(cfg)
 	return processor.New(processor.Config{
-		Store:           &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable, Retention: c.Retention},
+		Store:           c.Events(dynamodb.NewFromConfig(cfg)),
 		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields},
 		Effects:         eff,
 		Fetcher:         fetcher,

@@ -74,7 +74,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	rc.Ingester = in
 	rc.Queue = in.Queue
 	db := dynamodb.NewFromConfig(cfg)
-	rc.Events = &store.Events{DB: db, Table: c.EventsTable}
+	rc.Events = c.Events(db)
 	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
 	rec, err := reconcile.New(rc)
 	if err != nil {

@@ -10,11 +10,23 @@ import (
 )
 
 // Store answers Create with Err, else with Existing as a duplicate, else
-// records the new record in Created.
+// records the new record in Created. StorePayload records the record whose
+// payload it stores in Payloads, or answers PayloadErr.
 type Store struct {
-	Existing *event.Record
-	Err      error
-	Created  []event.Record
+	Existing   *event.Record
+	Err        error
+	Created    []event.Record
+	PayloadErr error
+	Payloads   []event.Record
+}
+
+// StorePayload implements ingest.Store.
+func (f *Store) StorePayload(_ context.Context, r *event.Record) error {
+	if f.PayloadErr != nil {
+		return f.PayloadErr
+	}
+	f.Payloads = append(f.Payloads, *r)
+	return nil
 }
 
 // Create implements ingest.Store.

@@ -17,7 +17,7 @@ import (
 )
 
 func main() {
-	samples := flag.Int("samples", 10, "new 2.6 KB events sampled for the hot-key estimate")
+	samples := flag.Int("samples", cost.DefaultSamples, "new 2.6 KB events sampled for the hot-key estimate (more than the shards of any key)")
 	rate := flag.Float64("rate", 3000, "steady events a second for the hot-key estimate")
 	flag.Parse()
 	if err := run(*samples, *rate); err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
-// at returns a record in status st since t.
+// at returns a record received at t, in status st since then.
 func at(id, typ string, st event.Status, t time.Time) event.Record {
 	r := record(id, t)
 	r.Type = typ
@@ -22,7 +22,10 @@ func at(id, typ string, st event.Status, t time.Time) event.Record {
 	return r
 }
 
-func TestListByStatusPagesNewestFirstAcrossDays(t *testing.T) {
+// TestListPagesNewestFirstAcrossDays: a status's records received in the
+// window, newest first, across days and shards, a page at a time, each
+// page full but the last, and no cursor after the last record.
+func TestListPagesNewestFirstAcrossDays(t *testing.T) {
 	ev, _ := newEvents(t)
 	ctx := context.Background()
 	now := time.Date(2026, 5, 3, 10, 0, 0, 0, time.UTC)
@@ -58,7 +61,7 @@ func TestListByStatusPagesNewestFirstAcrossDays(t *testing.T) {
 				if pages > 10 {
 					t.Fatal("more than 10 pages")
 				}
-				page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Limit: limit, Cursor: cursor})
+				page, err := ev.List(ctx, store.Query{Status: event.StatusFailed, Since: since, Until: now, Limit: limit, Cursor: cursor})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +88,7 @@ func TestListByStatusPagesNewestFirstAcrossDays(t *testing.T) {
 	}
 
 	t.Run("type filter", func(t *testing.T) {
-		page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Type: "customer.subscription.updated", Limit: 1})
+		page, err := ev.List(ctx, store.Query{Status: event.StatusFailed, Since: since, Until: now, Type: "customer.subscription.updated", Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,12 +98,12 @@ func TestListByStatusPagesNewestFirstAcrossDays(t *testing.T) {
 	})
 
 	t.Run("foreign cursor", func(t *testing.T) {
-		page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: since, Until: now, Limit: 1})
+		page, err := ev.List(ctx, store.Query{Status: event.StatusFailed, Since: since, Until: now, Limit: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range []string{"garbage!", "e30", page.Next} {
-			_, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusProcessed, Since: since, Until: now, Cursor: c})
+			_, err := ev.List(ctx, store.Query{Status: event.StatusProcessed, Since: since, Until: now, Cursor: c})
 			if !errors.Is(err, store.ErrBadCursor) {
 				t.Errorf("cursor %q: got %v, want ErrBadCursor", c, err)
 			}
@@ -164,9 +167,10 @@ func TestReopenMovesOnlyFailedPermanentBackToFailed(t *testing.T) {
 	if got.Status != event.StatusFailed || !got.StatusAt.Equal(now) {
 		t.Fatalf("after Reopen: got %s at %v, want failed at %v", got.Status, got.StatusAt, now)
 	}
-	page, err := ev.ListByStatus(ctx, store.StatusQuery{Status: event.StatusFailed, Since: now.Add(-time.Minute), Until: now})
+	// Listed by the time it was received, an hour ago.
+	page, err := ev.List(ctx, store.Query{Status: event.StatusFailed, Since: now.Add(-2 * time.Hour), Until: now})
 	if err != nil || len(page.Records) != 1 {
-		t.Fatalf("reopened record in by_status(failed): got %v, %v; want it listed", page.Records, err)
+		t.Fatalf("reopened record in the failed listing: got %v, %v; want it listed", page.Records, err)
 	}
 	// Only once: it is failed now, which the processor claims by itself.
 	var nc *store.NotClaimableError
