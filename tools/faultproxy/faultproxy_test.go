@@ -35,7 +35,7 @@ func through(t *testing.T, p *faultproxy.Proxy) aws.Config {
 
 func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
 	s := testenv.Provision(t, nil)
-	p, err := faultproxy.New(testenv.Endpoint(t))
+	p, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
 
 func TestStickyFaultOutlastsTheSDKsRetries(t *testing.T) {
 	s := testenv.Provision(t, nil)
-	p, err := faultproxy.New(testenv.Endpoint(t))
+	p, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
