@@ -43,8 +43,8 @@ import (
 
 // Options configure Measure.
 type Options struct {
-	// Endpoint is the AWS emulator's URL.
-	Endpoint string
+	// Endpoints are the AWS emulators'.
+	Endpoints emulator.Endpoints
 	// Template is the path of template.yaml.
 	Template string
 	// Samples is how many new 2.6 KB events are sampled to tell keys all
@@ -181,7 +181,7 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.schema, err = LoadSchema(m.tmpl); err != nil {
 		return err
 	}
-	if m.base, err = emulator.Config(ctx, m.opts.Endpoint); err != nil {
+	if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
 		return err
 	}
 	var nonce [4]byte
