@@ -186,6 +186,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	root.AddCommand(
 		a.sendCmd(), a.eventCmd(), a.eventsCmd(), a.objectCmd(), a.entitlementCmd(),
 		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.eraseCmd(),
+		a.versionCmd(),
 	)
 	return root
 }
