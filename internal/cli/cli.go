@@ -1,9 +1,10 @@
 // Package cli implements inboxctl, the operator's command line: send test
-// deliveries, inspect events, objects and entitlements, replay events, list
-// and redrive the dead-letter queue, and diagnose signatures, against the
-// local stack or a deployed one, with the same configuration as the
-// functions. docs/cli.md documents every command, its flags, its exit codes
-// and its JSON shapes; the JSON shapes are the exported *JSON types here.
+// deliveries, inspect events, objects and entitlements, replay events, list,
+// redrive and discard the dead-letter queue's messages, diagnose signatures,
+// and print what to register in Stripe, against the local stack or a
+// deployed one, with the same configuration as the functions. docs/cli.md
+// documents every command, its flags, its exit codes and its JSON shapes;
+// the JSON shapes are the exported *JSON types here.
 //
 // Commands format; the logic they rely on lives in shared packages (store
 // queries, mirror reads, signature diagnosis), except the dead-letter
