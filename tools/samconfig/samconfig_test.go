@@ -49,10 +49,11 @@ func TestParseOverridesAsSAMDoes(t *testing.T) {
 // written: every parameter it names exists, as SAM reads it, with a value
 // CloudFormation accepts (AllowedValues, AllowedPattern, MinValue, ...) and
 // the template's Rules allow; every parameter without a default is given;
-// the stack is the one `inboxctl --stage <Stage>` looks for; and each
-// secret's parameter is under the stage's path, as the functions insist at
-// cold start (a deploy that passed CloudFormation would otherwise fail
-// every invocation).
+// the environment deploys the stage it is named after, dev in test mode
+// and prod in live mode; the stack is the one `inboxctl --stage <Stage>`
+// looks for; and each secret's parameter is under the stage's path, as the
+// functions insist at cold start (a deploy that passed CloudFormation would
+// otherwise fail every invocation).
 func TestEveryEnvironmentDeploysTheTemplate(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
@@ -99,6 +100,9 @@ func TestEveryEnvironmentDeploysTheTemplate(t *testing.T) {
 			if stage == "" {
 				t.Fatal("no Stage: name the stage, which names the stack and the secrets' path")
 			}
+			if stage != name {
+				t.Errorf("Stage=%s in environment %s: `sam deploy --config-env %s` would deploy another stage than it names", stage, name, name)
+			}
 			if want := cli.StackName(stage); env.StackName != want {
 				t.Errorf("stack_name %q for Stage=%s: inboxctl --stage %s looks for %s (or pass --stack)", env.StackName, stage, stage, want)
 			}
@@ -117,6 +121,13 @@ func TestEveryEnvironmentDeploysTheTemplate(t *testing.T) {
 	}
 	if deploys < 2 {
 		t.Errorf("%d environments deploy, want dev and prod at least", deploys)
+	}
+	// docs/operations.md's first deploy is dev in test mode, and "Switching
+	// to live mode" deploys prod.
+	for name, mode := range map[string]string{"dev": "test", "prod": "live"} {
+		if env, ok := envs[name]; !ok || env.Overrides["StripeMode"] != mode {
+			t.Errorf("environment %s: want StripeMode=%s, as docs/operations.md deploys it", name, mode)
+		}
 	}
 }
 
