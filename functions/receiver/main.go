@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/version"
 )
 
 func main() {
@@ -31,5 +32,7 @@ func main() {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
+	// One line per execution environment: which release is running.
+	logger.Info("cold start", slog.String("version", version.Version))
 	lambda.Start(h.Handle)
 }

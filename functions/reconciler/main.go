@@ -15,6 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/version"
 )
 
 func main() {
@@ -32,6 +33,8 @@ func main() {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
+	// One line per execution environment: which release is running.
+	logger.Info("cold start", slog.String("version", version.Version))
 	// The schedule's payload (its Input, by default none) is a
 	// json.RawMessage: reconcile.Input reads an optional "since".
 	lambda.Start(r.Handle)

@@ -1,9 +1,10 @@
 // Package cli implements inboxctl, the operator's command line: send test
-// deliveries, inspect events, objects and entitlements, replay events, list
-// and redrive the dead-letter queue, and diagnose signatures, against the
-// local stack or a deployed one, with the same configuration as the
-// functions. docs/cli.md documents every command, its flags, its exit codes
-// and its JSON shapes; the JSON shapes are the exported *JSON types here.
+// deliveries, inspect events, objects and entitlements, replay events, list,
+// redrive and discard the dead-letter queue's messages, diagnose signatures,
+// and print what to register in Stripe, against the local stack or a
+// deployed one, with the same configuration as the functions. docs/cli.md
+// documents every command, its flags, its exit codes and its JSON shapes;
+// the JSON shapes are the exported *JSON types here.
 //
 // Commands format; the logic they rely on lives in shared packages (store
 // queries, mirror reads, signature diagnosis), except the dead-letter
@@ -52,7 +53,8 @@ const (
 const LocalEndpoint = "http://127.0.0.1:4566"
 
 // StackName is the CloudFormation stack of a stage, as samconfig.toml and
-// the deployment guide name it.
+// the deployment guide name it: --stage S reads the stack
+// webhook-inbox-S; --stack names any other.
 func StackName(stage string) string { return "webhook-inbox-" + stage }
 
 // usageError marks errors in how the command was called (exit code 2).
@@ -95,6 +97,7 @@ type app struct {
 	// endpoints are the --endpoint flags: URL, or SERVICE=URL.
 	endpoints                          []string
 	region, profile, stage, prefix     string
+	stack                              string
 	eventsTable, mirrorTable, queueURL string
 	dlqURL                             string
 
@@ -159,14 +162,16 @@ func (a *app) root() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Long: `inboxctl talks to a webhook-inbox stack: the local one (make dev) by default,
-or a deployed one with --stage (and --profile/--region).
+or a deployed one with --stage S (the stack webhook-inbox-S) or --stack NAME,
+with --profile and --region as the AWS CLI takes them.
 
 Configuration comes from the same environment as the functions
 (EVENTS_TABLE, MIRROR_TABLE, QUEUE_URL, AWS_ENDPOINT_URL,
-AWS_ENDPOINT_URL_<SERVICE>, AWS_REGION, STRIPE_WEBHOOK_SECRET); --stage
-reads the deployed stack's outputs instead, reaches AWS's own endpoints
-(AWS_ENDPOINT_URL* are ignored; --endpoint is not) and uses none of the
-local-only variables; flags override both.
+AWS_ENDPOINT_URL_<SERVICE>, STRIPE_WEBHOOK_SECRET); --stage and --stack
+read the deployed stack's outputs instead, reach AWS's own endpoints
+(AWS_ENDPOINT_URL* are ignored; --endpoint is not) and use none of the
+local-only variables; flags override both. The region is the SDK's:
+--region, AWS_REGION, AWS_DEFAULT_REGION, then the profile's.
 
 Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 --json (shapes in docs/cli.md).`,
@@ -175,9 +180,10 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")
-	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, else us-east-1)")
+	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
-	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of stack webhook-inbox-<stage>")
+	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of the stack webhook-inbox-<stage> (samconfig.toml's stack_name)")
+	f.StringVar(&a.stack, "stack", "", "deployed stack of any name: like --stage, for a stack not named webhook-inbox-<stage>")
 	f.StringVar(&a.prefix, "prefix", "webhook-inbox-local", "resource name prefix of the local stack")
 	f.StringVar(&a.eventsTable, "events-table", "", "events table (default: --stage's output, else EVENTS_TABLE)")
 	f.StringVar(&a.mirrorTable, "mirror-table", "", "mirror table (default: --stage's output, else MIRROR_TABLE)")
@@ -186,6 +192,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	root.AddCommand(
 		a.sendCmd(), a.eventCmd(), a.eventsCmd(), a.objectCmd(), a.entitlementCmd(),
 		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.eraseCmd(),
+		a.typesCmd(), a.versionCmd(),
 	)
 	return root
 }
@@ -202,6 +209,34 @@ func args(check cobra.PositionalArgs) cobra.PositionalArgs {
 
 var stagePattern = regexp.MustCompile(`^[a-z0-9-]{1,20}$`)
 
+// stackPattern is CloudFormation's rule for a stack name.
+var stackPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,127}$`)
+
+// deployed reports whether inboxctl talks to a deployed stack (--stage or
+// --stack) rather than the local one.
+func (a *app) deployed() bool { return a.stage != "" || a.stack != "" }
+
+// stackName is the deployed stack: --stack, else the stage's.
+func (a *app) stackName() string {
+	if a.stack != "" {
+		return a.stack
+	}
+	return StackName(a.stage)
+}
+
+// target names the deployed stack as the command line did, for messages:
+// "--stage prod" or "--stack my-inbox".
+func (a *app) target() string {
+	if a.stack != "" {
+		return "--stack " + a.stack
+	}
+	return "--stage " + a.stage
+}
+
+// localRegion is the local stack's region (make dev, the emulators), used
+// when nothing names one: an emulator keeps each region's resources apart.
+const localRegion = "us-east-1"
+
 // aws loads the AWS configuration once.
 func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.cfg != nil {
@@ -210,17 +245,35 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.stage != "" && !stagePattern.MatchString(a.stage) {
 		return aws.Config{}, usagef("--stage %q: a stage is 1-20 lower-case letters, digits or dashes, as in template.yaml", a.stage)
 	}
+	if a.stage != "" && a.stack != "" {
+		return aws.Config{}, usagef("--stage %s and --stack %s: pass one (--stage %s is --stack %s)", a.stage, a.stack, a.stage, StackName(a.stage))
+	}
+	if a.stack != "" && !stackPattern.MatchString(a.stack) {
+		return aws.Config{}, usagef("--stack %q: a stack name is a letter, then up to 127 letters, digits or dashes", a.stack)
+	}
 	general, services, err := a.endpointsOf()
 	if err != nil {
 		return aws.Config{}, err
 	}
 	var opts []func(*config.LoadOptions) error
-	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), "us-east-1")
-	opts = append(opts, config.WithRegion(region))
+	// The region as the SDK and the AWS CLI resolve it: the flag, then
+	// AWS_REGION and AWS_DEFAULT_REGION (read through getenv, like every
+	// other setting of a run), then the profile's region, which the SDK
+	// reads from the shared config. A fixed default would send a profile
+	// that names eu-west-1 to us-east-1, where its stack is not.
+	// The local stack (no --stage, --stack or --profile) is in
+	// localRegion whatever the shared config's default profile says.
+	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), strings.TrimSpace(a.getenv("AWS_DEFAULT_REGION")))
+	if region == "" && !a.deployed() && a.profile == "" {
+		region = localRegion
+	}
+	if region != "" {
+		opts = append(opts, config.WithRegion(region))
+	}
 	if a.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.profile))
 	}
-	if a.stage == "" && a.profile == "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && (general != "" || len(services) > 0) {
+	if !a.deployed() && a.profile == "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && (general != "" || len(services) > 0) {
 		// Emulators accept any credentials.
 		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil
@@ -230,7 +283,10 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if err != nil {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	if a.stage != "" {
+	if cfg.Region == "" {
+		return aws.Config{}, usagef("no AWS region: pass --region, set AWS_REGION, or set the profile's region (aws configure set region <region>%s)", profileFlag(a.profile))
+	}
+	if a.deployed() {
 		stageEndpoints(&cfg)
 	}
 	awsconfig.SetEndpoints(&cfg, general, services)
@@ -276,13 +332,13 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 		flags[service] = url
 	}
 	env := func(k string) string {
-		if a.stage != "" {
+		if a.deployed() {
 			return ""
 		}
 		return strings.TrimSpace(a.getenv(k))
 	}
 	general = firstOf(flags[""], env("AWS_ENDPOINT_URL"))
-	if general == "" && a.stage == "" && a.profile == "" {
+	if general == "" && !a.deployed() && a.profile == "" {
 		general = LocalEndpoint
 	}
 	services = map[string]string{}
@@ -334,21 +390,22 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	name := StackName(a.stage)
+	name := a.stackName()
 	client := cloudformation.NewFromConfig(cfg)
 	in := &cloudformation.DescribeStacksInput{StackName: aws.String(name)}
 	out, err := client.DescribeStacks(ctx, in)
 	if err != nil {
 		if noStack(err) {
-			return nil, fmt.Errorf("--stage %s: no stack %s in %s: check --stage, --region and --profile, or deploy it with `sam deploy`", a.stage, name, cfg.Region)
+			return nil, fmt.Errorf("%s: no stack %s in %s: check the stack's name (--stage S reads the stack webhook-inbox-S; --stack names any other), "+
+				"--region and --profile, or deploy it with `sam deploy --config-env <env>`", a.target(), name, cfg.Region)
 		}
-		return nil, fmt.Errorf("--stage %s: describe stack %s: %w", a.stage, name, err)
+		return nil, fmt.Errorf("%s: describe stack %s: %w", a.target(), name, err)
 	}
 	if len(out.Stacks) == 0 {
-		return nil, fmt.Errorf("--stage %s: no stack %s in %s", a.stage, name, cfg.Region)
+		return nil, fmt.Errorf("%s: no stack %s in %s", a.target(), name, cfg.Region)
 	}
 	if out, err = a.settle(ctx, client, in, out); err != nil {
-		return nil, fmt.Errorf("--stage %s: %w", a.stage, err)
+		return nil, fmt.Errorf("%s: %w", a.target(), err)
 	}
 	outputs := map[string]string{}
 	for _, o := range out.Stacks[0].Outputs {
@@ -434,7 +491,7 @@ func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (
 	if flag != "" {
 		return flag, nil
 	}
-	if a.stage != "" {
+	if a.deployed() {
 		outputs, err := a.stageOutputs(ctx)
 		if err != nil {
 			return "", err
@@ -442,7 +499,7 @@ func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (
 		if v := outputs[output]; v != "" {
 			return v, nil
 		}
-		return "", fmt.Errorf("--stage %s: stack %s has no output %s: deploy the current template.yaml, or pass the name with a flag", a.stage, StackName(a.stage), output)
+		return "", fmt.Errorf("%s: stack %s has no output %s: deploy the current template.yaml, or pass the name with a flag", a.target(), a.stackName(), output)
 	}
 	if envKey != "" {
 		if v := strings.TrimSpace(a.getenv(envKey)); v != "" {
@@ -536,8 +593,8 @@ func (a *app) hint(err error) error {
 	if err == nil || !nothingThere(err) {
 		return err
 	}
-	if a.stage != "" || a.profile != "" {
-		return fmt.Errorf("%w\n(check --stage, --region and --profile)", err)
+	if a.deployed() || a.profile != "" {
+		return fmt.Errorf("%w\n(check --stage or --stack, --region and --profile)", err)
 	}
 	return fmt.Errorf("%w\n(is the local stack running? start it with `make dev`; for a deployed stack pass --stage, --profile or --endpoint)", err)
 }
@@ -548,6 +605,15 @@ func (a *app) tableHint(table string, err error) error {
 		err = fmt.Errorf("table %s not found: %w", table, err)
 	}
 	return a.hint(err)
+}
+
+// profileFlag is " --profile P" when a profile was named, for commands
+// printed in messages.
+func profileFlag(profile string) string {
+	if profile == "" {
+		return ""
+	}
+	return " --profile " + profile
 }
 
 func firstOf(vs ...string) string {

@@ -67,15 +67,17 @@ type RedriveJSON struct {
 	Remaining int    `json:"remaining"`
 	From      string `json:"from"`
 	To        string `json:"to"`
+	// Events are the events --event named, when it did.
+	Events []string `json:"events,omitempty"`
 }
 
 func (a *app) dlqCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq",
-		Short: "List and redrive the dead-letter queue",
+		Short: "List, redrive and discard the dead-letter queue's messages",
 		Args:  args(cobra.NoArgs),
 	}
-	cmd.AddCommand(a.dlqListCmd(), a.dlqRedriveCmd())
+	cmd.AddCommand(a.dlqListCmd(), a.dlqRedriveCmd(), a.dlqDiscardCmd())
 	return cmd
 }
 
@@ -286,12 +288,14 @@ func release(ctx context.Context, client SQS, url string, msgs []sqstypes.Messag
 type redriveOpts struct {
 	max            int
 	manual, asJSON bool
+	// events: move only the messages of these events (--event).
+	events []string
 }
 
 func (a *app) dlqRedriveCmd() *cobra.Command {
 	var o redriveOpts
 	cmd := &cobra.Command{
-		Use:   "redrive [--max N]",
+		Use:   "redrive [--max N | --event ID]",
 		Short: "Move dead-lettered messages back to the webhook queue",
 		Long: `redrive moves messages from the dead-letter queue back to the webhook queue,
 where the processor claims their events again (dead_lettered events are
@@ -303,11 +307,20 @@ or with --manual, inboxctl moves them itself, a batch at a time: it sends
 each message to the webhook queue first and deletes it from the DLQ only
 after the send succeeded. An interruption at any point loses nothing; at
 worst a message is in both queues, and the processor acknowledges the
-second copy as a duplicate.`,
+second copy as a duplicate.
+
+With --event, only the messages that point to that event move (every copy
+of it), the same way; the others stay in the DLQ. Repeat --event for
+several events.`,
+		Example: `  inboxctl dlq redrive
+  inboxctl dlq redrive --event evt_1Nq7`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.max < 0 {
 				return usagef("--max must not be negative")
+			}
+			if len(o.events) > 0 && o.max > 0 {
+				return usagef("--event and --max: pass one")
 			}
 			return a.redrive(cmd.Context(), o)
 		},
@@ -316,6 +329,7 @@ second copy as a duplicate.`,
 	f.IntVar(&o.max, "max", 0, "move at most N messages (0: all); implies --manual")
 	f.BoolVar(&o.manual, "manual", false, "move messages with receive/send/delete even where SQS message move tasks are supported")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (RedriveJSON in docs/cli.md)")
+	f.StringArrayVar(&o.events, "event", nil, "move only this event's messages (repeat for several); implies --manual")
 	return cmd
 }
 
@@ -329,6 +343,9 @@ func (a *app) redrive(ctx context.Context, o redriveOpts) error {
 		return err
 	}
 	res := RedriveJSON{From: dlq, To: main}
+	if len(o.events) > 0 {
+		return a.redriveNamed(ctx, client, o, res)
+	}
 	var moved int
 	if !o.manual && o.max == 0 {
 		res.Method = "move_task"

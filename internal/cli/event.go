@@ -40,6 +40,10 @@ type EventJSON struct {
 	PayloadHash    string `json:"payload_hash"`
 	PayloadOmitted bool   `json:"payload_omitted"`
 	MirrorKey      string `json:"mirror_key,omitempty"`
+	// DiscardedAt and DiscardReason: an operator dropped the event's
+	// dead-letter message (inboxctl dlq discard), when and why.
+	DiscardedAt   string `json:"discarded_at,omitempty"`
+	DiscardReason string `json:"discard_reason,omitempty"`
 	// Mirror is the snapshot of the object the event touched (MirrorKey)
 	// as it stands now; absent when the event touched none.
 	Mirror *mirror.Snapshot `json:"mirror,omitempty"`
@@ -54,6 +58,7 @@ func ToJSON(r event.Record) EventJSON {
 		ReceivedAt: ts(r.ReceivedAt), ClaimedAt: ts(r.ClaimedAt), ProcessedAt: ts(r.ProcessedAt), StatusAt: ts(r.StatusAt),
 		LeaseOwner: r.LeaseOwner, LeaseUntil: ts(r.LeaseUntil), LastError: r.LastError, LastErrorAt: ts(r.LastErrorAt),
 		PayloadHash: r.PayloadHash, PayloadOmitted: r.PayloadOmitted, MirrorKey: r.MirrorKey,
+		DiscardedAt: ts(r.DiscardedAt), DiscardReason: r.DiscardReason,
 	}
 }
 
@@ -148,6 +153,9 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 	}
 	if rec.PayloadOmitted {
 		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
+	}
+	if !rec.DiscardedAt.IsZero() {
+		pairs = append(pairs, [2]string{"discarded", fmt.Sprintf("%s: %s (its dead-letter message was deleted: inboxctl dlq discard)", when(rec.DiscardedAt), rec.DiscardReason)})
 	}
 	switch {
 	case rec.MirrorKey == "":

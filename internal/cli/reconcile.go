@@ -92,7 +92,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	// to Stripe's API, so this run does too.
 	env := map[string]string{}
 	getenv := a.getenv
-	if a.stage != "" {
+	if a.deployed() {
 		getenv = func(string) string { return "" }
 		params, err := a.stageParameters(ctx)
 		if err != nil {
@@ -104,7 +104,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 			}
 		}
 		if env["STRIPE_API_KEY_PARAMETER"] == "" {
-			return fmt.Errorf("--stage %s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.stage, StackName(a.stage))
+			return fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
 		}
 		if a.stageAPIBase != "" {
 			env["STRIPE_API_BASE"] = a.stageAPIBase

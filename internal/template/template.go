@@ -297,6 +297,19 @@ func (t *Template) Resource(id string) (Resource, bool) {
 	return Resource{LogicalID: id, Type: typ, Properties: props, Metadata: meta}, true
 }
 
+// Parameters returns each parameter's declaration (Type, Default,
+// AllowedValues, AllowedPattern, MinValue, ...) by name, as the template
+// writes it.
+func (t *Template) Parameters() map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for name, v := range t.section("Parameters") {
+		if p, ok := v.(map[string]any); ok {
+			out[name] = p
+		}
+	}
+	return out
+}
+
 // Parameter returns a parameter's value (its override, else its default).
 func (t *Template) Parameter(name string) (string, bool) {
 	p, ok := t.section("Parameters")[name].(map[string]any)

@@ -1,9 +1,7 @@
 package template
 
 import (
-	"os"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 )
@@ -139,48 +137,6 @@ func TestRulesKeepOtherStagesOffTheDevSecrets(t *testing.T) {
 		}
 		if !tc.refused && err != nil {
 			t.Errorf("%s: %v", tc.name, err)
-		}
-	}
-}
-
-// TestSamconfigEnvironmentsPassTheRules loads the template with each
-// samconfig.toml environment's parameter_overrides, as `sam deploy
-// --config-env` would send them.
-func TestSamconfigEnvironmentsPassTheRules(t *testing.T) {
-	data, err := os.ReadFile("../../samconfig.toml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	section := regexp.MustCompile(`(?m)^\[(\w+)\.deploy\.parameters\]$`)
-	list := regexp.MustCompile(`(?s)parameter_overrides = \[(.*?)\]`)
-	item := regexp.MustCompile(`"([^"=]+)=([^"]*)"`)
-	envs := map[string]map[string]string{}
-	locs := section.FindAllStringSubmatchIndex(string(data), -1)
-	for i, loc := range locs {
-		end := len(data)
-		if i+1 < len(locs) {
-			end = locs[i+1][0]
-		}
-		body := string(data[loc[1]:end])
-		m := list.FindStringSubmatch(body)
-		if m == nil {
-			t.Fatalf("samconfig.toml: [%s.deploy.parameters] has no parameter_overrides", data[loc[2]:loc[3]])
-		}
-		overrides := map[string]string{}
-		for _, kv := range item.FindAllStringSubmatch(m[1], -1) {
-			overrides[kv[1]] = kv[2]
-		}
-		envs[string(data[loc[2]:loc[3]])] = overrides
-	}
-	if len(envs) != 2 || envs["default"] == nil || envs["prod"] == nil {
-		t.Fatalf("samconfig.toml environments: got %v, want default and prod", envs)
-	}
-	if envs["prod"]["StripeMode"] != "live" || envs["prod"]["Stage"] != "prod" {
-		t.Errorf("prod overrides: got %v, want Stage=prod and StripeMode=live", envs["prod"])
-	}
-	for name, overrides := range envs {
-		if _, err := Load("../../template.yaml", overrides); err != nil {
-			t.Errorf("samconfig.toml %s: %v", name, err)
 		}
 	}
 }

@@ -47,6 +47,11 @@ type Record struct {
 	LastErrorAt time.Time
 	// MirrorKey is the mirrored object the event touched, if any.
 	MirrorKey string
+	// DiscardedAt and DiscardReason record an operator's decision to drop
+	// the event's dead-letter message (inboxctl dlq discard): never
+	// silent, the record says when and why.
+	DiscardedAt   time.Time
+	DiscardReason string
 }
 
 // NewRecord builds the record of a freshly received event.

@@ -289,6 +289,8 @@ func Unmarshal(item map[string]types.AttributeValue) event.Record {
 	r.LastError = ddbattr.GetS(item, attrLastError)
 	r.LastErrorAt = ddbattr.GetMillis(item, attrLastErrorAt)
 	r.MirrorKey = ddbattr.GetS(item, attrMirrorKey)
+	r.DiscardedAt = ddbattr.GetMillis(item, attrDiscardedAt)
+	r.DiscardReason = ddbattr.GetS(item, attrDiscardReason)
 	return r
 }
 

@@ -8,6 +8,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -35,6 +36,10 @@ type Checker struct {
 	// Tests are the Test, Benchmark and Fuzz functions the repository
 	// declares (TestNames).
 	Tests map[string]bool
+	// SamEnvs are samconfig.toml's environments (package samconfig): a
+	// `sam` command must name one of them, and a deploy must not be
+	// --guided. Nil checks no sam command.
+	SamEnvs map[string]bool
 	// Pending names documents another change is writing, with why: a link
 	// to one passes while it does not exist, as long as it names no anchor
 	// (there is nothing yet to check one against). Once the file exists
@@ -248,15 +253,29 @@ func placeholder(w string) bool {
 var assignment = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*=`)
 
 func (c *Checker) segment(words []string) []string {
-	for len(words) > 0 && (words[0] == "$" || assignment.MatchString(words[0])) {
+	var out []string
+	if len(words) > 0 && words[0] == "export" {
 		words = words[1:]
 	}
+	for len(words) > 0 && (words[0] == "$" || assignment.MatchString(words[0])) {
+		out = append(out, secretAssignment(words[0])...)
+		words = words[1:]
+	}
+	return append(out, c.command(words)...)
+}
+
+// command checks one command, its assignments taken off.
+func (c *Checker) command(words []string) []string {
 	if len(words) == 0 {
 		return nil
 	}
 	switch {
 	case words[0] == "make":
 		return c.make(words[1:])
+	case words[0] == "sam":
+		return c.sam(words[1:])
+	case words[0] == "aws" || words[0] == "awslocal":
+		return secretArgument(words)
 	case words[0] == "inboxctl" || strings.HasSuffix(words[0], "/inboxctl"):
 		return c.inboxctl(words[1:])
 	case words[0] == "go" && len(words) > 1 && words[1] == "run":
@@ -271,6 +290,84 @@ func (c *Checker) segment(words []string) []string {
 		}
 	}
 	return nil
+}
+
+// secretVariables are the variables that hold a secret's value (the
+// local stack's and inboxctl's).
+var secretVariables = []string{"STRIPE_WEBHOOK_SECRET", "STRIPE_API_KEY", "FORWARD_SECRET"}
+
+// publicValue reports whether v is a value the docs may show on a
+// command line: the local stack's development secret, published in the
+// code, or a reference to one read elsewhere.
+func publicValue(v string) bool {
+	return v == "" || strings.Contains(v, "local_development_only") || strings.HasPrefix(v, "file://")
+}
+
+// secretAssignment reports a secret's value typed into a command line: it
+// stays in the shell's history. `read -rs NAME` reads it from the terminal
+// instead.
+func secretAssignment(w string) []string {
+	name, value, _ := strings.Cut(w, "=")
+	// $VAR or $(command): a value read elsewhere, not typed here.
+	if slices.Contains(secretVariables, name) && !publicValue(value) && !strings.HasPrefix(value, "$") {
+		return []string{fmt.Sprintf("%s=...: a secret typed on a command line stays in the shell's history; read it with `read -rs %s && export %s`", name, name, name)}
+	}
+	return nil
+}
+
+// secretArgument reports a parameter's value given as an argument of
+// `aws ssm put-parameter`: other users see it (ps, /proc) and the shell
+// keeps it. --value file:///dev/stdin reads it from a pipe.
+func secretArgument(words []string) []string {
+	if !slices.Contains(words, "put-parameter") {
+		return nil
+	}
+	for i, w := range words {
+		name, value, has := strings.Cut(w, "=")
+		if name != "--value" {
+			continue
+		}
+		if !has && i+1 < len(words) {
+			value = words[i+1]
+		}
+		if !publicValue(value) {
+			return []string{fmt.Sprintf("%s ssm put-parameter --value %s: a secret on the command line is visible to other users (ps) and kept in shell history; pipe it to --value file:///dev/stdin", words[0], value)}
+		}
+	}
+	return nil
+}
+
+// sam checks a SAM CLI command against samconfig.toml: a deploy runs
+// from one of its environments (--config-env), never --guided (its
+// prompts stop on defaults that answer no), and an environment a command
+// names exists.
+func (c *Checker) sam(words []string) []string {
+	if c.SamEnvs == nil || len(words) == 0 {
+		return nil
+	}
+	sub := words[0]
+	var env string
+	var out []string
+	for i := 1; i < len(words); i++ {
+		name, value, has := strings.Cut(words[i], "=")
+		switch name {
+		case "--config-env":
+			if !has && i+1 < len(words) {
+				value = words[i+1]
+				i++
+			}
+			env = value
+		case "--guided", "-g":
+			out = append(out, fmt.Sprintf("sam %s --guided: its prompts stop on defaults that answer no; deploy from samconfig.toml with --config-env <env>", sub))
+		}
+	}
+	switch {
+	case env != "" && !placeholder(env) && !c.SamEnvs[env]:
+		out = append(out, fmt.Sprintf("sam %s --config-env %s: samconfig.toml has no environment %q", sub, env, env))
+	case env == "" && sub == "deploy":
+		out = append(out, "sam deploy without --config-env: deploy one of samconfig.toml's environments (sam deploy --config-env <env>)")
+	}
+	return out
 }
 
 func (c *Checker) make(words []string) []string {

@@ -186,3 +186,42 @@ func TestTestNames(t *testing.T) {
 		t.Errorf("got %v, want TestGone and TestMissing reported", got)
 	}
 }
+
+// TestSamCommandsAndSecrets: a deploy runs from a samconfig.toml
+// environment, never --guided; no command line the docs show carries a
+// secret's value.
+func TestSamCommandsAndSecrets(t *testing.T) {
+	c := &docs.Checker{SamEnvs: map[string]bool{"dev": true, "prod": true}}
+	for _, tc := range []struct {
+		name string
+		code string
+		want []string
+	}{
+		{"deploy an environment", "sam build && sam deploy --config-env prod", nil},
+		{"placeholder environment", "sam deploy --config-env <env>", nil},
+		{"guided", "sam build && sam deploy --guided", []string{"--guided: its prompts stop on defaults", "sam deploy without --config-env"}},
+		{"no environment", "sam deploy", []string{"sam deploy without --config-env"}},
+		{"unknown environment", "sam delete --config-env staging", []string{`samconfig.toml has no environment "staging"`}},
+		{"other commands need none", "sam logs --stack-name webhook-inbox-dev --tail", nil},
+		{"a value from stdin", `(read -rsp 'Key: ' k; printf %s "$k") | aws ssm put-parameter --type SecureString --name /x --value file:///dev/stdin`, nil},
+		{"a value on the command line", `aws ssm put-parameter --type SecureString --name /x --value "$KEY"`, []string{"--value $KEY: a secret on the command line"}},
+		{"a literal on the command line", `awslocal ssm put-parameter --name /x --value=whsec_live`, []string{"--value whsec_live"}},
+		{"the development secret is public", `awslocal ssm put-parameter --name /x --value whsec_local_development_only`, nil},
+		{"an exported secret", "export STRIPE_WEBHOOK_SECRET=whsec_123", []string{"STRIPE_WEBHOOK_SECRET=...: a secret typed on a command line"}},
+		{"an assignment before a command", "STRIPE_API_KEY=rk_test_1 inboxctl reconcile", []string{"STRIPE_API_KEY=..."}},
+		{"read from the terminal", "read -rs STRIPE_WEBHOOK_SECRET && export STRIPE_WEBHOOK_SECRET", nil},
+		{"from a command", "export STRIPE_WEBHOOK_SECRET=$(stripe listen --print-secret)", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := c.Commands(tc.code, true)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %q, want problems containing %q", got, tc.want)
+			}
+			for i := range got {
+				if !strings.Contains(got[i], tc.want[i]) {
+					t.Errorf("problem %d: got %q, want it to contain %q", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/cli"
 	"github.com/webhook-inbox/webhook-inbox/tools/docs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/samconfig"
 )
 
 // pending are documents other changes are writing now. A link to one may
@@ -31,12 +32,22 @@ func checker(t *testing.T) (*docs.Checker, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &docs.Checker{Root: root, Targets: docs.MakeTargets(makefile), CLI: cli.Command(), Tests: tests, Pending: pending}, root
+	envs, err := samconfig.Load(filepath.Join(root, "samconfig.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	samEnvs := map[string]bool{}
+	for name := range envs {
+		samEnvs[name] = true
+	}
+	return &docs.Checker{Root: root, Targets: docs.MakeTargets(makefile), CLI: cli.Command(), Tests: tests, SamEnvs: samEnvs, Pending: pending}, root
 }
 
 // TestDocs reads README.md and docs/*.md: every make target and inboxctl
-// command and flag they show exists, every relative link and anchor
-// resolves, every test they name is declared.
+// command and flag they show exists, every sam command deploys a
+// samconfig.toml environment (never --guided), no command carries a
+// secret's value, every relative link and anchor resolves, every test
+// they name is declared.
 func TestDocs(t *testing.T) {
 	c, root := checker(t)
 	files, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))

@@ -1,0 +1,13 @@
+package version
+
+import "runtime"
+
+// Version is the release this code is, as CHANGELOG.md names it: minor
+// versions follow the issue that made them (0.17.0 is issue 17).
+const Version = "0.17.0"
+
+// String is the version with the Go release and platform it was built
+// with, as `inboxctl version` prints it.
+func String() string {
+	return Version + " (" + runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH + ")"
+}
