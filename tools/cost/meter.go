@@ -448,7 +448,7 @@ func (m *meter) process(ctx context.Context, wait int32, timed bool) (int, int, 
 		QueueUrl: aws.String(m.queue.URL), MaxNumberOfMessages: 1, WaitTimeSeconds: wait,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}, poller.LongPoll)
 	if err != nil || len(out.Messages) == 0 {
 		return 0, 0, err
 	}
