@@ -53,7 +53,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test test-localstack lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
+.PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -131,6 +131,23 @@ LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./cmd/... ./tools/faultpro
 test-localstack: venv rie localstack-venv
 	$(GO) run ./tools/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 
+## test-browser: the operator console in Debian's Chromium, headless,
+## driven by chromedp against make dev's stack (e2e/browser, built with the
+## browser tag; make test leaves it out). Installs chromium with apt-get
+## when run as root and it is missing; otherwise says how. A screenshot of
+## each step goes to bin/screenshots/; BROWSER_FLAGS=-docs-screenshot also
+## rewrites docs/console.png.
+BROWSER_FLAGS ?=
+test-browser: venv
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "test-browser: installing chromium with apt-get"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null || exit 1; \
+	  else \
+	    echo "test-browser: no chromium: install Debian's with 'sudo apt-get install -y chromium' (as root, make test-browser installs it itself)"; exit 1; \
+	  fi; }
+	$(GO) run ./tools/withemulator -- $(GO) test -tags browser -race -count=1 -timeout 5m ./e2e/browser $(BROWSER_FLAGS)
+
 ## drills: the seven failure drills, and the kill and throttling drills (also part of make test)
 drills: venv
 	$(GO) run ./tools/withemulator -- $(GO) test -count=1 -v -run 'Drill|Concurrent|Throttling|Kills' ./drills
@@ -161,8 +178,9 @@ lint:
 	@big=$$(git ls-files -z | xargs -0 stat -c '%s %n' 2>/dev/null | \
 	  awk '$$1 > 1048576 && $$2 !~ /(^|\/)(testdata|fixtures)\// {print "  " $$2 " (" $$1 " bytes)"}'); \
 	  if [ -n "$$big" ]; then echo "tracked files over 1 MB outside testdata/ (build outputs belong in .gitignore):"; echo "$$big"; exit 1; fi
-	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	@# -tags browser: the browser test (e2e/browser) too.
+	$(GO) vet -tags browser ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags browser ./...
 	@cp go.mod /tmp/go.mod.lint.$$$$ && cp go.sum /tmp/go.sum.lint.$$$$ && $(GO) mod tidy && \
 	  if ! diff -q go.mod /tmp/go.mod.lint.$$$$ >/dev/null || ! diff -q go.sum /tmp/go.sum.lint.$$$$ >/dev/null; then \
 	    echo "go mod tidy changed go.mod/go.sum: commit the tidy result"; git --no-pager diff go.mod go.sum; exit 1; fi; \

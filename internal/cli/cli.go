@@ -177,6 +177,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 --json (shapes in docs/cli.md).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root.AddCommand(a.consoleCmd())
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")

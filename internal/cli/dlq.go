@@ -38,6 +38,7 @@ type SQS interface {
 type DLQMessageJSON struct {
 	MessageID string `json:"message_id"`
 	SentAt    string `json:"sent_at,omitempty"`
+	Provider  string `json:"provider,omitempty"`
 	EventID   string `json:"event_id,omitempty"`
 	Type      string `json:"type,omitempty"`
 	// EventStatus is the record's status, "missing" when the store has no
@@ -161,21 +162,50 @@ messages reappear by themselves within 30 seconds.`,
 }
 
 func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
-	client, err := a.sqs(ctx)
+	list, err := a.dlqPeek(ctx, limit)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return writeJSON(a.stdout, list)
+	}
+	if len(list.Messages) == 0 {
+		fmt.Fprintln(a.stdout, "the dead-letter queue is empty")
+		return nil
+	}
+	var rows [][]string
+	for _, m := range list.Messages {
+		st := a.status(m.EventStatus)
+		if m.Body != "" {
+			st = "not a pointer: " + m.Body
+		}
+		rows = append(rows, []string{m.MessageID, m.EventID, m.Type, st, fmt.Sprint(m.Attempts), when(parseTS(m.SentAt)), clip(m.LastError, 50)})
+	}
+	if err := a.table([]string{"MESSAGE_ID", "EVENT_ID", "TYPE", "EVENT_STATUS", "ATTEMPTS", "SENT_AT", "LAST_ERROR"}, rows); err != nil {
+		return err
+	}
+	fmt.Fprintf(a.stdout, "\n%d message(s) shown, about %d in the queue; `inboxctl dlq redrive` moves them back to the webhook queue\n", len(list.Messages), list.Approximate)
+	return nil
+}
+
+// dlqPeek reads up to limit dead-lettered messages and their events'
+// status without consuming them: dlq list and the console's DLQ page.
+func (a *app) dlqPeek(ctx context.Context, limit int) (DLQListJSON, error) {
+	client, err := a.sqs(ctx)
+	if err != nil {
+		return DLQListJSON{}, err
 	}
 	_, dlq, err := a.queues(ctx, client)
 	if err != nil {
-		return err
+		return DLQListJSON{}, err
 	}
 	events, err := a.eventsStore(ctx)
 	if err != nil {
-		return err
+		return DLQListJSON{}, err
 	}
 	approx, err := approxMessages(ctx, client, dlq)
 	if err != nil {
-		return a.hint(err)
+		return DLQListJSON{}, a.hint(err)
 	}
 	var msgs []sqstypes.Message
 	defer func() {
@@ -192,7 +222,7 @@ func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		})
 		if err != nil {
-			return a.hint(fmt.Errorf("receive from the dead-letter queue: %w", err))
+			return DLQListJSON{}, a.hint(fmt.Errorf("receive from the dead-letter queue: %w", err))
 		}
 		if len(out.Messages) == 0 {
 			break
@@ -216,7 +246,7 @@ func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
 			list.Messages = append(list.Messages, j)
 			continue
 		}
-		j.EventID, j.Type = p.ID, p.Type
+		j.Provider, j.EventID, j.Type = p.Provider, p.ID, p.Type
 		rec, err := events.Get(ctx, p.Provider, p.ID)
 		var pe *store.PayloadError
 		if errors.As(err, &pe) {
@@ -226,32 +256,13 @@ func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
 		case errors.Is(err, store.ErrNotFound):
 			j.EventStatus = "missing"
 		case err != nil:
-			return a.tableHint(events.Table, err)
+			return DLQListJSON{}, a.tableHint(events.Table, err)
 		default:
 			j.EventStatus, j.Attempts, j.LastError = string(rec.Status), rec.Attempts, rec.LastError
 		}
 		list.Messages = append(list.Messages, j)
 	}
-	if asJSON {
-		return writeJSON(a.stdout, list)
-	}
-	if len(list.Messages) == 0 {
-		fmt.Fprintln(a.stdout, "the dead-letter queue is empty")
-		return nil
-	}
-	var rows [][]string
-	for _, m := range list.Messages {
-		st := a.status(m.EventStatus)
-		if m.Body != "" {
-			st = "not a pointer: " + m.Body
-		}
-		rows = append(rows, []string{m.MessageID, m.EventID, m.Type, st, fmt.Sprint(m.Attempts), when(parseTS(m.SentAt)), clip(m.LastError, 50)})
-	}
-	if err := a.table([]string{"MESSAGE_ID", "EVENT_ID", "TYPE", "EVENT_STATUS", "ATTEMPTS", "SENT_AT", "LAST_ERROR"}, rows); err != nil {
-		return err
-	}
-	fmt.Fprintf(a.stdout, "\n%d message(s) shown, about %d in the queue; `inboxctl dlq redrive` moves them back to the webhook queue\n", len(list.Messages), approx)
-	return nil
+	return list, nil
 }
 
 func parseTS(v string) time.Time {
@@ -334,38 +345,20 @@ several events.`,
 }
 
 func (a *app) redrive(ctx context.Context, o redriveOpts) error {
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return err
-	}
-	main, dlq, err := a.queues(ctx, client)
-	if err != nil {
-		return err
-	}
-	res := RedriveJSON{From: dlq, To: main}
 	if len(o.events) > 0 {
-		return a.redriveNamed(ctx, client, o, res)
-	}
-	var moved int
-	if !o.manual && o.max == 0 {
-		res.Method = "move_task"
-		moved, err = a.moveTask(ctx, client, dlq, main)
-		if errors.Is(err, errNoMoveTask) {
-			res.Method = ""
-		} else if err != nil {
+		client, err := a.sqs(ctx)
+		if err != nil {
 			return err
 		}
-	}
-	if res.Method == "" || o.manual || o.max > 0 {
-		res.Method = "receive_send_delete"
-		moved, err = a.moveEach(ctx, client, dlq, main, o.max)
+		main, dlq, err := a.queues(ctx, client)
 		if err != nil {
-			return fmt.Errorf("%w\n%d message(s) moved before it stopped; nothing was lost (at worst a message is in both queues, which the processor absorbs): run `inboxctl dlq redrive` again to move the rest", err, moved)
+			return err
 		}
+		return a.redriveNamed(ctx, client, o, RedriveJSON{From: dlq, To: main})
 	}
-	res.Moved = moved
-	if res.Remaining, err = approxMessages(ctx, client, dlq); err != nil {
-		return a.hint(err)
+	res, err := a.redriveAll(ctx, o)
+	if err != nil {
+		return err
 	}
 	if o.asJSON {
 		return writeJSON(a.stdout, res)
@@ -376,6 +369,43 @@ func (a *app) redrive(ctx context.Context, o redriveOpts) error {
 	}
 	fmt.Fprintf(a.stdout, "moved %d message(s) to the webhook queue (%s); about %d left in the dead-letter queue\n", res.Moved, how, res.Remaining)
 	return nil
+}
+
+// redriveAll moves the dead-letter queue's messages (at most o.max, 0:
+// all) back to the webhook queue: dlq redrive and the console's "redrive
+// all".
+func (a *app) redriveAll(ctx context.Context, o redriveOpts) (RedriveJSON, error) {
+	client, err := a.sqs(ctx)
+	if err != nil {
+		return RedriveJSON{}, err
+	}
+	main, dlq, err := a.queues(ctx, client)
+	if err != nil {
+		return RedriveJSON{}, err
+	}
+	res := RedriveJSON{From: dlq, To: main}
+	var moved int
+	if !o.manual && o.max == 0 {
+		res.Method = "move_task"
+		moved, err = a.moveTask(ctx, client, dlq, main)
+		if errors.Is(err, errNoMoveTask) {
+			res.Method = ""
+		} else if err != nil {
+			return RedriveJSON{}, err
+		}
+	}
+	if res.Method == "" || o.manual || o.max > 0 {
+		res.Method = "receive_send_delete"
+		moved, err = a.moveEach(ctx, client, dlq, main, o.max)
+		if err != nil {
+			return RedriveJSON{}, fmt.Errorf("%w\n%d message(s) moved before it stopped; nothing was lost (at worst a message is in both queues, which the processor absorbs): run `inboxctl dlq redrive` again to move the rest", err, moved)
+		}
+	}
+	res.Moved = moved
+	if res.Remaining, err = approxMessages(ctx, client, dlq); err != nil {
+		return RedriveJSON{}, a.hint(err)
+	}
+	return res, nil
 }
 
 // poll is how often a move task's progress is read.

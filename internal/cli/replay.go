@@ -42,6 +42,8 @@ type ReplayJSON struct {
 }
 
 type replayOpts struct {
+	// provider of the events named; event.ProviderStripe when empty.
+	provider              string
 	status, since, typ    string
 	max                   int
 	force, dryRun, asJSON bool
@@ -210,7 +212,7 @@ func (a *app) action(act string) string {
 // consistent read, not the index), what to do with one event, and does it.
 func (a *app) replayOne(ctx context.Context, events *store.Events, q *queue.Queue, id string, o replayOpts) ReplayResultJSON {
 	res := ReplayResultJSON{ID: id}
-	rec, err := events.Get(ctx, event.ProviderStripe, id)
+	rec, err := events.Get(ctx, firstOf(o.provider, event.ProviderStripe), id)
 	if errors.Is(err, store.ErrNotFound) {
 		res.Action, res.Detail = ActionNotFound, "no such event in "+events.Table
 		return res

@@ -104,5 +104,9 @@ const (
 // others can share the tables later.
 const ProviderStripe = "stripe"
 
+// Providers lists every provider whose events the tables may hold, in the
+// order an operator's filter offers them (the console's).
+var Providers = []string{ProviderStripe}
+
 // Key is the partition key of an event record.
 func Key(provider, id string) string { return provider + "#" + id }

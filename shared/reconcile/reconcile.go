@@ -49,6 +49,12 @@ type Ingester interface {
 	Ingest(ctx context.Context, env event.Envelope, payload []byte, source event.Source) (ingest.Result, error)
 }
 
+// Runs keeps the last runs for operators (the console's reconciler page);
+// *store.Runs implements it.
+type Runs interface {
+	Record(ctx context.Context, provider string, run store.Run) error
+}
+
 // Queue re-enqueues stuck records; *queue.Queue implements it.
 type Queue interface {
 	Send(ctx context.Context, p event.Pointer) error
@@ -125,6 +131,9 @@ type Config struct {
 	MaxThrottles    int
 	Logger          *slog.Logger
 	Now             func() time.Time
+	// Runs, when set, keeps each run's result where operators read it;
+	// the log line is written either way.
+	Runs Runs
 }
 
 // Reconciler runs reconciliations.
@@ -341,7 +350,34 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 		rn.res.CheckpointAge = now.Sub(time.Unix(rn.oldest, 0))
 	}
 	r.report(ctx, rn, err)
+	r.record(ctx, rn, err)
 	return rn.res, err
+}
+
+// record keeps the run's result for operators. It runs after the run's own
+// context may have ended (a run stopped at its deadline is the one to
+// see), with a few seconds of its own; a failure to keep it is logged and
+// changes nothing about the run.
+func (r *Reconciler) record(ctx context.Context, rn *run, err error) {
+	if r.cfg.Runs == nil {
+		return
+	}
+	res := rn.res
+	x := store.Run{
+		ID: res.RunID, StartedAt: rn.startedAt, Duration: res.Duration, Outcome: string(outcome.RunComplete), Stopped: res.Stopped,
+		Since: rn.opts.Since, Listed: res.Listed, Missing: res.Missing, Raced: res.Raced, Stuck: res.Stuck, Pages: res.Pages, Throttled: res.Throttled,
+	}
+	switch {
+	case err != nil:
+		x.Outcome, x.Error = string(outcome.RunFailed), err.Error()
+	case res.Stopped != stopNone:
+		x.Outcome = string(outcome.RunPartial)
+	}
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if rerr := r.cfg.Runs.Record(rctx, r.cfg.Provider, x); rerr != nil {
+		r.cfg.Logger.WarnContext(ctx, "reconcile: keeping the run's result failed", slog.String("run_id", res.RunID), slog.String("error", rerr.Error()))
+	}
 }
 
 func (rn *run) do(ctx context.Context) error {

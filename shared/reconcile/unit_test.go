@@ -362,3 +362,85 @@ func TestWindowOfARun(t *testing.T) {
 		})
 	}
 }
+
+// fakeRuns records what the reconciler keeps of its runs.
+type fakeRuns struct {
+	runs []store.Run
+	err  error
+	ctx  error // the context's error when Record was called
+}
+
+func (f *fakeRuns) Record(ctx context.Context, provider string, run store.Run) error {
+	f.ctx = ctx.Err()
+	if provider != event.ProviderStripe {
+		return fmt.Errorf("provider %q", provider)
+	}
+	f.runs = append(f.runs, run)
+	return f.err
+}
+
+// failingLister fails every listing, as Stripe does when it is down.
+type failingLister struct{}
+
+func (failingLister) ListEvents(context.Context, stripeapi.EventQuery, func(stripeapi.Page) (bool, error)) error {
+	return fmt.Errorf("stripe: 503 service unavailable")
+}
+
+// cancellingLister cancels the run's context while it lists, as a Lambda
+// deadline or an operator's Ctrl-C does.
+type cancellingLister struct{ cancel context.CancelFunc }
+
+func (l cancellingLister) ListEvents(ctx context.Context, _ stripeapi.EventQuery, _ func(stripeapi.Page) (bool, error)) error {
+	l.cancel()
+	return ctx.Err()
+}
+
+// TestEveryRunIsKeptForOperators: a run's result (what it found, how it
+// ended) is handed to Runs, a failed run's error included, and a run whose
+// context was cancelled is kept all the same; a failure to keep it changes
+// nothing about the run.
+func TestEveryRunIsKeptForOperators(t *testing.T) {
+	runs := &fakeRuns{}
+	var logs bytes.Buffer
+	cfg := Config{Stripe: &recordingLister{}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: nopIngester{}, Queue: nopQueue{},
+		Types: []string{"invoice.paid"}, Logger: slog.New(slog.NewJSONHandler(&logs, nil)), Runs: runs}
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(context.Background(), RunOptions{Since: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs.runs) != 1 {
+		t.Fatalf("kept %d runs, want 1", len(runs.runs))
+	}
+	got := runs.runs[0]
+	if got.ID != res.RunID || got.Outcome != string(outcome.RunComplete) || got.Pages != res.Pages || got.Since != time.Hour || got.StartedAt.IsZero() || got.Error != "" {
+		t.Errorf("kept %+v for the result %+v", got, res)
+	}
+
+	cfg.Stripe = failingLister{}
+	r, _ = New(cfg)
+	if _, err := r.Run(context.Background(), RunOptions{}); err == nil {
+		t.Fatal("a run whose listing fails: got no error")
+	}
+	if got := runs.runs[1]; got.Outcome != string(outcome.RunFailed) || !strings.Contains(got.Error, "503") {
+		t.Errorf("a failed run was kept as %+v, want failed with its error", got)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cfg.Stripe = cancellingLister{cancel}
+	r, _ = New(cfg)
+	runs.err = fmt.Errorf("table gone")
+	res, err = r.Run(ctx, RunOptions{})
+	if err != nil {
+		t.Fatalf("a cancelled run: %v", err)
+	}
+	if len(runs.runs) != 3 || runs.ctx != nil || runs.runs[2].Outcome != string(outcome.RunPartial) || runs.runs[2].Stopped != res.Stopped {
+		t.Errorf("a cancelled run: kept %+v with a context error %v, want it partial, kept with a live context", runs.runs[2:], runs.ctx)
+	}
+	if !strings.Contains(logs.String(), "keeping the run's result failed") {
+		t.Errorf("a failure to keep the run is not logged:\n%s", logs.String())
+	}
+}

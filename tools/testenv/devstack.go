@@ -109,7 +109,8 @@ func (d *Devstack) start(t testing.TB) {
 		overrides = append(overrides, k+"="+v)
 	}
 	sort.Strings(overrides)
-	args := append([]string{"-addr", fmt.Sprintf("127.0.0.1:%d", port), "-prefix", d.Prefix,
+	// The console on a port of its own: tests run several stacks at once.
+	args := append([]string{"-addr", fmt.Sprintf("127.0.0.1:%d", port), "-prefix", d.Prefix, "-console-addr", "127.0.0.1:0",
 		"-parameter-overrides", strings.Join(overrides, " ")}, d.Opts.Args...)
 	cmd := exec.Command(DevstackBinary(t), args...)
 	root, _ := repo.Root()

@@ -76,6 +76,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	db := dynamodb.NewFromConfig(cfg)
 	rc.Events = c.Events(db)
 	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
+	rc.Runs = &store.Runs{DB: db, Table: c.EventsTable}
 	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)

@@ -3,7 +3,8 @@
 // resources on it, the webhook endpoint at
 // http://127.0.0.1:3000/webhooks/stripe, the processor consuming the queue,
 // and the reconciler on the template's schedule when a Stripe API key or a
-// local Stripe stand-in (STRIPE_API_BASE) is configured. Ctrl-C stops
+// local Stripe stand-in (STRIPE_API_BASE) is configured, and the operator
+// console (inboxctl console) at http://127.0.0.1:8080. Ctrl-C stops
 // everything and leaves no process behind.
 package main
 
@@ -20,7 +21,9 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/cli"
 	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/devconsole"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
@@ -35,6 +38,7 @@ func run() int {
 	prefix := flag.String("prefix", "webhook-inbox-local", "name prefix of the provisioned tables and queues")
 	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
 	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
+	consoleAddr := flag.String("console-addr", cli.DefaultConsoleAddr, "loopback address of the operator console (inboxctl console); \"off\" turns it off")
 	reconcileEvery := flag.Duration("reconcile-every", 0, "run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set")
 	flag.Parse()
 
@@ -99,14 +103,28 @@ func run() int {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
 		return 1
 	}
-	banner(stack, emu)
+	consoleLine := "off (-console-addr off)"
+	var con *devconsole.Console
+	if *consoleAddr != "off" {
+		// The pipeline is what make dev is for: a console that cannot
+		// start (its port taken) is reported, and the stack runs on.
+		if con, err = devconsole.Start(stack, *prefix, *consoleAddr, os.Stdout); err != nil {
+			consoleLine = fmt.Sprintf("not started: %v (pick another address with DEV_FLAGS='-console-addr 127.0.0.1:0')", err)
+		} else {
+			consoleLine = con.URL
+		}
+	}
+	banner(stack, emu, consoleLine)
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
+	if con != nil {
+		con.Close()
+	}
 	stack.Close()
 	return 0
 }
 
-func banner(s *devstack.Stack, emu *emulator.Emulator) {
+func banner(s *devstack.Stack, emu *emulator.Emulator, console string) {
 	env := s.FunctionEnv[devstack.ProcessorID]
 	reconciler := "off (set STRIPE_API_KEY or STRIPE_API_BASE)"
 	if s.ReconcileEvery > 0 {
@@ -126,12 +144,13 @@ webhook-inbox local stack is up
   mirror table      %s
   queue             %s
   reconciler        %s
+  console           %s
 
 Try:  %s
       stripe listen --forward-to localhost:3000/webhooks/stripe
 Ctrl-C stops everything.
 
-`, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, try)
+`, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, console, try)
 }
 
 // ownEndpoints lists the services with an endpoint of their own
