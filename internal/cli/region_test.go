@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 )
 
 // sharedConfig points the SDK at a shared config file holding profile
@@ -94,7 +96,11 @@ func createStack(t *testing.T, w *world, region, name string, outputs map[string
 	cfg := w.s.AWS.Copy()
 	cfg.Region = region
 	client := cloudformation.NewFromConfig(cfg)
-	if _, err := client.CreateStack(context.Background(), &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(tmpl))}); err != nil {
+	_, err := client.CreateStack(context.Background(), &cloudformation.CreateStackInput{StackName: aws.String(name), TemplateBody: aws.String(string(tmpl))})
+	// Names are unique to the run, so "already exists" means the SDK
+	// retried our own create whose first answer came too late.
+	var exists *cftypes.AlreadyExistsException
+	if err != nil && !errors.As(err, &exists) {
 		t.Fatal(err)
 	}
 	if err := cloudformation.NewStackCreateCompleteWaiter(client, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
@@ -111,8 +117,11 @@ func TestStackInTheProfilesRegion(t *testing.T) {
 	sharedConfig(t)
 	ctx := context.Background()
 	const url = "https://abc123.execute-api.eu-west-1.amazonaws.com/webhooks/stripe"
-	createStack(t, w, "eu-west-1", StackName("euprod"), map[string]string{"WebhookUrl": url})
-	createStack(t, w, "eu-west-1", "billing-inbox", map[string]string{"WebhookUrl": url + "?stack"})
+	// Names unique to this run: the emulator may be shared with other runs.
+	run := time.Now().UnixNano() % 1e9
+	stage, stack := fmt.Sprintf("eu%d", run), fmt.Sprintf("billing-inbox-%d", run)
+	createStack(t, w, "eu-west-1", StackName(stage), map[string]string{"WebhookUrl": url})
+	createStack(t, w, "eu-west-1", stack, map[string]string{"WebhookUrl": url + "?stack"})
 
 	c := w.cli()
 	c.prefix = ""
@@ -121,8 +130,8 @@ func TestStackInTheProfilesRegion(t *testing.T) {
 		target []string
 		want   string
 	}{
-		{[]string{"--stage", "euprod"}, url},
-		{[]string{"--stack", "billing-inbox"}, url + "?stack"},
+		{[]string{"--stage", stage}, url},
+		{[]string{"--stack", stack}, url + "?stack"},
 	} {
 		args := append(append(append([]string{"--profile", "inbox-eu"}, tc.target...), endpointFlags(t)...), "types", "--json")
 		r := c.run(ctx, args...).must(t, 0)
