@@ -26,7 +26,7 @@ func TestNoOtherPackageNamesTheEventsTable(t *testing.T) {
 			"received_at": "inboxctl's labels", "claimed_at": "inboxctl's labels", "processed_at": "inboxctl's labels",
 			"last_error": "inboxctl's labels", "last_error_at": "inboxctl's labels", "payload_hash": "inboxctl's labels",
 			"discarded_at": "inboxctl's labels", "discard_reason": "inboxctl's labels",
-			"provider": "the console's query and path parameters",
+			"provider": "the route's path parameter ({provider}), the console's query and path parameters, log keys, inboxctl's flag and labels",
 		},
 		Except: map[string]string{
 			"pk": "the partition key of every table in template.yaml, which test fakes and effects' own items use",
