@@ -100,13 +100,15 @@ const (
 	SourceReconciler Source = "reconciler"
 )
 
-// ProviderStripe is the only provider so far; keys carry the provider so
-// others can share the tables later.
+// ProviderStripe is the first provider and the default; keys carry the
+// provider, so the same id from two providers never collides.
 const ProviderStripe = "stripe"
 
 // Providers lists every provider whose events the tables may hold, in the
-// order an operator's filter offers them (the console's).
-var Providers = []string{ProviderStripe}
+// order an operator's filter offers them (the console's) and the
+// reconciler's stuck sweep reads their lanes. shared/provider serves all
+// but Stripe, and its test holds the two lists together.
+var Providers = []string{ProviderStripe, "github", "shopify", "standard"}
 
 // Key is the partition key of an event record.
 func Key(provider, id string) string { return provider + "#" + id }

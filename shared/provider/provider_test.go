@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -275,5 +276,15 @@ func TestDecodeObjectTakesOneObjectOnly(t *testing.T) {
 	}
 	if v, err := decodeObject[shape]([]byte(`{"type":"a","type":"b"}`)); err != nil || v.Type != "b" {
 		t.Errorf("repeated key: got %q, %v; want the last value, as encoding/json reads it everywhere", v.Type, err)
+	}
+}
+
+// TestEveryProviderIsInTheTablesVocabulary: event.Providers (the console's
+// filter, the reconciler's stuck sweep) names Stripe and every provider
+// served here, so a record of any of them can be listed and swept.
+func TestEveryProviderIsInTheTablesVocabulary(t *testing.T) {
+	want := append([]string{event.ProviderStripe}, Names...)
+	if !slices.Equal(event.Providers, want) {
+		t.Errorf("event.Providers = %v, want %v", event.Providers, want)
 	}
 }

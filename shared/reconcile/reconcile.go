@@ -118,6 +118,10 @@ type Config struct {
 	// StuckAfter is how long a record may stay unfinished since its last
 	// transition before it is re-enqueued.
 	StuckAfter time.Duration
+	// StuckProviders are the providers whose stuck records a run sends
+	// again, event.Providers when empty: a GitHub delivery stored but not
+	// enqueued is never sent again by GitHub, so only this sweep finds it.
+	StuckProviders []string
 	// MaxPages bounds the list requests answered per run, over all groups.
 	MaxPages int
 	// MaxStuck bounds the records re-enqueued per run.
@@ -162,6 +166,9 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	if cfg.Provider == "" {
 		cfg.Provider = event.ProviderStripe
+	}
+	if len(cfg.StuckProviders) == 0 {
+		cfg.StuckProviders = event.Providers
 	}
 	groups := Groups(cfg.Provider, cfg.Types)
 	if len(groups) == 0 {
@@ -440,27 +447,35 @@ func (rn *run) maxPages() int {
 	return rn.r.cfg.MaxPages
 }
 
-// requeueStuck sends the pointer of every record stuck unfinished again.
+// requeueStuck sends the pointer of every record stuck unfinished again,
+// every provider's (at most MaxStuck in all).
 func (rn *run) requeueStuck(ctx context.Context) error {
 	r := rn.r
 	cutoff := r.cfg.Now().Add(-r.cfg.StuckAfter)
-	for rec, err := range r.cfg.Events.Stuck(ctx, r.cfg.Provider, cutoff, r.cfg.MaxStuck) {
-		if err != nil {
-			return err
-		}
-		if !rec.Status.Pending() {
-			continue
-		}
-		if err := r.cfg.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
-			return fmt.Errorf("reconcile: re-enqueue stuck event %s: %w", rec.ID, err)
-		}
-		rn.res.Stuck++
-		r.cfg.Logger.WarnContext(ctx, "stuck event re-enqueued",
-			slog.String("run_id", rn.res.RunID),
-			slog.String("event_id", rec.ID), slog.String("event_type", rec.Type),
-			slog.String("status", string(rec.Status)), slog.Time("status_at", rec.StatusAt))
-		if !rn.stopAt.IsZero() && !r.cfg.Now().Before(rn.stopAt) {
+sweep:
+	for _, provider := range r.cfg.StuckProviders {
+		left := r.cfg.MaxStuck - rn.res.Stuck
+		if left <= 0 {
 			break
+		}
+		for rec, err := range r.cfg.Events.Stuck(ctx, provider, cutoff, left) {
+			if err != nil {
+				return err
+			}
+			if !rec.Status.Pending() {
+				continue
+			}
+			if err := r.cfg.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
+				return fmt.Errorf("reconcile: re-enqueue stuck event %s#%s: %w", rec.Provider, rec.ID, err)
+			}
+			rn.res.Stuck++
+			r.cfg.Logger.WarnContext(ctx, "stuck event re-enqueued",
+				slog.String("run_id", rn.res.RunID), slog.String("provider", rec.Provider),
+				slog.String("event_id", rec.ID), slog.String("event_type", rec.Type),
+				slog.String("status", string(rec.Status)), slog.Time("status_at", rec.StatusAt))
+			if !rn.stopAt.IsZero() && !r.cfg.Now().Before(rn.stopAt) {
+				break sweep
+			}
 		}
 	}
 	rn.report()

@@ -629,6 +629,35 @@ func TestStuckRecordsAreRequeuedAndProcessed(t *testing.T) {
 	}
 }
 
+// TestStuckRecordsOfEveryProviderAreRequeued: a GitHub delivery stored but
+// never enqueued (its sender got a 5xx and GitHub does not retry) is found
+// by the same sweep as Stripe's, and processed.
+func TestStuckRecordsOfEveryProviderAreRequeued(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, oneGroup)
+	ctx := context.Background()
+	long := h.now.Add(-reconcile.DefaultStuckAfter - 5*time.Minute)
+	body := []byte(`{"action":"opened","number":1}`)
+	env := event.Envelope{ID: fmt.Sprintf("gh-%d", time.Now().UnixNano()), Type: "pull_request.opened", Created: long.Unix()}
+	rec := event.NewRecord("github", env, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, long)
+	if _, err := h.events.Create(ctx, &rec); err != nil {
+		t.Fatal(err)
+	}
+	h.startProcessor()
+
+	res, err := h.reconciler("sk_test_reconcile", nil).Run(ctx, reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Stuck != 1 {
+		t.Fatalf("stuck re-enqueued: got %d, want the GitHub record", res.Stuck)
+	}
+	testenv.Eventually(t, 30*time.Second, "the GitHub event to be processed", func() bool {
+		r, err := h.events.Get(ctx, "github", env.ID)
+		return err == nil && r.Status == event.StatusProcessed
+	})
+}
+
 func TestOverlappingRunsCannotMoveTheCheckpointBackwards(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, oneGroup)
