@@ -119,6 +119,10 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 	if status != 404 {
 		t.Errorf("unknown provider: got %d %s, want 404", status, resp)
 	}
+	// The stack's log reaches the test through a pipe, maybe after the answer.
+	testenv.Eventually(t, 10*time.Second, "the unknown provider's log line", func() bool {
+		return len(stack.Lines(map[string]string{"msg": "webhook", "outcome": "rejected_unknown_provider"})) >= 1
+	})
 	if n := len(stack.Lines(map[string]string{"msg": "webhook", "outcome": "rejected_unknown_provider"})); n != 1 {
 		t.Errorf("unknown provider: %d log lines, want 1", n)
 	}
