@@ -57,6 +57,10 @@ const (
 	// Timeout: the request's time budget, or the Lambda deadline, ran out
 	// (504).
 	Timeout Outcome = "timeout"
+	// SecretsUnavailable: the signing secrets cannot be read, or hold no
+	// secret, so no signature can be checked (503); nothing is stored and
+	// the provider retries.
+	SecretsUnavailable Outcome = "secrets_unavailable"
 )
 
 // What the processor did with one queue message: the name of the metric
@@ -111,7 +115,7 @@ var Receiver = []Outcome{
 	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
 	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedMalformed,
 	RejectedMissingID, RejectedWrongMode, RejectedTooLarge,
-	PersistFailed, EnqueueFailed, Throttled, Timeout,
+	PersistFailed, EnqueueFailed, Throttled, Timeout, SecretsUnavailable,
 }
 
 // Processor lists the processor's outcomes of a message, in the order its

@@ -15,7 +15,7 @@
 //	     timestamp; malformed JSON or base64; no event id or type; wrong mode
 //	413  body over the size limit
 //	500  the record could not be stored, or its pointer not enqueued
-//	503  DynamoDB or SQS throttled us
+//	503  DynamoDB or SQS throttled us; the signing secrets cannot be read
 //	504  the time budget (or the Lambda deadline) ran out
 //
 // Every 5xx makes the provider retry, and nothing was acknowledged. Each
@@ -53,9 +53,17 @@ const (
 // the request still gets its 504 and its log line.
 const answerReserve = 500 * time.Millisecond
 
+// Verifier checks a delivery's signature header against its raw body;
+// *signature.Keyring implements it. An error wrapping
+// signature.ErrNoSecrets means it cannot check now (its secrets cannot be
+// read), which is answered 503; any other error is the delivery's fault.
+type Verifier interface {
+	Verify(ctx context.Context, payload []byte, header string) error
+}
+
 // Config configures a Handler.
 type Config struct {
-	Verifier *signature.Verifier
+	Verifier Verifier
 	Ingester *ingest.Ingester
 	// Livemode is the mode this deployment serves; events of the other mode
 	// are rejected.
@@ -97,6 +105,7 @@ func New(cfg Config) *Handler {
 // Stages at which an accepted event can fail to enter the pipeline, as
 // logged (failed_at) and counted.
 const (
+	stageSecrets = "secrets"
 	stagePersist = "persist"
 	stageEnqueue = "enqueue"
 )
@@ -129,7 +138,16 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if err != nil {
 		return result{status: 400, outcome: outcome.RejectedMalformed, err: err}
 	}
-	if err := h.cfg.Verifier.Verify(body, header(req.Headers, "stripe-signature")); err != nil {
+	// The budget covers every AWS call of the request, the read of the
+	// signing secrets (on the first request, or after a refusal) included.
+	ctx, cancel := h.budget(ctx)
+	defer cancel()
+	if err := h.cfg.Verifier.Verify(ctx, body, header(req.Headers, "stripe-signature")); err != nil {
+		if errors.Is(err, signature.ErrNoSecrets) {
+			// Nothing is wrong with the delivery: the provider retries a
+			// 503, and the 5xx alarm sees it.
+			return result{status: 503, outcome: outcome.SecretsUnavailable, err: err, stage: stageSecrets}
+		}
 		return result{status: 400, outcome: signatureOutcome(err), err: err}
 	}
 	env, err := event.DecodeEnvelope(body)
@@ -144,8 +162,6 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		return result{status: 400, outcome: outcome.RejectedWrongMode, env: env, err: errWrongMode}
 	}
 
-	ctx, cancel := h.budget(ctx)
-	defer cancel()
 	res, err := h.cfg.Ingester.Ingest(ctx, env, body, event.SourceWebhook)
 	if err != nil {
 		r := result{status: 500, outcome: outcome.PersistFailed, env: env, err: err, ing: res, stage: stagePersist}
@@ -279,6 +295,9 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	ms := make([]metrics.Metric, 0, 6)
 	ms = append(ms, metrics.C("requests", 1), metrics.Ms("latency", latency))
 	switch r.stage {
+	case stageSecrets:
+		attrs = append(attrs, slog.String("failed_at", r.stage))
+		ms = append(ms, metrics.C("secrets_failures", 1))
 	case stagePersist:
 		attrs = append(attrs, slog.String("failed_at", r.stage))
 		ms = append(ms, metrics.C("persist_failures", 1))

@@ -31,6 +31,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
@@ -104,7 +105,7 @@ type meter struct {
 	queue    provision.Queue
 	source   template.SQSSource
 	route    template.HTTPRoute
-	recv     *receiverboot.Handler
+	recv     *receiver.Handler
 	proc     *processor.Processor
 	timeouts map[string]time.Duration
 	failOnce *failOnce
