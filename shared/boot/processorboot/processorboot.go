@@ -109,7 +109,8 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 
 // newFetcher is the processor's reader of events too large to store:
 // GET /v1/events/{id} through package stripeapi, with the key read on
-// first need. stripe-go's own retries are off: a failed fetch fails its
+// first need, and read again on a 401 (at most once a minute: a rotated
+// key takes effect without a redeploy). stripe-go's own retries are off: a failed fetch fails its
 // event, which the queue retries with the processor's backoff. The answer
 // is bounded by store.MaxPayloadBytes, the bound on every payload the
 // processor handles (stored or fetched): the mirror and the effects get
@@ -117,6 +118,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 func newFetcher(key *secrets.Secret, base string) (*stripeapi.Client, error) {
 	return stripeapi.New(stripeapi.Config{
 		KeyFunc:           key.Value,
+		KeyRefused:        key.Refresh,
 		BaseURL:           base,
 		MaxNetworkRetries: -1,
 		MaxResponseBytes:  store.MaxPayloadBytes,

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,6 +20,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -263,4 +266,42 @@ func (f ssmFunc) GetParameter(_ context.Context, name string) (secrets.Parameter
 		return secrets.Parameter{}, err
 	}
 	return secrets.Parameter{Name: name, Value: v, Type: "SecureString"}, nil
+}
+
+type keyParameter struct{ value *string }
+
+func (k keyParameter) GetParameter(context.Context, string) (secrets.Parameter, error) {
+	return secrets.Parameter{Type: "SecureString", Value: *k.value}, nil
+}
+
+// TestTheFetcherTakesARotatedKey: the processor's fetcher reads the API
+// key again when Stripe answers 401, once a minute has passed since it was
+// read, and fetches with the new key.
+func TestTheFetcherTakesARotatedKey(t *testing.T) {
+	fake := stripefake.New()
+	defer fake.Close()
+	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Add(body); err != nil {
+		t.Fatal(err)
+	}
+	fake.RequireKey("rk_test_new")
+	stored := "rk_test_old"
+	clk := time.Unix(1_800_000_000, 0)
+	key := secrets.FromParameter(func() secrets.SSM { return keyParameter{&stored} }, "/webhook-inbox/dev/stripe/api-key")
+	key.SetClock(func() time.Time { return clk })
+	f, err := newFetcher(key, fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), "evt_big"); err == nil || fault.IsPermanent(err) {
+		t.Fatalf("old key: got %v, want a retryable 401", err)
+	}
+	stored = "rk_test_new"
+	clk = clk.Add(time.Minute)
+	if got, err := f.Fetch(context.Background(), "evt_big"); err != nil || string(got) != string(body) {
+		t.Errorf("a minute later, the key rotated in Parameter Store: got %d bytes, %v; want the event", len(got), err)
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
@@ -66,7 +67,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		return nil, err
 	}
 	var err error
-	rc.Stripe, err = stripeapi.New(stripeapi.Config{KeyFunc: key.Value, BaseURL: apiBase, RateLimit: float64(limit)})
+	rc.Stripe, err = newLister(key, apiBase, limit)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
 	}
@@ -81,4 +82,12 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		return nil, fmt.Errorf("boot reconciler: %w", err)
 	}
 	return rec, nil
+}
+
+// newLister is the reconciler's client of Stripe's events list, paced to
+// limit requests a second. The key is read at the first run, and read
+// again on a 401 (at most once a minute), so a key rotated in Parameter
+// Store takes effect without a redeploy.
+func newLister(key *secrets.Secret, base string, limit int) (*stripeapi.Client, error) {
+	return stripeapi.New(stripeapi.Config{KeyFunc: key.Value, KeyRefused: key.Refresh, BaseURL: base, RateLimit: float64(limit)})
 }
