@@ -45,6 +45,9 @@ type Record struct {
 	LeaseUntil  time.Time
 	LastError   string
 	LastErrorAt time.Time
+	// RetryAt is when a failed record's message comes back from its
+	// backoff; zero when none is pending.
+	RetryAt time.Time
 	// MirrorKey is the mirrored object the event touched, if any.
 	MirrorKey string
 }

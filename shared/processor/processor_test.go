@@ -94,14 +94,14 @@ func (f *fakeStore) Complete(_ context.Context, rec event.Record, owner string, 
 	return nil
 }
 
-func (f *fakeStore) Fail(_ context.Context, rec event.Record, owner string, st event.Status, cause string, _ time.Time) error {
+func (f *fakeStore) Fail(_ context.Context, rec event.Record, owner string, st event.Status, cause string, _, retryAt time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.records[rec.ID]
 	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
 		return store.ErrLeaseLost
 	}
-	r.Status, r.LastError, r.LeaseOwner = st, cause, ""
+	r.Status, r.LastError, r.LeaseOwner, r.RetryAt = st, cause, "", retryAt
 	f.failed[rec.ID] = st
 	return nil
 }
@@ -281,18 +281,33 @@ func (v *visibility) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMe
 func TestRetriesBackOffExponentiallyAndTheLastReceiveGoesStraightToTheDLQ(t *testing.T) {
 	st := newFakeStore(rec("evt_1", event.StatusReceived))
 	vis := &visibility{}
+	now := time.Unix(1_800_000_000, 0)
 	p, err := New(Config{
 		Store: st, Effects: &effects{err: errors.New("downstream 500")}, MaxReceiveCount: 5,
 		Visibility: vis, QueueURL: "https://queue", BackoffBase: 2 * time.Second, BackoffMax: 10 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+		Now:    func() time.Time { return now },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var retryAt []string
 	for receive := 1; receive <= 5; receive++ {
 		m := msg("evt_1", receive)
 		m.ReceiptHandle = "rh"
 		p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+		st.mu.Lock()
+		if at := st.records["evt_1"].RetryAt; at.IsZero() {
+			retryAt = append(retryAt, "none")
+		} else {
+			retryAt = append(retryAt, at.Sub(now).String())
+		}
+		st.mu.Unlock()
+	}
+	// The record says when its message comes back (the stuck sweep waits
+	// for it); a dead-lettered one waits for nothing.
+	if got, want := fmt.Sprint(retryAt), "[2s 4s 8s 10s none]"; got != want {
+		t.Errorf("retry_at after each receive: got %s, want %s", got, want)
 	}
 	// 2 s doubled per receive up to the 10 s cap; then 0 on the last receive,
 	// so SQS moves the message to the DLQ on the next receive.
@@ -516,3 +531,26 @@ func TestAnUndecodablePayloadFailsItsEventForGood(t *testing.T) {
 		t.Errorf("effects ran: %v, want none", eff.calls)
 	}
 }
+
+// TestTheDefaultRetryBudgetIsOverSixHours: with the template's defaults
+// (RetryBackoffBase 60, RetryBackoffMax 7200, MaxReceiveCount 10) a
+// failing event is retried for over six hours before it is dead-lettered,
+// where 5 receives after 2 s doubling gave 30 s.
+func TestTheDefaultRetryBudgetIsOverSixHours(t *testing.T) {
+	got := RetryBudget(DefaultBackoffBase, DefaultBackoffMax, 10)
+	if got < 6*time.Hour || got != 6*time.Hour+7*time.Minute {
+		t.Errorf("budget: got %v, want 6h7m0s (at least 6 h)", got)
+	}
+	// The backoffs: 1, 2, 4, ... 64 minutes, then the 2-hour cap.
+	var waits []string
+	for r := 1; r < 10; r++ {
+		waits = append(waits, backoff(DefaultBackoffBase, DefaultBackoffMax, r).String())
+	}
+	if want := "[1m0s 2m0s 4m0s 8m0s 16m0s 32m0s 1h4m0s 2h0m0s 2h0m0s]"; fmt.Sprint(waits) != want {
+		t.Errorf("backoffs: got %v, want %s", waits, want)
+	}
+	if RetryBudget(time.Second, 24*time.Hour, 100) > 100*MaxBackoff || backoff(time.Hour, 24*time.Hour, 10) != MaxBackoff {
+		t.Errorf("a backoff past SQS's 12-hour visibility limit: want MaxBackoff")
+	}
+}
+

@@ -45,6 +45,15 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	concurrency := r.Integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
 	backoff := r.Duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
+	backoffMax := r.Duration("RETRY_BACKOFF_MAX", processor.DefaultBackoffMax)
+	switch budget := processor.RetryBudget(backoff, backoffMax, maxReceive); {
+	case backoff <= 0 || backoffMax < backoff:
+		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v: want 0 < base <= max", backoff, backoffMax))
+	case budget > processor.MaxRetryBudget:
+		// SQS would delete messages unseen before they are dead-lettered.
+		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v and MAX_RECEIVE_COUNT=%d retry an event for %v, over %v (half the queue's retention)",
+			backoff, backoffMax, maxReceive, budget, processor.MaxRetryBudget))
+	}
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	fields, err := mirror.ParseFields(r.Optional("MIRROR_KEEP_FIELDS", ""))
 	if err != nil {
@@ -103,6 +112,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		MaxReceiveCount: maxReceive,
 		Concurrency:     concurrency,
 		BackoffBase:     backoff,
+		BackoffMax:      backoffMax,
 		Logger:          logger,
 	})
 }

@@ -305,3 +305,19 @@ func TestTheFetcherTakesARotatedKey(t *testing.T) {
 		t.Errorf("a minute later, the key rotated in Parameter Store: got %d bytes, %v; want the event", len(got), err)
 	}
 }
+
+// TestRefusesARetryBudgetPastTheQueuesRetention: backoffs that would keep
+// an event retrying longer than half the queue's retention fail the cold
+// start, naming the variables: SQS would delete the message unseen.
+func TestRefusesARetryBudgetPastTheQueuesRetention(t *testing.T) {
+	err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "3600", "RETRY_BACKOFF_MAX": "40000", "MAX_RECEIVE_COUNT": "10"}), slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "RETRY_BACKOFF_MAX") || !strings.Contains(err.Error(), "MAX_RECEIVE_COUNT=10") {
+		t.Errorf("got %v, want an error naming the budget's variables", err)
+	}
+	if err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "60", "RETRY_BACKOFF_MAX": "30"}), slog.Default(), nil); err == nil {
+		t.Error("a base over the maximum: got nil error")
+	}
+	if err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "60", "RETRY_BACKOFF_MAX": "7200", "MAX_RECEIVE_COUNT": "10"}), slog.Default(), nil); err != nil {
+		t.Errorf("the template's defaults: %v", err)
+	}
+}
