@@ -22,8 +22,9 @@ type Record struct {
 	Status   Status
 	StatusAt time.Time
 	Source   Source
-	// Outcome is what processing did (outcome.Applied, outcome.Superseded),
-	// or outcome.Ignored for a type this deployment does not handle.
+	// Outcome is what processing did (outcome.Applied, outcome.Superseded,
+	// outcome.Backfilled), or outcome.Ignored for a type this deployment
+	// does not handle.
 	Outcome outcome.Outcome
 
 	// Payload is the raw body exactly as signed. PayloadOmitted marks a

@@ -74,6 +74,10 @@ const (
 	// so the snapshot was left alone; the event's effects were committed and
 	// it is processed.
 	Superseded Outcome = "superseded"
+	// Backfilled: history ingested by a backfill (source backfill): its
+	// snapshot was applied to the mirror if newer than what it holds, no
+	// effect ran, and it is processed.
+	Backfilled Outcome = "backfilled"
 	// Leased: another worker holds a live lease on the event; the message is
 	// deleted and that worker finishes the event.
 	Leased Outcome = "leased"
@@ -121,7 +125,7 @@ var Receiver = []Outcome{
 // Processor lists the processor's outcomes of a message, in the order its
 // batch line counts them.
 var Processor = []Outcome{
-	Applied, Superseded, Duplicate, Leased, Missing, BadMessage, LeaseLost,
+	Applied, Superseded, Backfilled, Duplicate, Leased, Missing, BadMessage, LeaseLost,
 	Retry, Permanent, DeadLettered,
 }
 

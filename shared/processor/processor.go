@@ -349,14 +349,19 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 }
 
 // apply reads the payload, plans, runs effects and commits. It returns the
-// committed outcome, outcome.Applied or outcome.Superseded.
+// committed outcome: outcome.Applied, outcome.Superseded, or
+// outcome.Backfilled for history a backfill ingested.
 func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (outcome.Outcome, error) {
 	payload, err := p.payload(ctx, rec)
 	if err != nil {
 		return "", err
 	}
 	rec.Payload = payload
-	plan, effects, err := p.handlers(ctx, rec, payload)
+	// History ingested by a backfill updates the mirror and runs no
+	// effect: the effects of events from before this deployment were the
+	// business of whatever handled them then.
+	backfill := rec.Source == event.SourceBackfill
+	plan, effects, err := p.handlers(ctx, rec, payload, !backfill)
 	if err != nil {
 		return "", err
 	}
@@ -365,12 +370,17 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		MirrorKey: plan.Key,
 		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
 	}
+	if backfill {
+		c.Outcome = outcome.Backfilled
+	}
 	err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
 		// A newer event of this object was applied first. The snapshot
 		// stays; the event's own effects still happen, exactly once.
-		c.Outcome = outcome.Superseded
+		if !backfill {
+			c.Outcome = outcome.Superseded
+		}
 		c.Writes = effects
 		err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	}
@@ -425,9 +435,10 @@ func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error)
 	return payload, nil
 }
 
-// handlers runs the mirror's plan and the team's effects for rec. A panic
-// in either becomes a *PanicError, so the attempt is recorded as failed.
-func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
+// handlers runs the mirror's plan and, with runEffects, the team's
+// effects for rec. A panic in either becomes a *PanicError, so the attempt
+// is recorded as failed.
+func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
@@ -438,7 +449,7 @@ func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []by
 			return mirror.Plan{}, nil, err
 		}
 	}
-	if p.cfg.Effects != nil {
+	if p.cfg.Effects != nil && runEffects {
 		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
 			return mirror.Plan{}, nil, err
 		}

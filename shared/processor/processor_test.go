@@ -25,6 +25,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -90,7 +92,7 @@ func (f *fakeStore) Complete(_ context.Context, rec event.Record, owner string, 
 	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
 		return store.ErrLeaseLost
 	}
-	r.Status, r.Outcome, r.LeaseOwner = event.StatusProcessed, c.Outcome, ""
+	r.Status, r.Outcome, r.LeaseOwner, r.MirrorKey = event.StatusProcessed, c.Outcome, "", c.MirrorKey
 	return nil
 }
 
@@ -554,3 +556,37 @@ func TestTheDefaultRetryBudgetIsOverSixHours(t *testing.T) {
 	}
 }
 
+// keyMirror plans a snapshot write for every event, keyed by its id.
+type keyMirror struct{}
+
+func (keyMirror) Plan(r event.Record, _ []byte) (mirror.Plan, error) {
+	return mirror.Plan{Key: "obj_" + r.ID}, nil
+}
+
+// TestBackfilledHistoryRunsNoEffect: an event a backfill ingested (source
+// backfill: history from before the deployment) is applied to the mirror
+// and processed with outcome backfilled, and none of the team's effects
+// runs; the same event as a lost webhook runs them.
+func TestBackfilledHistoryRunsNoEffect(t *testing.T) {
+	history := rec("evt_history", event.StatusReceived)
+	history.Source = event.SourceBackfill
+	lost := rec("evt_lost", event.StatusReceived)
+	lost.Source = event.SourceReconciler
+	st := newFakeStore(history, lost)
+	eff := &effects{}
+	p, err := New(Config{Store: st, Mirror: keyMirror{}, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_history", 1), msg("evt_lost", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	h, l := st.records["evt_history"], st.records["evt_lost"]
+	if h.Status != event.StatusProcessed || h.Outcome != outcome.Backfilled || h.MirrorKey != "obj_evt_history" || eff.calls["evt_history"] != 0 {
+		t.Errorf("history: %s, outcome %s, mirror key %q, effects %d; want processed, backfilled, applied to the mirror, no effect",
+			h.Status, h.Outcome, h.MirrorKey, eff.calls["evt_history"])
+	}
+	if l.Outcome != outcome.Applied || eff.calls["evt_lost"] != 1 {
+		t.Errorf("lost webhook: outcome %s, effects %d; want applied, 1", l.Outcome, eff.calls["evt_lost"])
+	}
+}
