@@ -24,7 +24,10 @@ import (
 )
 
 // New builds the processor's handler, running the team's effects (effects,
-// hooks.Registry(); nil for none), which it reads and never changes.
+// hooks.Registry(); nil for none), which it reads and never changes: it
+// builds the effects declared there (effect.Spec) with their configuration
+// (boot.Reader.Effects: EFFECT_SETTINGS, EFFECT_SECRETS), the processor
+// being the one function that runs them.
 //
 // When FORWARD_URL is set, the built-in forward effect (effect.Forward)
 // runs after them for every type: its target must pass effect.CheckURL,
@@ -65,6 +68,11 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		}
 		return effect.CheckURL(v)
 	})
+	var specs []effect.Spec
+	if effects != nil {
+		specs = effects.Specs()
+	}
+	effectConfigs := r.Effects(specs)
 	apiKey := r.Secret("STRIPE_API_KEY", false)
 	var forwardSecret *secrets.Secret
 	if forwardURL != "" {
@@ -91,7 +99,11 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	var eff processor.Effects
 	if effects != nil {
-		eff = effects
+		built, err := effects.Build(effectConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: %w", err)
+		}
+		eff = built
 	}
 	if forwardURL != "" {
 		if forwardSecret == nil {

@@ -81,6 +81,12 @@ func run() int {
 			env[k] = v
 		}
 	}
+	// Your effects' secrets, locally (boot.EffectSecretVariable).
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "EFFECT_SECRET_") && v != "" {
+			env[k] = v
+		}
+	}
 	stack, err := devstack.Start(ctx, devstack.Options{
 		Template:       filepath.Join(root, "template.yaml"),
 		Overrides:      overrides,
