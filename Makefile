@@ -3,6 +3,9 @@
 #   make test   run every test, starting and stopping what they need
 # Both install what they need (moto, cfn-lint and the SAM CLI in .venv, from
 # dev/requirements.lock: every package pinned, with its hashes).
+#   make test-localstack   the end-to-end tests, the drills and the CLI tests
+#                          with SQS, SSM and CloudFormation on LocalStack
+#                          (no Docker) and DynamoDB on moto: docs/localstack.md
 
 SHELL := /bin/bash
 GO ?= go
@@ -12,6 +15,16 @@ STAMP := $(VENV)/.installed
 # checkov pins boto3 to a release the SAM CLI refuses: its own virtualenv.
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+# LocalStack's open-source runtime, run without Docker: its own virtualenv,
+# with a newer Python than the others need (tools/findpython finds one on
+# PATH or through pyenv); dev/localstack.lock is resolved for it.
+LOCALSTACK_VENV := .venv-localstack
+LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
+LOCALSTACK_PYTHON := 3.13
+# The lock's resolution date: newer releases of LocalStack's dependencies
+# break it (cbor2 6.3.0, pyOpenSSL 26.4.0). pip >= 26 resolves as of a date.
+LOCALSTACK_UPLOADED_PRIOR_TO := 2026-03-31T00:00:00Z
+LOCK_PIP_VERSION := 26.3
 # Every package and its dependencies come from a lock file with hashes, as
 # wheels (no setup.py runs at install time); the locks are resolved for
 # CPython 3.11 (make lock). --no-deps: the lock is the whole set (pip check
@@ -40,7 +53,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test lint fuzz bench bench-coldstart cost venv checkov-venv lock build validate rie clean drills loadtest \
+.PHONY: dev test test-localstack lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -62,6 +75,17 @@ $(CHECKOV_STAMP): dev/checkov.lock
 	$(CHECKOV_VENV)/bin/pip check --disable-pip-version-check
 	touch $@
 
+## localstack-venv: LocalStack (localstack-core, dev/localstack.lock: every
+## package pinned, with its hashes, as wheels) in its own virtualenv, with
+## Python >= $(LOCALSTACK_PYTHON) from PATH or pyenv
+localstack-venv: $(LOCALSTACK_STAMP)
+$(LOCALSTACK_STAMP): dev/localstack.lock
+	@py=$$($(GO) run ./tools/findpython -min $(LOCALSTACK_PYTHON) -for "LocalStack (dev/localstack.lock)") && \
+	  echo "$$py -m venv --clear $(LOCALSTACK_VENV)" && $$py -m venv --clear $(LOCALSTACK_VENV)
+	$(LOCALSTACK_VENV)/bin/pip install $(PIP_INSTALL) -r dev/localstack.lock
+	$(LOCALSTACK_VENV)/bin/pip check --disable-pip-version-check
+	touch $@
+
 ## lock: resolve dev/requirements.in and dev/checkov.in again into their
 ## .lock files (every dependency pinned, hashes of every file of each pin),
 ## with a pinned pip-tools. Pins already in a lock stay unless
@@ -76,6 +100,20 @@ lock:
 	done
 	rm -rf .venv-lock
 
+## lock-localstack: resolve dev/localstack.in again into dev/localstack.lock,
+## as of LOCALSTACK_UPLOADED_PRIOR_TO, with Python $(LOCALSTACK_PYTHON). The
+## three packages LocalStack publishes only as source (--unsafe-package:
+## listed, not pinned) serve services it does not run for us; installing
+## them would run their setup.py. dev/localstack.in says more.
+lock-localstack:
+	@py=$$($(GO) run ./tools/findpython -min $(LOCALSTACK_PYTHON) -for "make lock-localstack") && $$py -m venv --clear .venv-lock
+	.venv-lock/bin/pip install --quiet --disable-pip-version-check pip==$(LOCK_PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION)
+	.venv-lock/bin/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --unsafe-package airspeed-ext --unsafe-package crontab --unsafe-package jsonpath-rw \
+	  --pip-args "--uploaded-prior-to $(LOCALSTACK_UPLOADED_PRIOR_TO)" $(LOCK_FLAGS) \
+	  --output-file dev/localstack.lock dev/localstack.in
+	rm -rf .venv-lock
+
 ## dev: the whole pipeline on this machine, in the foreground
 dev: venv
 	$(GO) build -o bin/devstack ./tools/cmd/devstack
@@ -85,6 +123,13 @@ dev: venv
 ## the real bootstrap binaries under the Lambda runtime emulator)
 test: venv rie
 	$(GO) run ./tools/withemulator -- $(GO) test $(TEST_FLAGS) ./...
+
+## test-localstack: the end-to-end tests, the drills and the CLI tests with
+## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
+## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./cmd/... ./tools/faultproxy ./shared/secrets
+test-localstack: venv rie localstack-venv
+	$(GO) run ./tools/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 
 ## drills: the seven failure drills, and the kill and throttling drills (also part of make test)
 drills: venv

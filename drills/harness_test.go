@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
@@ -164,8 +165,9 @@ var killOverrides = map[string]string{
 
 func newPipeline(t *testing.T, env map[string]string, params map[string]string, args ...string) *pipeline {
 	t.Helper()
-	endpoint := testenv.Endpoint(t)
-	proxy, err := faultproxy.New(endpoint)
+	// Every service passes through the proxy, which sends each on to its
+	// emulator.
+	proxy, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +181,7 @@ func newPipeline(t *testing.T, env map[string]string, params map[string]string, 
 	if params == nil {
 		params = overrides
 	}
-	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoint: psrv.URL, Overrides: params, Env: e, Args: args})
+	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoints: emulator.One(psrv.URL), Overrides: params, Env: e, Args: args})
 	cfg := testenv.AWS(t)
 	db := dynamodb.NewFromConfig(cfg)
 	return &pipeline{
@@ -260,7 +262,14 @@ func (p *pipeline) queueDepth(logicalID string) int {
 func (p *pipeline) inboxctl(args ...string) (string, error) {
 	p.t.Helper()
 	root, _ := repo.Root()
-	all := append([]string{"run", "./cmd/inboxctl", "--endpoint", testenv.Endpoint(p.t), "--prefix", p.stack.Prefix}, args...)
+	e := testenv.Endpoints(p.t)
+	all := []string{"run", "./cmd/inboxctl", "--endpoint", e.URL, "--prefix", p.stack.Prefix}
+	for _, service := range []string{"dynamodb", "sqs", "ssm", "cloudformation"} {
+		if url := e.For(service); url != e.URL {
+			all = append(all, "--endpoint", service+"="+url)
+		}
+	}
+	all = append(all, args...)
 	cmd := exec.Command("go", all...)
 	cmd.Dir = root
 	var out bytes.Buffer

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
@@ -103,13 +107,51 @@ func TestBadSignatureStoresNothing(t *testing.T) {
 	}
 }
 
+// TestLocalStackReachesEachServiceAtItsOwnEndpoint: the local stack's
+// process, started with AWS_ENDPOINT_URL at the emulator and
+// AWS_ENDPOINT_URL_DYNAMODB at a proxy in front of it, sends DynamoDB's
+// requests, and only those, through the proxy: what make test-localstack
+// needs (DynamoDB on moto, the rest on LocalStack), whatever the test's own
+// environment said.
+func TestLocalStackReachesEachServiceAtItsOwnEndpoint(t *testing.T) {
+	real := testenv.Endpoints(t)
+	proxy, err := faultproxy.New(real)
+	if err != nil {
+		t.Fatal(err)
+	}
+	psrv := httptest.NewServer(proxy)
+	t.Cleanup(psrv.Close)
+	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoints: emulator.Endpoints{
+		URL: real.For("SQS"), Services: map[string]string{"DYNAMODB": psrv.URL, "SSM": real.For("SSM")},
+	}})
+	body, _ := stripefixture.Build("invoice.paid", stripefixture.Options{})
+	if status, resp := deliver(t, stack.URL, body, devstack.DefaultWebhookSecret); status != 200 {
+		t.Fatalf("delivery: got %d %s, want 200", status, resp)
+	}
+	requests, _ := proxy.Stats()
+	var dynamo, other []string
+	for op, n := range requests {
+		switch {
+		case op == ".":
+			// The stack's check that the endpoint answers: no AWS call.
+		case strings.HasPrefix(op, "dynamodb."):
+			dynamo = append(dynamo, fmt.Sprintf("%s×%d", op, n))
+		default:
+			other = append(other, op)
+		}
+	}
+	if len(dynamo) == 0 || requests["dynamodb.PutItem"] == 0 || len(other) > 0 {
+		t.Errorf("through AWS_ENDPOINT_URL_DYNAMODB: DynamoDB %v, others %v; want DynamoDB's (the record's PutItem among them) and nothing else", dynamo, other)
+	}
+}
+
 func TestEmulatorDownAnswers5xx(t *testing.T) {
 	emu, err := emulator.Start(context.Background(), emulator.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer emu.Stop()
-	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoint: emu.URL})
+	stack := testenv.StartDevstack(t, testenv.DevstackOptions{Endpoints: emulator.One(emu.URL)})
 
 	body, _ := stripefixture.Build("invoice.paid", stripefixture.Options{})
 	if status, resp := deliver(t, stack.URL, body, devstack.DefaultWebhookSecret); status != 200 {

@@ -125,8 +125,10 @@ func TestLocalStackInitHookProvisions(t *testing.T) {
 		"WEBHOOK_INBOX_HOME=" + home,
 		"WEBHOOK_INBOX_PREFIX=" + prefix,
 		"WEBHOOK_INBOX_PARAMETER_OVERRIDES=WebhookSecretsParameter=/webhook-inbox/" + prefix + "/secrets ApiKeyParameter=/webhook-inbox/" + prefix + "/api-key",
-		"AWS_ENDPOINT_URL=" + testenv.Endpoint(t),
 	}
+	// LocalStack's container would have every service; on the host,
+	// DynamoDB may have an endpoint of its own (make test-localstack).
+	hook.Env = testenv.Endpoints(t).Environ(hook.Env)
 	var stdout, stderr bytes.Buffer
 	hook.Stdout, hook.Stderr = &stdout, &stderr
 	if err := hook.Run(); err != nil {

@@ -83,15 +83,15 @@ func BenchmarkColdStart(b *testing.B) {
 		size, allocs := packageInit(b, boots[id])
 		initKB[id], initAllocs[id] = float64(size)/1024, float64(allocs)
 	}
-	// Straight to the emulator: the recording proxy is for the tests.
-	direct := map[string]string{"AWS_ENDPOINT_URL": testenv.Endpoint(b)}
+	// Straight to the emulators: the recording proxy is for the tests.
+	direct := testenv.Endpoints(b).Vars()
 	// The reconciler's first run lists from a Stripe API with no events.
 	api := stripefake.New()
 	b.Cleanup(api.Close)
 	envs := map[string]map[string]string{
 		receiverID:   s.env(b, receiverID, direct),
 		processorID:  s.env(b, processorID, direct),
-		reconcilerID: s.env(b, reconcilerID, map[string]string{"AWS_ENDPOINT_URL": direct["AWS_ENDPOINT_URL"], "STRIPE_API_BASE": api.URL}),
+		reconcilerID: s.env(b, reconcilerID, mergeEnv(direct, map[string]string{"STRIPE_API_BASE": api.URL})),
 	}
 	envs[helloID] = runtimeEnv(helloID, 3, testenv.Endpoint(b))
 	q := s.stack.Queue("WebhookQueue")
@@ -210,4 +210,11 @@ func median(ds []time.Duration) time.Duration {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// mergeEnv returns a copy of a with b's variables added over it.
+func mergeEnv(a, b map[string]string) map[string]string {
+	out := maps.Clone(a)
+	maps.Copy(out, b)
+	return out
 }

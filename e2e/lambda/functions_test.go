@@ -90,7 +90,7 @@ func newSetupWith(tb testing.TB, overrides, extraSecrets map[string]string) *set
 			tb.Fatal(err)
 		}
 	}
-	s.rec = startRecorder(tb, testenv.Endpoint(tb))
+	s.rec = startRecorder(tb, testenv.Endpoints(tb))
 	return s
 }
 

@@ -7,8 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
 )
 
 // apiCall is one AWS API call a function made, as the recorder saw it.
@@ -28,21 +27,21 @@ type apiCall struct {
 
 func (c apiCall) String() string { return c.Service + ":" + c.Action }
 
-// recorder is a reverse proxy in front of the AWS emulator: the functions
-// get its URL as AWS_ENDPOINT_URL, and it records every call on its way.
+// recorder is a reverse proxy in front of the AWS emulators: the functions
+// get its URL as AWS_ENDPOINT_URL (and no other endpoint variable), and it
+// records every call on its way to its service's emulator.
 type recorder struct {
 	URL   string
 	mu    sync.Mutex
 	calls []apiCall
 }
 
-func startRecorder(t testing.TB, target string) *recorder {
+func startRecorder(t testing.TB, targets awsemulator.Endpoints) *recorder {
 	t.Helper()
-	u, err := url.Parse(target)
+	proxy, err := awsemulator.NewRouter(targets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := httputil.NewSingleHostReverseProxy(u)
 	rec := &recorder{}
 	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

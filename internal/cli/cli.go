@@ -16,8 +16,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	neturl "net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +27,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
+	cftypes "github.com/aws/aws-sdk-go-v2/service/cloudformation/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -81,16 +84,19 @@ type app struct {
 	shuffle  func(n int, swap func(i, j int))
 	// wrapSQS lets tests inject faults into the SQS calls of a command.
 	wrapSQS func(SQS) SQS
-	// pollEvery is how often dlq redrive reads a move task's progress.
+	// pollEvery is how often dlq redrive reads a move task's progress, and
+	// the first wait between two reads of a stack's status (--stage).
 	pollEvery time.Duration
 	// stageAPIBase is the Stripe API base of a --stage run: Stripe's own
 	// unless a test points it at a local stand-in. Nothing typed or
 	// exported in a shell sets it (see reconcile).
 	stageAPIBase string
 
-	endpoint, region, profile, stage, prefix string
-	eventsTable, mirrorTable, queueURL       string
-	dlqURL                                   string
+	// endpoints are the --endpoint flags: URL, or SERVICE=URL.
+	endpoints                          []string
+	region, profile, stage, prefix     string
+	eventsTable, mirrorTable, queueURL string
+	dlqURL                             string
 
 	cfg     *aws.Config
 	outputs map[string]string
@@ -156,17 +162,19 @@ func (a *app) root() *cobra.Command {
 or a deployed one with --stage (and --profile/--region).
 
 Configuration comes from the same environment as the functions
-(EVENTS_TABLE, MIRROR_TABLE, QUEUE_URL, AWS_ENDPOINT_URL, AWS_REGION,
-STRIPE_WEBHOOK_SECRET); --stage reads the deployed stack's outputs instead,
-reaches AWS's own endpoints (AWS_ENDPOINT_URL* are ignored; --endpoint is
-not) and uses none of the local-only variables; flags override both.
+(EVENTS_TABLE, MIRROR_TABLE, QUEUE_URL, AWS_ENDPOINT_URL,
+AWS_ENDPOINT_URL_<SERVICE>, AWS_REGION, STRIPE_WEBHOOK_SECRET); --stage
+reads the deployed stack's outputs instead, reaches AWS's own endpoints
+(AWS_ENDPOINT_URL* are ignored; --endpoint is not) and uses none of the
+local-only variables; flags override both.
 
 Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 --json (shapes in docs/cli.md).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	f := root.PersistentFlags()
-	f.StringVar(&a.endpoint, "endpoint", "", "AWS endpoint URL (default: AWS_ENDPOINT_URL, else the local stack's emulator unless --stage or --profile is given)")
+	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
+		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")
 	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, else us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
 	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of stack webhook-inbox-<stage>")
@@ -202,28 +210,17 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	if a.stage != "" && !stagePattern.MatchString(a.stage) {
 		return aws.Config{}, usagef("--stage %q: a stage is 1-20 lower-case letters, digits or dashes, as in template.yaml", a.stage)
 	}
+	general, services, err := a.endpointsOf()
+	if err != nil {
+		return aws.Config{}, err
+	}
 	var opts []func(*config.LoadOptions) error
 	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), "us-east-1")
 	opts = append(opts, config.WithRegion(region))
 	if a.profile != "" {
 		opts = append(opts, config.WithSharedConfigProfile(a.profile))
 	}
-	// The SDK would read AWS_ENDPOINT_URL itself; reading it through getenv
-	// keeps every setting of a run in one place. A service's own variable
-	// (AWS_ENDPOINT_URL_DYNAMODB, ...) still wins, as in the functions.
-	// A deployed stage is reached at AWS's own endpoints only (or at
-	// --endpoint, typed for this run): see stageEndpoints.
-	endpoint := a.endpoint
-	if a.stage == "" {
-		endpoint = firstOf(a.endpoint, strings.TrimSpace(a.getenv("AWS_ENDPOINT_URL")))
-	}
-	if endpoint == "" && a.stage == "" && a.profile == "" {
-		endpoint = LocalEndpoint
-	}
-	if endpoint != "" {
-		opts = append(opts, config.WithBaseEndpoint(endpoint))
-	}
-	if endpoint != "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && a.profile == "" {
+	if a.stage == "" && a.profile == "" && a.getenv("AWS_ACCESS_KEY_ID") == "" && (general != "" || len(services) > 0) {
 		// Emulators accept any credentials.
 		opts = append(opts, config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "inboxctl-local"}, nil
@@ -234,26 +231,82 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if a.stage != "" {
-		stageEndpoints(&cfg, a.endpoint)
+		stageEndpoints(&cfg)
 	}
+	awsconfig.SetEndpoints(&cfg, general, services)
 	a.cfg = &cfg
 	return cfg, nil
 }
 
-// stageEndpoints makes cfg reach AWS's own endpoints, or endpoint when the
-// operator typed --endpoint, whatever the environment and the shared config
-// say (AWS_ENDPOINT_URL, AWS_ENDPOINT_URL_<SERVICE>, a profile's
-// endpoint_url). An endpoint left in the shell by local work would
-// otherwise get the stage's requests, signed with its credentials (a
+// endpointServices are the services inboxctl calls, as --endpoint
+// SERVICE=URL names them (the suffix of AWS_ENDPOINT_URL_<SERVICE>, in
+// lower case).
+var endpointServices = []string{"dynamodb", "sqs", "ssm", "cloudformation"}
+
+// endpointsOf returns the endpoint of every service (cfg.BaseEndpoint) and
+// each service's own, by the suffix of its variable (DYNAMODB). A
+// service's endpoint is, first found: --endpoint SERVICE=URL,
+// AWS_ENDPOINT_URL_<SERVICE>, --endpoint URL, AWS_ENDPOINT_URL, and the
+// local stack's emulator unless --stage or --profile is given. The more
+// specific setting wins, as in the SDK and the functions: the make
+// test-localstack shell (AWS_ENDPOINT_URL at LocalStack,
+// AWS_ENDPOINT_URL_DYNAMODB at moto) works with --endpoint at LocalStack.
+// The variables are read through getenv, which keeps every setting of a
+// run in one place.
+//
+// A deployed stage is reached at AWS's own endpoints, or at those typed
+// for this run with --endpoint, never at one from the environment: see
+// stageEndpoints.
+func (a *app) endpointsOf() (general string, services map[string]string, err error) {
+	flags := map[string]string{}
+	for _, v := range a.endpoints {
+		service, url := "", v
+		if k, u, ok := strings.Cut(v, "="); ok && !strings.Contains(k, "/") {
+			service, url = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(u)
+			if !slices.Contains(endpointServices, service) {
+				return "", nil, usagef("--endpoint %s: no service %q: name one of %s, or give a URL for every service", v, k, strings.Join(endpointServices, ", "))
+			}
+		}
+		if u, perr := neturl.Parse(url); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return "", nil, usagef("--endpoint %s: %q is not an http(s) URL", v, url)
+		}
+		if _, dup := flags[service]; dup {
+			return "", nil, usagef("--endpoint %s: given twice for %s", v, firstOf(service, "every service"))
+		}
+		flags[service] = url
+	}
+	env := func(k string) string {
+		if a.stage != "" {
+			return ""
+		}
+		return strings.TrimSpace(a.getenv(k))
+	}
+	general = firstOf(flags[""], env("AWS_ENDPOINT_URL"))
+	if general == "" && a.stage == "" && a.profile == "" {
+		general = LocalEndpoint
+	}
+	services = map[string]string{}
+	for _, s := range endpointServices {
+		suffix := strings.ToUpper(s)
+		if v := firstOf(flags[s], env("AWS_ENDPOINT_URL_"+suffix), general); v != "" {
+			services[suffix] = v
+		}
+	}
+	return general, services, nil
+}
+
+// stageEndpoints makes cfg reach AWS's own endpoints, whatever the
+// environment and the shared config say (AWS_ENDPOINT_URL,
+// AWS_ENDPOINT_URL_<SERVICE>, a profile's endpoint_url); only --endpoint,
+// set afterwards, applies. An endpoint left in the shell by local work
+// would otherwise get the stage's requests, signed with its credentials (a
 // signed SSM read can be replayed to AWS for minutes), and answer them with
 // a stack and secrets of its own.
-func stageEndpoints(cfg *aws.Config, endpoint string) {
+func stageEndpoints(cfg *aws.Config) {
 	cfg.BaseEndpoint = nil
-	if endpoint != "" {
-		cfg.BaseEndpoint = aws.String(endpoint)
-	}
-	// The service clients consult this before any configured endpoint, as
-	// they do for AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true.
+	// The service clients (and package secrets') consult this before any
+	// configured endpoint, as they do for
+	// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true.
 	cfg.ConfigSources = append([]any{ignoreConfiguredEndpoints{}}, cfg.ConfigSources...)
 }
 
@@ -282,7 +335,9 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 		return nil, err
 	}
 	name := StackName(a.stage)
-	out, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{StackName: aws.String(name)})
+	client := cloudformation.NewFromConfig(cfg)
+	in := &cloudformation.DescribeStacksInput{StackName: aws.String(name)}
+	out, err := client.DescribeStacks(ctx, in)
 	if err != nil {
 		if noStack(err) {
 			return nil, fmt.Errorf("--stage %s: no stack %s in %s: check --stage, --region and --profile, or deploy it with `sam deploy`", a.stage, name, cfg.Region)
@@ -291,6 +346,9 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	}
 	if len(out.Stacks) == 0 {
 		return nil, fmt.Errorf("--stage %s: no stack %s in %s", a.stage, name, cfg.Region)
+	}
+	if out, err = a.settle(ctx, client, in, out); err != nil {
+		return nil, fmt.Errorf("--stage %s: %w", a.stage, err)
 	}
 	outputs := map[string]string{}
 	for _, o := range out.Stacks[0].Outputs {
@@ -302,6 +360,64 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	}
 	a.outputs = outputs
 	return outputs, nil
+}
+
+// stageWait bounds the wait for a stack being created or updated: a
+// deployment of the template takes minutes.
+const stageWait = 30 * time.Minute
+
+// settle waits, with the SDK's CloudFormation waiters, for a stack that is
+// being created, updated or imported (CloudFormation does that
+// asynchronously: outputs appear when it ends) and returns its description
+// then; a stack at rest is returned as it is. A creation or update that
+// fails ends the wait with the stack's status and reason.
+func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *cloudformation.DescribeStacksInput, out *cloudformation.DescribeStacksOutput) (*cloudformation.DescribeStacksOutput, error) {
+	status := string(out.Stacks[0].StackStatus)
+	name := aws.ToString(in.StackName)
+	if !strings.HasSuffix(status, "_IN_PROGRESS") || status == string(cftypes.StackStatusReviewInProgress) {
+		return out, nil
+	}
+	if strings.HasPrefix(status, "DELETE_") {
+		return nil, fmt.Errorf("stack %s is being deleted (%s)", name, status)
+	}
+	fmt.Fprintf(a.stderr, "inboxctl: stack %s is %s; waiting for it to finish (up to %s)\n", name, status, stageWait)
+	// AWS's own defaults poll every 30 s at first; a local emulator's stack
+	// is ready in a second, and a person is waiting.
+	minDelay := a.poll()
+	maxDelay := max(minDelay, 15*time.Second)
+	var err error
+	switch {
+	case strings.HasPrefix(status, "UPDATE_"):
+		out, err = cloudformation.NewStackUpdateCompleteWaiter(client, func(o *cloudformation.StackUpdateCompleteWaiterOptions) {
+			o.MinDelay, o.MaxDelay = minDelay, maxDelay
+		}).WaitForOutput(ctx, in, stageWait)
+	case strings.HasPrefix(status, "IMPORT_"):
+		out, err = cloudformation.NewStackImportCompleteWaiter(client, func(o *cloudformation.StackImportCompleteWaiterOptions) {
+			o.MinDelay, o.MaxDelay = minDelay, maxDelay
+		}).WaitForOutput(ctx, in, stageWait)
+	default: // CREATE_IN_PROGRESS, ROLLBACK_IN_PROGRESS
+		out, err = cloudformation.NewStackCreateCompleteWaiter(client, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+			o.MinDelay, o.MaxDelay = minDelay, maxDelay
+		}).WaitForOutput(ctx, in, stageWait)
+	}
+	if err == nil {
+		return out, nil
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("stopped waiting for stack %s: %w", name, ctx.Err())
+	}
+	// The waiter says only that it failed: the stack says how.
+	now, derr := client.DescribeStacks(ctx, in)
+	if derr != nil || len(now.Stacks) == 0 {
+		return nil, fmt.Errorf("wait for stack %s: %w", name, err)
+	}
+	st := now.Stacks[0]
+	if st.StackStatus == cftypes.StackStatusUpdateRollbackComplete {
+		// The previous deployment is back in place, outputs and all.
+		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n", name, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
+		return now, nil
+	}
+	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation", name, st.StackStatus, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
 }
 
 // stageParameters reads the parameters the stage's stack was deployed with.

@@ -429,9 +429,9 @@ func (a *app) moveTask(ctx context.Context, client SQS, dlq, main string) (int, 
 		out, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlqARN), MaxResults: aws.Int32(1)})
 		if err != nil {
 			if ctx.Err() != nil {
-				return 0, fmt.Errorf("interrupted: the move task goes on in SQS by itself (see `aws sqs list-message-move-tasks --source-arn %s`)", dlqARN)
+				return 0, goesOn("interrupted", dlqARN)
 			}
-			return 0, fmt.Errorf("follow the message move task: %w", err)
+			return 0, fmt.Errorf("follow the message move task: %w\n%w", err, goesOn("", dlqARN))
 		}
 		if len(out.Results) == 0 {
 			return 0, errors.New("the message move task disappeared: check `aws sqs list-message-move-tasks`")
@@ -448,19 +448,33 @@ func (a *app) moveTask(ctx context.Context, client SQS, dlq, main string) (int, 
 			return int(t.ApproximateNumberOfMessagesMoved), nil
 		case "FAILED", "CANCELLED":
 			_ = b.Finish()
-			return int(t.ApproximateNumberOfMessagesMoved), fmt.Errorf("the message move task ended %s: %s, after moving about %d message(s); "+
+			status := aws.ToString(t.Status)
+			if reason := aws.ToString(t.FailureReason); reason != "" {
+				status += ": " + reason
+			}
+			return int(t.ApproximateNumberOfMessagesMoved), fmt.Errorf("the message move task ended %s, after moving about %d message(s); "+
 				"the others are still in the dead-letter queue, nothing was lost: run `inboxctl dlq redrive` again, or with --manual",
-				aws.ToString(t.Status), aws.ToString(t.FailureReason), t.ApproximateNumberOfMessagesMoved)
+				status, t.ApproximateNumberOfMessagesMoved)
 		}
 		if pb, ok := b.(interface{ Set(int) error }); ok {
 			_ = pb.Set(int(t.ApproximateNumberOfMessagesMoved))
 		}
 		select {
 		case <-ctx.Done():
-			return 0, fmt.Errorf("interrupted: the move task goes on in SQS by itself (see `aws sqs list-message-move-tasks --source-arn %s`)", dlqARN)
+			return 0, goesOn("interrupted", dlqARN)
 		case <-time.After(a.poll()):
 		}
 	}
+}
+
+// goesOn says that a move task inboxctl stopped following goes on without
+// it: SQS moves each message atomically, so nothing is lost.
+func goesOn(what, dlqARN string) error {
+	msg := "the move task goes on in SQS by itself, and nothing is lost (see `aws sqs list-message-move-tasks --source-arn " + dlqARN + "`)"
+	if what != "" {
+		msg = what + ": " + msg
+	}
+	return errors.New(msg)
 }
 
 // redriveVisibility hides a batch while it is being moved; a message whose

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // faultySQS passes calls to the real client, except those its hooks take.
@@ -26,6 +28,22 @@ type faultySQS struct {
 	SQS
 	sendBatch   func(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
 	deleteBatch func(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
+	startMove   func(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
+	listMoves   func(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
+}
+
+func (f *faultySQS) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+	if f.startMove != nil {
+		return f.startMove(ctx, in, optFns...)
+	}
+	return f.SQS.StartMessageMoveTask(ctx, in, optFns...)
+}
+
+func (f *faultySQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+	if f.listMoves != nil {
+		return f.listMoves(ctx, in, optFns...)
+	}
+	return f.SQS.ListMessageMoveTasks(ctx, in, optFns...)
 }
 
 func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error) {
@@ -87,15 +105,54 @@ func lost(want, main, dlq []string) []string {
 	return out
 }
 
-func TestRedriveFallsBackAndMovesEverything(t *testing.T) {
+// moveTasks reports whether the emulator's SQS runs message move tasks:
+// LocalStack does, moto does not (docs/localstack.md). `inboxctl dlq
+// redrive` takes the move task where there is one and moves messages
+// itself where there is none; each test of a path says which it expects
+// where.
+func moveTasks(t *testing.T) bool {
+	t.Helper()
+	return testenv.Backend(t, "SQS") == "localstack"
+}
+
+// fallback is the redrive that moves messages itself: the plain command
+// where SQS has no move tasks (it falls back), --manual where it has.
+func fallback(t *testing.T) []string {
+	if moveTasks(t) {
+		return []string{"dlq", "redrive", "--manual"}
+	}
+	return []string{"dlq", "redrive"}
+}
+
+// TestRedriveTakesTheEndpointsPath: with move tasks (LocalStack, AWS) the
+// redrive is SQS's move task; without (moto) inboxctl says so and moves
+// the messages itself. Either way every message is moved, once.
+func TestRedriveTakesTheEndpointsPath(t *testing.T) {
 	w := newWorld(t, false)
 	c := w.cli()
 	ids := deadLetter(t, w, 23)
 	r := c.run(context.Background(), "dlq", "redrive").must(t, 0)
-	c.golden("dlq_redrive", r)
+	if moveTasks(t) {
+		c.golden("dlq_redrive_move_task", r)
+	} else {
+		c.golden("dlq_redrive", r)
+	}
 	main, dlq := census(t, w)
 	if !slices.Equal(main, ids) || len(dlq) != 0 {
 		t.Errorf("after redrive: webhook queue %v, DLQ %v; want all 23 moved, once each", main, dlq)
+	}
+}
+
+// TestRedriveManual: --manual moves the messages with receive, send and
+// delete whatever the endpoint supports, and says nothing of move tasks.
+func TestRedriveManual(t *testing.T) {
+	w := newWorld(t, false)
+	c := w.cli()
+	ids := deadLetter(t, w, 12)
+	c.golden("dlq_redrive_manual", c.run(context.Background(), "dlq", "redrive", "--manual").must(t, 0))
+	main, dlq := census(t, w)
+	if !slices.Equal(main, ids) || len(dlq) != 0 {
+		t.Errorf("after redrive --manual: webhook queue %v, DLQ %v; want all 12 moved, once each", main, dlq)
 	}
 }
 
@@ -117,10 +174,13 @@ func TestRedriveMax(t *testing.T) {
 	}
 }
 
-// TestRedriveInterruptedLosesNothing interrupts a redrive half-way in each
-// of the ways it can be: the send fails, the delete after a send fails (a
-// crash between the two), the operator presses Ctrl-C. Every message is
-// then in at least one queue, and a second redrive finishes the job.
+// TestRedriveInterruptedLosesNothing interrupts a redrive that moves
+// messages itself (the fallback; --manual where SQS has move tasks)
+// half-way in each of the ways it can be: the send fails, the delete after
+// a send fails (a crash between the two), the operator presses Ctrl-C.
+// Every message is then in at least one queue, and a second redrive
+// finishes the job. TestRedriveMoveTaskInterruptedLosesNothing does the
+// same for the move task.
 func TestRedriveInterruptedLosesNothing(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -182,7 +242,7 @@ func TestRedriveInterruptedLosesNothing(t *testing.T) {
 			defer cancel()
 			var calls atomic.Int32
 			c.wrapSQS = func(inner SQS) SQS { return tc.fault(inner, &calls, cancel) }
-			r := c.run(ctx, "dlq", "redrive")
+			r := c.run(ctx, fallback(t)...)
 			if r.code != ExitFailure {
 				t.Fatalf("interrupted redrive: exit %d, want 1\n%s%s", r.code, r.stdout, r.stderr)
 			}
@@ -213,6 +273,141 @@ func TestRedriveInterruptedLosesNothing(t *testing.T) {
 			all := append(main, rest...)
 			if l := lost(ids, all, nil); len(l) > 0 || len(left) != 0 {
 				t.Errorf("after the second redrive: lost %v, %d left in the DLQ", l, len(left))
+			}
+		})
+	}
+}
+
+// TestRedriveMoveTaskInterruptedLosesNothing interrupts a redrive that
+// runs as an SQS message move task, in each of the ways it can be: the
+// operator presses Ctrl-C while it runs, following its progress fails, the
+// task is cancelled half-way (CancelMessageMoveTask, from the console or
+// the CLI), the task cannot start. SQS moves each message atomically and
+// goes on without inboxctl: nothing is lost, nothing is doubled, and what
+// is left is moved by a second redrive. The task is slowed to 10 messages
+// a second so that each interruption falls while it runs.
+//
+// Where SQS has no move tasks (moto), the path does not exist: the test
+// asserts that, which pins the difference.
+func TestRedriveMoveTaskInterruptedLosesNothing(t *testing.T) {
+	if !moveTasks(t) {
+		w := newWorld(t, false)
+		_, err := w.s.SQS.StartMessageMoveTask(context.Background(), &sqs.StartMessageMoveTaskInput{
+			SourceArn: aws.String(w.s.Queue("DeadLetterQueue").ARN), DestinationArn: aws.String(w.s.Queue("WebhookQueue").ARN),
+		})
+		if !unsupported(err) {
+			t.Fatalf("StartMessageMoveTask on %s: got %v, want it unsupported (then run this test's cases there, and update docs/localstack.md)",
+				testenv.Backend(t, "SQS"), err)
+		}
+		return
+	}
+	type hooks struct {
+		w      *world
+		cancel context.CancelFunc
+		handle atomic.Value // the task's handle
+		lists  atomic.Int32
+	}
+	slow := func(h *hooks, inner SQS) func(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+		return func(ctx context.Context, in *sqs.StartMessageMoveTaskInput, o ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+			slowed := *in
+			slowed.MaxNumberOfMessagesPerSecond = aws.Int32(10)
+			out, err := inner.StartMessageMoveTask(ctx, &slowed, o...)
+			if err == nil {
+				h.handle.Store(aws.ToString(out.TaskHandle))
+			}
+			return out, err
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		fault func(h *hooks, inner SQS) SQS
+		// code and stderr are inboxctl's answer; settled: the task ran to
+		// its end by itself (else it was cancelled half-way).
+		code    int
+		stderr  string
+		settled bool
+	}{
+		{"Ctrl-C while it runs", func(h *hooks, inner SQS) SQS {
+			return &faultySQS{SQS: inner, startMove: slow(h, inner), listMoves: func(ctx context.Context, in *sqs.ListMessageMoveTasksInput, o ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+				out, err := inner.ListMessageMoveTasks(ctx, in, o...)
+				h.cancel()
+				return out, err
+			}}
+		}, ExitFailure, "interrupted: the move task goes on in SQS by itself, and nothing is lost", true},
+		{"following it fails", func(h *hooks, inner SQS) SQS {
+			return &faultySQS{SQS: inner, startMove: slow(h, inner), listMoves: func(context.Context, *sqs.ListMessageMoveTasksInput, ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+				return nil, errors.New("injected: connection reset")
+			}}
+		}, ExitFailure, "the move task goes on in SQS by itself, and nothing is lost", true},
+		{"cancelled half-way", func(h *hooks, inner SQS) SQS {
+			return &faultySQS{SQS: inner, startMove: slow(h, inner), listMoves: func(ctx context.Context, in *sqs.ListMessageMoveTasksInput, o ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+				out, err := inner.ListMessageMoveTasks(ctx, in, o...)
+				if err == nil && len(out.Results) == 1 && out.Results[0].ApproximateNumberOfMessagesMoved > 0 && h.lists.Add(1) == 1 {
+					if _, cerr := h.w.s.SQS.CancelMessageMoveTask(ctx, &sqs.CancelMessageMoveTaskInput{TaskHandle: aws.String(h.handle.Load().(string))}); cerr != nil {
+						return nil, cerr
+					}
+				}
+				return out, err
+			}}
+		}, ExitFailure, "nothing was lost: run `inboxctl dlq redrive` again", false},
+		{"it cannot start", func(h *hooks, inner SQS) SQS {
+			return &faultySQS{SQS: inner, startMove: func(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+				return nil, errors.New("injected: connection reset")
+			}}
+		}, ExitOK, "could not start an SQS message move task", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, false)
+			c := w.cli()
+			c.pollEvery = 100 * time.Millisecond
+			ids := deadLetter(t, w, 30)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			h := &hooks{w: w, cancel: cancel}
+			c.wrapSQS = func(inner SQS) SQS { return tc.fault(h, inner) }
+			r := c.run(ctx, "dlq", "redrive")
+			if r.code != tc.code || !strings.Contains(r.stderr, tc.stderr) {
+				t.Fatalf("interrupted redrive: exit %d, want %d, and stderr %q\n%s%s", r.code, tc.code, tc.stderr, r.stdout, r.stderr)
+			}
+			// SQS finishes (or has stopped) the task on its own.
+			var last sqstypes.ListMessageMoveTasksResultEntry
+			testenv.Eventually(t, 30*time.Second, "the move task to end", func() bool {
+				out, err := w.s.SQS.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(w.s.Queue("DeadLetterQueue").ARN)})
+				if err != nil || len(out.Results) == 0 {
+					return h.handle.Load() == nil // no task: the fallback moved them
+				}
+				last = out.Results[0]
+				return aws.ToString(last.Status) != "RUNNING" && aws.ToString(last.Status) != "CANCELLING"
+			})
+			main, dlq := census(t, w)
+			if l := lost(ids, main, dlq); len(l) > 0 {
+				t.Fatalf("lost %d messages: %v", len(l), l)
+			}
+			if len(main)+len(dlq) != len(ids) {
+				t.Errorf("webhook queue %d + DLQ %d messages, want exactly %d: a move task moves each once", len(main), len(dlq), len(ids))
+			}
+			if tc.settled {
+				if len(dlq) != 0 {
+					t.Errorf("the task went on by itself, yet %d messages stayed in the DLQ (task %+v)", len(dlq), last)
+				}
+				return
+			}
+			if len(main) == 0 || len(dlq) == 0 {
+				t.Errorf("webhook queue %d, DLQ %d: the task was not cancelled half-way (task %s)", len(main), len(dlq), aws.ToString(last.Status))
+			}
+			// The census hid what it read; put the DLQ's share back as new
+			// messages, then finish the job.
+			for _, id := range dlq {
+				if _, err := w.s.SQS.SendMessage(context.Background(), &sqs.SendMessageInput{QueueUrl: aws.String(w.s.Queue("DeadLetterQueue").URL), MessageBody: aws.String(pointerBody(t, id))}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c.wrapSQS = nil
+			c.run(context.Background(), "dlq", "redrive").must(t, 0)
+			rest, left := census(t, w)
+			all := append(main, rest...)
+			if l := lost(ids, all, nil); len(l) > 0 || len(left) != 0 || len(all) != len(ids) {
+				t.Errorf("after the second redrive: lost %v, %d left in the DLQ, %d moved in all (want %d)", l, len(left), len(all), len(ids))
 			}
 		})
 	}

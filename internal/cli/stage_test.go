@@ -1,12 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	neturl "net/url"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -24,13 +30,17 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // deployStage creates, in the emulator's CloudFormation, a stack named as
 // a deployed stage's is, whose outputs name the world's resources: what
-// `sam deploy` leaves behind, without the functions.
+// `sam deploy` leaves behind, without the functions. It waits for the
+// stack as `sam deploy` does: CloudFormation creates stacks asynchronously
+// (LocalStack too; moto answers CreateStack with the stack complete).
 func deployStage(t *testing.T, w *world, outputs map[string]string) string {
 	t.Helper()
 	return deployStageWith(t, w, outputs, nil)
@@ -62,10 +72,16 @@ func deployStageWith(t *testing.T, w *world, outputs, params map[string]string) 
 		doc["Parameters"] = declared
 	}
 	tmpl, _ := json.Marshal(doc)
-	if _, err := cloudformation.NewFromConfig(w.s.AWS).CreateStack(context.Background(), &cloudformation.CreateStackInput{
+	client := cloudformation.NewFromConfig(w.s.AWS)
+	if _, err := client.CreateStack(context.Background(), &cloudformation.CreateStackInput{
 		StackName: aws.String(StackName(stage)), TemplateBody: aws.String(string(tmpl)), Parameters: values,
 	}); err != nil {
 		t.Fatal(err)
+	}
+	if err := cloudformation.NewStackCreateCompleteWaiter(client, func(o *cloudformation.StackCreateCompleteWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, time.Second
+	}).Wait(context.Background(), &cloudformation.DescribeStacksInput{StackName: aws.String(StackName(stage))}, time.Minute); err != nil {
+		t.Fatalf("stack %s: %v", StackName(stage), err)
 	}
 	return stage
 }
@@ -93,9 +109,8 @@ func TestStageResolvesResourcesFromTheStacksOutputs(t *testing.T) {
 	// over an explicit --stage.
 	c.prefix = ""
 	c.env = map[string]string{"AWS_REGION": "us-east-1", "EVENTS_TABLE": "not-this-one"}
-	endpoint := w.cli().env["AWS_ENDPOINT_URL"]
 	stageArgs := func(args ...string) []string {
-		return append([]string{"--stage", stage, "--endpoint", endpoint}, args...)
+		return append(append([]string{"--stage", stage}, endpointFlags(t)...), args...)
 	}
 
 	r := c.run(ctx, stageArgs("event", "evt_staged", "--json")...).must(t, 0)
@@ -153,7 +168,8 @@ func TestStageErrorsSayWhatToDo(t *testing.T) {
 	partial := deployStage(t, w, map[string]string{"EventsTableName": w.s.Table("EventsTable")})
 	c := w.cli()
 	c.prefix = ""
-	endpoint := c.env["AWS_ENDPOINT_URL"]
+	// These need CloudFormation only.
+	endpoint := testenv.Endpoints(t).For("CloudFormation")
 	c.env = map[string]string{"AWS_REGION": "us-east-1"}
 
 	r := c.run(ctx, "--stage", "nosuchstage", "--endpoint", endpoint, "event", "evt_1").must(t, 1)
@@ -208,11 +224,10 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	c := w.cli()
 	c.t = t
 	c.prefix = ""
-	endpoint := c.env["AWS_ENDPOINT_URL"]
 	c.env = map[string]string{"AWS_REGION": "us-east-1", "STRIPE_API_BASE": standIn.URL, "STRIPE_API_KEY": "sk_test_local", "STRIPE_MODE": "test"}
 	// Stripe's API, played by the fake; only a test can point a stage there.
 	c.stageAPIBase = fake.URL
-	r := c.run(ctx, "--stage", stage, "--endpoint", endpoint, "reconcile", "--since", "24h", "--json")
+	r := c.run(ctx, append(append([]string{"--stage", stage}, endpointFlags(t)...), "reconcile", "--since", "24h", "--json")...)
 	mu.Lock()
 	if len(leaked) != 0 {
 		t.Errorf("the shell's STRIPE_API_BASE got %d requests (Authorization %q), want none: --stage ignores local overrides", len(leaked), leaked[0])
@@ -246,9 +261,125 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	}
 }
 
+// unsettled is a CloudFormation endpoint in front of the emulator's that
+// shows a stack as CloudFormation does while it works on it: for its first
+// reads, in status during (without outputs, as a stack being created has
+// none yet), then in status after, with the reason given, if any;
+// otherwise the emulator's own answer.
+type unsettled struct {
+	*httptest.Server
+	mu            sync.Mutex
+	stack         string
+	during, after string
+	reason        string
+	reads, early  int
+}
+
+func newUnsettled(t *testing.T, stack, during, after, reason string, early int) *unsettled {
+	t.Helper()
+	target, err := neturl.Parse(testenv.Endpoints(t).For("CloudFormation"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unsettled{stack: stack, during: during, after: after, reason: reason, early: early}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		req := resp.Request
+		if req.Header.Get("X-Unsettled-Describe") == "" {
+			return nil
+		}
+		b, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		resp.Body.Close()
+		u.mu.Lock()
+		u.reads++
+		n := u.reads
+		u.mu.Unlock()
+		body := string(b)
+		status := regexp.MustCompile(`<StackStatus>[A-Z_]+</StackStatus>`)
+		switch {
+		case n <= u.early:
+			body = status.ReplaceAllString(body, "<StackStatus>"+u.during+"</StackStatus>")
+			body = regexp.MustCompile(`(?s)<Outputs>.*?</Outputs>`).ReplaceAllString(body, "")
+		case u.after != "":
+			after := "<StackStatus>" + u.after + "</StackStatus>"
+			if u.reason != "" {
+				after += "<StackStatusReason>" + u.reason + "</StackStatusReason>"
+			}
+			body = status.ReplaceAllString(body, after)
+		}
+		resp.Body = io.NopCloser(strings.NewReader(body))
+		resp.ContentLength = int64(len(body))
+		resp.Header.Del("Content-Length")
+		return nil
+	}
+	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if form, err := neturl.ParseQuery(string(b)); err == nil && form.Get("Action") == "DescribeStacks" && form.Get("StackName") == u.stack {
+			r.Header.Set("X-Unsettled-Describe", "1")
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(u.Close)
+	return u
+}
+
+func (u *unsettled) readCount() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.reads
+}
+
+// TestStageWaitsForTheStackToSettle: a stage whose stack CloudFormation is
+// still creating or updating is waited for, with the SDK's waiters, and
+// read once it is done: its outputs do not exist before. A creation that
+// fails says how; an update rolled back leaves the previous stack, which
+// is used.
+func TestStageWaitsForTheStackToSettle(t *testing.T) {
+	w := newWorld(t, false)
+	ctx := context.Background()
+	b := body(t, "invoice.paid", stripefixture.Options{ID: "evt_settled", Customer: "cus_settled", Created: time.Now().Unix()})
+	w.store(b, event.SourceWebhook, event.StatusProcessed, time.Now())
+	for _, tc := range []struct {
+		name, during, after, reason string
+		code                        int
+		stderr                      string
+	}{
+		{"created", "CREATE_IN_PROGRESS", "", "", 0, "is CREATE_IN_PROGRESS; waiting for it to finish"},
+		{"updated", "UPDATE_IN_PROGRESS", "UPDATE_COMPLETE", "", 0, "is UPDATE_IN_PROGRESS; waiting for it to finish"},
+		{"update rolled back", "UPDATE_ROLLBACK_IN_PROGRESS", "UPDATE_ROLLBACK_COMPLETE", "Resource handler returned message: quota exceeded", 0,
+			"was rolled back (Resource handler returned message: quota exceeded); using the stack as it is now"},
+		{"creation failed", "CREATE_IN_PROGRESS", "ROLLBACK_COMPLETE", "The following resource(s) failed to create: [EventsTable]", 1,
+			"ended ROLLBACK_COMPLETE (The following resource(s) failed to create: [EventsTable])"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stage := deployStage(t, w, map[string]string{"EventsTableName": w.s.Table("EventsTable")})
+			cfn := newUnsettled(t, StackName(stage), tc.during, tc.after, tc.reason, 3)
+			c := w.cli()
+			c.prefix = ""
+			c.env = map[string]string{"AWS_REGION": "us-east-1"}
+			c.pollEvery = time.Millisecond
+			r := c.run(ctx, append(append([]string{"--stage", stage}, endpointFlags(t)...), "--endpoint", "cloudformation="+cfn.URL, "event", "evt_settled", "--json")...).must(t, tc.code)
+			if !strings.Contains(r.stderr, tc.stderr) {
+				t.Errorf("stderr: got %q, want %q", r.stderr, tc.stderr)
+			}
+			if n := cfn.readCount(); n <= 3 {
+				t.Errorf("read the stack %d times, want more than the 3 it was unsettled for", n)
+			}
+			if tc.code == 0 && !strings.Contains(r.stdout, `"status": "processed"`) {
+				t.Errorf("stdout: %s, want the event read through the settled stack's outputs", r.stdout)
+			}
+		})
+	}
+}
+
 // TestStageReachesAWSsOwnEndpoints: endpoints left in the shell by local
 // work (the SDK's own variables, read from the process environment) do not
-// apply to a deployed stage; --endpoint, typed for the run, does.
+// apply to a deployed stage; --endpoint, typed for the run, does, for
+// every service or for one.
 func TestStageReachesAWSsOwnEndpoints(t *testing.T) {
 	const local = "http://127.0.0.1:4566"
 	for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_DYNAMODB", "AWS_ENDPOINT_URL_SQS", "AWS_ENDPOINT_URL_SSM", "AWS_ENDPOINT_URL_CLOUDFORMATION"} {
@@ -268,19 +399,28 @@ func TestStageReachesAWSsOwnEndpoints(t *testing.T) {
 			"SQS":            aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint),
 			"SSM":            aws.ToString(ssm.NewFromConfig(cfg).Options().BaseEndpoint),
 			"CloudFormation": aws.ToString(cloudformation.NewFromConfig(cfg).Options().BaseEndpoint),
+			"SSM (secrets)":  secretsEndpoint(t, cfg),
 		}
 	}
 	t.Run("stage", func(t *testing.T) {
 		for service, got := range endpoints(t, &app{getenv: getenv, stage: "prod"}) {
-			if got != "" {
+			if got != "" && got != "https://ssm.us-east-1.amazonaws.com" {
 				t.Errorf("%s: endpoint %q, want AWS's own", service, got)
 			}
 		}
 	})
 	t.Run("stage with --endpoint", func(t *testing.T) {
-		for service, got := range endpoints(t, &app{getenv: getenv, stage: "prod", endpoint: "https://vpce.example.com"}) {
+		for service, got := range endpoints(t, &app{getenv: getenv, stage: "prod", endpoints: []string{"https://vpce.example.com"}}) {
 			if got != "https://vpce.example.com" {
 				t.Errorf("%s: endpoint %q, want --endpoint's", service, got)
+			}
+		}
+	})
+	t.Run("stage with --endpoint for one service", func(t *testing.T) {
+		got := endpoints(t, &app{getenv: getenv, stage: "prod", endpoints: []string{"https://vpce.example.com", "ssm=https://ssm-vpce.example.com"}})
+		for service, want := range map[string]string{"DynamoDB": "https://vpce.example.com", "SSM": "https://ssm-vpce.example.com", "SSM (secrets)": "https://ssm-vpce.example.com"} {
+			if got[service] != want {
+				t.Errorf("%s: endpoint %q, want %q", service, got[service], want)
 			}
 		}
 	})
@@ -292,3 +432,93 @@ func TestStageReachesAWSsOwnEndpoints(t *testing.T) {
 		}
 	})
 }
+
+// TestLocalEndpointsPerService: a service's own endpoint wins over the
+// general one, a flag over the environment at the same level, as the SDK's
+// variables do in the functions: the shell make test-localstack sets
+// (AWS_ENDPOINT_URL at LocalStack, AWS_ENDPOINT_URL_DYNAMODB at moto) works
+// with --endpoint at LocalStack too.
+func TestLocalEndpointsPerService(t *testing.T) {
+	const ls, moto = "http://127.0.0.1:4566", "http://127.0.0.1:5000"
+	for _, tc := range []struct {
+		name  string
+		env   map[string]string
+		flags []string
+		want  map[string]string
+	}{
+		{"environment", map[string]string{"AWS_ENDPOINT_URL": ls, "AWS_ENDPOINT_URL_DYNAMODB": moto}, nil,
+			map[string]string{"DynamoDB": moto, "SQS": ls, "SSM": ls, "SSM (secrets)": ls, "CloudFormation": ls}},
+		{"--endpoint beside a service's variable", map[string]string{"AWS_ENDPOINT_URL_DYNAMODB": moto}, []string{"http://127.0.0.1:9999"},
+			map[string]string{"DynamoDB": moto, "SQS": "http://127.0.0.1:9999", "CloudFormation": "http://127.0.0.1:9999"}},
+		{"--endpoint for one service over its variable", map[string]string{"AWS_ENDPOINT_URL": ls, "AWS_ENDPOINT_URL_DYNAMODB": moto}, []string{"DynamoDB=http://127.0.0.1:7777"},
+			map[string]string{"DynamoDB": "http://127.0.0.1:7777", "SQS": ls}},
+		{"the local stack by default", map[string]string{}, []string{"ssm=" + moto},
+			map[string]string{"DynamoDB": LocalEndpoint, "SSM": moto, "SSM (secrets)": moto}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			// The process says otherwise: inboxctl reads its settings
+			// through getenv, all of them.
+			t.Setenv("AWS_ENDPOINT_URL", "http://127.0.0.9:9")
+			t.Setenv("AWS_ENDPOINT_URL_SQS", "http://127.0.0.8:8")
+			tc.env["AWS_REGION"] = "us-east-1"
+			a := &app{getenv: func(k string) string { return tc.env[k] }, endpoints: tc.flags}
+			cfg, err := a.aws(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{
+				"DynamoDB":       aws.ToString(dynamodb.NewFromConfig(cfg).Options().BaseEndpoint),
+				"SQS":            aws.ToString(sqs.NewFromConfig(cfg).Options().BaseEndpoint),
+				"SSM":            aws.ToString(ssm.NewFromConfig(cfg).Options().BaseEndpoint),
+				"CloudFormation": aws.ToString(cloudformation.NewFromConfig(cfg).Options().BaseEndpoint),
+				"SSM (secrets)":  secretsEndpoint(t, cfg),
+			}
+			for service, want := range tc.want {
+				if got[service] != want {
+					t.Errorf("%s: endpoint %q, want %q", service, got[service], want)
+				}
+			}
+		})
+	}
+}
+
+func TestEndpointFlagErrors(t *testing.T) {
+	for _, tc := range []struct{ flag, want string }{
+		{"lambda=http://127.0.0.1:1", `no service "lambda"`},
+		{"dynamodb=localhost:5000", "is not an http(s) URL"},
+		{"not a url", "is not an http(s) URL"},
+	} {
+		a := &app{getenv: func(string) string { return "" }, endpoints: []string{tc.flag}}
+		_, err := a.aws(context.Background())
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("--endpoint %s: got %v, want a usage error saying %q", tc.flag, err, tc.want)
+		}
+	}
+	a := &app{getenv: func(string) string { return "" }, endpoints: []string{"sqs=http://a:1", "SQS=http://b:2"}}
+	if _, err := a.aws(context.Background()); err == nil || !strings.Contains(err.Error(), "given twice for sqs") {
+		t.Errorf("two endpoints for SQS: got %v", err)
+	}
+}
+
+// secretsEndpoint is where package secrets' client (the reconciler's, for
+// the API key) sends a GetParameter made with cfg.
+func secretsEndpoint(t *testing.T, cfg aws.Config) string {
+	t.Helper()
+	var got string
+	cfg.HTTPClient = &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
+		got = r.URL.Scheme + "://" + r.URL.Host
+		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"Parameter":{"Type":"SecureString","Value":"v"}}`))}, nil
+	})}
+	cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil
+	})
+	if _, err := secrets.NewClient(cfg).GetParameter(context.Background(), "/p"); err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

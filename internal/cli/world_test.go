@@ -259,14 +259,31 @@ type cli struct {
 	stdin  string
 	// wrapSQS injects faults.
 	wrapSQS func(SQS) SQS
+	// pollEvery is how often a move task's progress and a stack's status
+	// are read; the CLI's own default when zero.
+	pollEvery time.Duration
 	// stageAPIBase points a --stage run at a local Stripe stand-in.
 	stageAPIBase string
 }
 
 func (w *world) cli() *cli {
-	return &cli{t: w.t, w: w, prefix: w.s.Prefix, now: now, env: map[string]string{
-		"AWS_ENDPOINT_URL": testenv.Endpoint(w.t), "AWS_REGION": "us-east-1",
-	}}
+	env := testenv.Endpoints(w.t).Vars()
+	env["AWS_REGION"] = "us-east-1"
+	return &cli{t: w.t, w: w, prefix: w.s.Prefix, now: now, env: env}
+}
+
+// endpointFlags are the --endpoint flags that reach the emulators: one for
+// every service, and one for each service with its own (DynamoDB on moto
+// under make test-localstack).
+func endpointFlags(t testing.TB) []string {
+	e := testenv.Endpoints(t)
+	flags := []string{"--endpoint", e.URL}
+	for _, s := range endpointServices {
+		if v := e.For(s); v != e.URL {
+			flags = append(flags, "--endpoint", s+"="+v)
+		}
+	}
+	return flags
 }
 
 type result struct {
@@ -284,6 +301,8 @@ func (c *cli) run(ctx context.Context, args ...string) result {
 		now:     func() time.Time { return c.now },
 		shuffle: func(n int, swap func(i, j int)) {},
 		wrapSQS: c.wrapSQS,
+
+		pollEvery: c.pollEvery,
 
 		stageAPIBase: c.stageAPIBase,
 	}
@@ -307,9 +326,16 @@ func (c *cli) golden(name string, r result, replace ...string) {
 	text += fmt.Sprintf("--- exit %d\n", r.code)
 	pairs := []string{}
 	if c.w != nil {
+		// Queue URLs hold the emulator's account id (moto's
+		// 123456789012, LocalStack's 000000000000).
+		pairs = append(pairs, c.w.s.Queue("DeadLetterQueue").URL, "DLQ_URL", c.w.s.Queue("WebhookQueue").URL, "QUEUE_URL")
 		pairs = append(pairs, c.w.s.Prefix, "PREFIX")
 	}
-	pairs = append(pairs, c.env["AWS_ENDPOINT_URL"], "ENDPOINT")
+	for k, v := range c.env {
+		if strings.HasPrefix(k, "AWS_ENDPOINT_URL") {
+			pairs = append(pairs, v, "ENDPOINT")
+		}
+	}
 	pairs = append(pairs, replace...)
 	for i := 0; i+1 < len(pairs); i += 2 {
 		if pairs[i] != "" {

@@ -12,6 +12,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -73,6 +75,59 @@ func TestAWSReadsTheLambdaEnvironment(t *testing.T) {
 		if !strings.Contains(r.auths[0], "Credential=AKIDROLE/") || !strings.Contains(r.auths[0], "/eu-west-3/") || r.token[0] != "session" {
 			t.Errorf("%s: signed as %q with token %q; want the environment's keys, region and session token", name, r.auths[0], r.token[0])
 		}
+	}
+}
+
+// TestAWSGivesEachServiceItsOwnEndpoint: with AWS_ENDPOINT_URL at one
+// emulator and AWS_ENDPOINT_URL_DYNAMODB at another (make test-localstack:
+// LocalStack has no DynamoDB without Docker), every client a function
+// builds goes where its variable says: DynamoDB to its own, SQS and the
+// hand-written Parameter Store client to the general one, or to
+// AWS_ENDPOINT_URL_SSM when set.
+func TestAWSGivesEachServiceItsOwnEndpoint(t *testing.T) {
+	general := newRecorder(t, `{"QueueUrls":[]}`)
+	dynamo := newRecorder(t, `{"TableNames":[]}`)
+	param := `{"Parameter":{"Name":"/p","Type":"SecureString","Value":"v"}}`
+	ssmGeneral := newRecorder(t, param)
+	ssmOwn := newRecorder(t, param)
+	for _, tc := range []struct {
+		name   string
+		ssmVar string
+		ssm    *recorder
+	}{
+		{"SSM on the general endpoint", "", ssmGeneral},
+		{"SSM on its own", ssmOwn.URL, ssmOwn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range map[string]string{
+				"AWS_REGION": "us-east-1", "AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "b",
+				"AWS_ENDPOINT_URL": general.URL, "AWS_ENDPOINT_URL_DYNAMODB": dynamo.URL,
+			} {
+				t.Setenv(k, v)
+			}
+			if tc.ssmVar != "" {
+				t.Setenv("AWS_ENDPOINT_URL_SSM", tc.ssmVar)
+			} else {
+				// The general recorder answers SQS; SSM's answer must parse.
+				t.Setenv("AWS_ENDPOINT_URL", ssmGeneral.URL)
+			}
+			cfg, err := Load(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			before := map[*recorder]int{dynamo: len(dynamo.auths), tc.ssm: len(tc.ssm.auths)}
+			if _, err := dynamodb.NewFromConfig(cfg).ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+				t.Fatalf("DynamoDB: %v", err)
+			}
+			if _, err := secrets.NewClient(cfg).GetParameter(context.Background(), "/p"); err != nil {
+				t.Fatalf("Parameter Store: %v", err)
+			}
+			for r, n := range before {
+				if got := len(r.auths) - n; got != 1 {
+					t.Errorf("%s: got %d requests, want 1", r.URL, got)
+				}
+			}
+		})
 	}
 }
 

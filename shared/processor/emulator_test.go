@@ -302,12 +302,14 @@ func TestWorkerKilledAfterClaimingIsTakenOverAfterItsLease(t *testing.T) {
 		t.Fatalf("received %d messages, want 1", len(msgs))
 	}
 	// The first worker claims, as the processor does, and dies: no commit,
-	// no failure recorded, the message not deleted.
-	const lease = 400 * time.Millisecond
+	// no failure recorded, the message not deleted. The lease is long, so
+	// that a loaded machine cannot let it run out before the duplicate
+	// below is handled; the takeover is then seen through a clock past it,
+	// rather than by sleeping.
+	const lease = 30 * time.Second
 	if _, err := e.events.Claim(ctx, event.ProviderStripe, envl.ID, "killed-worker", time.Now(), time.Now().Add(lease)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(lease)
 
 	// While the lease is live, a duplicate message is acknowledged without
 	// effect: the holder's own message comes back if the holder dies.
@@ -321,8 +323,9 @@ func TestWorkerKilledAfterClaimingIsTakenOverAfterItsLease(t *testing.T) {
 	}
 
 	// The message's visibility timeout ends after the lease (the template
-	// keeps it at six function timeouts, the lease at most one).
-	time.Sleep(time.Until(deadline) + 50*time.Millisecond)
+	// keeps it at six function timeouts, the lease at most one): the worker
+	// that receives it then finds the lease expired.
+	p = e.processorAt(t, nil, func() time.Time { return time.Now().Add(lease + time.Second) })
 	e.visible(t, msgs[0])
 	if n := e.drain(t, p); n != 1 {
 		t.Errorf("invocations to finish: got %d, want 1", n)

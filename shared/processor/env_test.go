@@ -73,6 +73,12 @@ func newEnv(t *testing.T, overrides map[string]string) *env {
 // stack's client) and retries made visible again at once.
 func (e *env) processor(t *testing.T, db store.DynamoDB) *processor.Processor {
 	t.Helper()
+	return e.processorAt(t, db, nil)
+}
+
+// processorAt is processor with its own clock (nil: time.Now).
+func (e *env) processorAt(t *testing.T, db store.DynamoDB, now func() time.Time) *processor.Processor {
+	t.Helper()
 	if db == nil {
 		db = e.stack.DynamoDB
 	}
@@ -89,6 +95,7 @@ func (e *env) processor(t *testing.T, db store.DynamoDB) *processor.Processor {
 		// Under a second: ChangeMessageVisibility(0), visible at once.
 		BackoffBase: time.Millisecond,
 		Logger:      slog.New(slog.NewJSONHandler(e.logs, nil)),
+		Now:         now,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -196,24 +197,41 @@ func apiError(resp *http.Response, answer []byte) *APIError {
 	return &APIError{Code: code, Message: msg, Status: resp.StatusCode}
 }
 
-// endpoint is Parameter Store's endpoint, chosen as the SDK's clients
-// choose theirs: AWS_ENDPOINT_URL_SSM (the configuration's service
-// endpoint sources), else AWS_ENDPOINT_URL (its base endpoint), else
+// Options are the client options a configuration's ServiceOptions may set,
+// as they set a service client's (every SDK client's options have a
+// BaseEndpoint field).
+type Options struct {
+	BaseEndpoint *string
+}
+
+// serviceID is Parameter Store's service id, which ServiceOptions and the
+// endpoint sources are asked with.
+const serviceID = "SSM"
+
+// endpoint is Parameter Store's endpoint, chosen by the rules the SDK's
+// generated clients follow, in their order: the configuration's base
+// endpoint (AWS_ENDPOINT_URL); then, unless the process sets
+// AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_SSM, the first service endpoint
+// its sources give (AWS_ENDPOINT_URL_SSM, a profile's services section),
+// none when a source says to ignore configured endpoints (inboxctl
+// --stage); then its ServiceOptions; else
 // https://ssm.<region>.<the region's partition's domain>. The domain
 // comes from the SDK's partition table, read through DynamoDB's endpoint
 // resolver (every function links DynamoDB): no table to keep here.
 func (c *Client) endpoint(ctx context.Context) (string, error) {
-	for _, src := range c.cfg.ConfigSources {
-		if p, ok := src.(interface {
-			GetServiceBaseEndpoint(context.Context, string) (string, bool, error)
-		}); ok {
-			if v, found, err := p.GetServiceBaseEndpoint(ctx, "SSM"); err == nil && found {
-				return v, nil
-			}
+	opts := Options{BaseEndpoint: c.cfg.BaseEndpoint}
+	_, general := os.LookupEnv("AWS_ENDPOINT_URL")
+	_, own := os.LookupEnv("AWS_ENDPOINT_URL_SSM")
+	if !general || own {
+		if v, found := serviceEndpoint(ctx, c.cfg.ConfigSources); found {
+			opts.BaseEndpoint = aws.String(v)
 		}
 	}
-	if c.cfg.BaseEndpoint != nil && *c.cfg.BaseEndpoint != "" {
-		return *c.cfg.BaseEndpoint, nil
+	for _, fn := range c.cfg.ServiceOptions {
+		fn(serviceID, &opts)
+	}
+	if v := aws.ToString(opts.BaseEndpoint); v != "" {
+		return v, nil
 	}
 	if c.cfg.Region == "" {
 		return "", errors.New("ssm: no region")
@@ -227,4 +245,37 @@ func (c *Client) endpoint(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("ssm: no endpoint for region %s (set AWS_ENDPOINT_URL_SSM)", c.cfg.Region)
 	}
 	return (&url.URL{Scheme: "https", Host: "ssm." + c.cfg.Region + "." + domain, Path: "/"}).String(), nil
+}
+
+// serviceEndpoint asks the configuration's sources for Parameter Store's
+// own endpoint as the SDK does: none when the first source with an opinion
+// says to ignore configured endpoints, else the first found; a source's
+// error ends the search with nothing found.
+func serviceEndpoint(ctx context.Context, sources []any) (string, bool) {
+	for _, src := range sources {
+		if p, ok := src.(interface {
+			GetIgnoreConfiguredEndpoints(context.Context) (bool, bool, error)
+		}); ok {
+			if ignore, found, err := p.GetIgnoreConfiguredEndpoints(ctx); err == nil && found {
+				if ignore {
+					return "", false
+				}
+				break
+			}
+		}
+	}
+	for _, src := range sources {
+		if p, ok := src.(interface {
+			GetServiceBaseEndpoint(context.Context, string) (string, bool, error)
+		}); ok {
+			v, found, err := p.GetServiceBaseEndpoint(ctx, serviceID)
+			if err != nil {
+				return "", false
+			}
+			if found {
+				return v, true
+			}
+		}
+	}
+	return "", false
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -158,6 +161,10 @@ func TestClientRetriesAsTheSDKDoes(t *testing.T) {
 // resolves, for regions of every partition, unless AWS_ENDPOINT_URL_SSM or
 // AWS_ENDPOINT_URL says otherwise.
 func TestClientEndpointIsTheSDKs(t *testing.T) {
+	// The configuration alone decides here (see
+	// TestClientEndpointFollowsTheSDKsRules for the process's variables).
+	unsetenv(t, "AWS_ENDPOINT_URL")
+	unsetenv(t, "AWS_ENDPOINT_URL_SSM")
 	var got string
 	// A transport that answers without a network, noting the host asked.
 	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
@@ -200,4 +207,105 @@ type serviceEndpoint map[string]string
 func (s serviceEndpoint) GetServiceBaseEndpoint(_ context.Context, sdkID string) (string, bool, error) {
 	v, ok := s[sdkID]
 	return v, ok, nil
+}
+
+// ignoreEndpoints is a configuration source that says
+// AWS_IGNORE_CONFIGURED_ENDPOINT_URLS=true, as inboxctl's --stage adds.
+type ignoreEndpoints struct{}
+
+func (ignoreEndpoints) GetIgnoreConfiguredEndpoints(context.Context) (bool, bool, error) {
+	return true, true, nil
+}
+
+// TestClientEndpointFollowsTheSDKsRules: in every combination of the
+// process's endpoint variables, the configuration's base endpoint, its
+// service endpoint sources (AWS_ENDPOINT_URL_SSM, a profile's services
+// section), a source that says to ignore configured endpoints (inboxctl
+// --stage) and per-service client options (aws.Config.ServiceOptions), the
+// client sends its request where the SDK's own ssm client would. A signed
+// Parameter Store read sent elsewhere could be replayed to AWS.
+func TestClientEndpointFollowsTheSDKsRules(t *testing.T) {
+	var got string
+	rt := roundTripFunc(func(r *http.Request) (*http.Response, error) {
+		got = r.URL.Scheme + "://" + r.URL.Host
+		return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader(found)), Header: http.Header{}}, nil
+	})
+	const (
+		general  = "http://127.0.0.1:4566"
+		envSSM   = "http://127.0.0.2:2"
+		baseCfg  = "http://127.0.0.3:3"
+		fromSrc  = "http://127.0.0.4:4"
+		fromOpts = "http://127.0.0.5:5"
+	)
+	setSSM := func(id string, o any) {
+		if id == "SSM" {
+			reflectSetBaseEndpoint(o, fromOpts)
+		}
+	}
+	setOther := func(id string, o any) {
+		if id == "DynamoDB" {
+			reflectSetBaseEndpoint(o, fromOpts)
+		}
+	}
+	for _, env := range []map[string]string{
+		{},
+		{"AWS_ENDPOINT_URL": general},
+		{"AWS_ENDPOINT_URL": general, "AWS_ENDPOINT_URL_SSM": envSSM},
+		{"AWS_ENDPOINT_URL_SSM": envSSM},
+	} {
+		for _, base := range []string{"", baseCfg} {
+			for _, sources := range [][]any{nil, {serviceEndpoint{"SSM": fromSrc}}, {ignoreEndpoints{}, serviceEndpoint{"SSM": fromSrc}}, {ignoreEndpoints{}}} {
+				for i, opts := range [][]func(string, any){nil, {setSSM}, {setOther}} {
+					name := fmt.Sprintf("env %v, base %q, sources %+v, options %d", env, base, sources, i)
+					for _, k := range []string{"AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_SSM"} {
+						if v, ok := env[k]; ok {
+							t.Setenv(k, v)
+						} else {
+							unsetenv(t, k)
+						}
+					}
+					cfg := stubConfig("")
+					cfg.BaseEndpoint, cfg.HTTPClient, cfg.ConfigSources, cfg.ServiceOptions = nil, &http.Client{Transport: rt}, sources, opts
+					if base != "" {
+						cfg.BaseEndpoint = aws.String(base)
+					}
+					got = ""
+					if _, err := secrets.NewClient(cfg).GetParameter(context.Background(), "/p"); err != nil {
+						t.Fatalf("%s: %v", name, err)
+					}
+					sdk := ssm.NewFromConfig(cfg).Options()
+					want := aws.ToString(sdk.BaseEndpoint)
+					if want == "" {
+						ep, err := sdk.EndpointResolverV2.ResolveEndpoint(context.Background(), ssm.EndpointParameters{Region: aws.String(cfg.Region)})
+						if err != nil {
+							t.Fatal(err)
+						}
+						want = ep.URI.Scheme + "://" + ep.URI.Host
+					}
+					if got != want {
+						t.Errorf("%s: got %s, want the SDK's %s", name, got, want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// reflectSetBaseEndpoint sets the BaseEndpoint field of a client's options,
+// whatever their type, as a configuration's ServiceOptions may.
+func reflectSetBaseEndpoint(o any, url string) {
+	v := reflect.ValueOf(o)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return
+	}
+	if f := v.Elem().FieldByName("BaseEndpoint"); f.IsValid() && f.CanSet() && f.Type() == reflect.TypeOf((*string)(nil)) {
+		f.Set(reflect.ValueOf(aws.String(url)))
+	}
+}
+
+// unsetenv unsets k for the test and restores it after.
+func unsetenv(t *testing.T, k string) {
+	t.Helper()
+	t.Setenv(k, "")
+	os.Unsetenv(k)
 }

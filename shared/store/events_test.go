@@ -277,15 +277,14 @@ func TestByObjectReadsEveryPageAndOrdersTiesByID(t *testing.T) {
 // idempotency window; the emulator's launcher keeps it too).
 func TestCompleteWhoseAnswerWasLostCommitsOnce(t *testing.T) {
 	ev, s := newEvents(t)
-	p, err := faultproxy.New(testenv.Endpoint(t))
+	p, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(p)
 	t.Cleanup(srv.Close)
-	cfg := s.AWS.Copy()
-	cfg.BaseEndpoint = aws.String(srv.URL)
-	ev.DB = dynamodb.NewFromConfig(cfg)
+	// The client's own option: it wins over AWS_ENDPOINT_URL_DYNAMODB too.
+	ev.DB = dynamodb.NewFromConfig(s.AWS, func(o *dynamodb.Options) { o.BaseEndpoint = aws.String(srv.URL) })
 
 	ctx := context.Background()
 	now := time.Now()

@@ -54,13 +54,13 @@ func run(in io.Reader, out io.Writer, n, c int) error {
 	}
 	defer emu.Stop()
 	fmt.Fprintf(os.Stderr, "benchtable: measuring the pipeline with %d events...\n", n)
-	p, err := measure(ctx, emu.URL, filepath.Join(root, "template.yaml"), n, c)
+	p, err := measure(ctx, emu.Endpoints, filepath.Join(root, "template.yaml"), n, c)
 	if err != nil {
 		return err
 	}
 	table(out, res, p)
 	fmt.Fprintln(os.Stderr, "benchtable: the cost meter...")
-	rep, err := cost.Measure(ctx, cost.Options{Endpoint: emu.URL, Template: filepath.Join(root, "template.yaml")})
+	rep, err := cost.Measure(ctx, cost.Options{Endpoints: emu.Endpoints, Template: filepath.Join(root, "template.yaml")})
 	if err != nil {
 		return err
 	}

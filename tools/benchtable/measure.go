@@ -87,9 +87,9 @@ type pipeline struct {
 }
 
 // measure runs the local stack in process and counts what it does.
-func measure(ctx context.Context, endpoint, template string, n, concurrency int) (pipeline, error) {
+func measure(ctx context.Context, endpoints emulator.Endpoints, template string, n, concurrency int) (pipeline, error) {
 	var p pipeline
-	base, err := emulator.Config(ctx, endpoint)
+	base, err := emulator.Config(ctx, endpoints)
 	if err != nil {
 		return p, err
 	}

@@ -44,8 +44,8 @@ import (
 
 // Options configure Measure.
 type Options struct {
-	// Endpoint is the AWS emulator's URL.
-	Endpoint string
+	// Endpoints are the AWS emulators'.
+	Endpoints emulator.Endpoints
 	// Template is the path of template.yaml.
 	Template string
 	// Samples is how many new 2.6 KB events are sampled to tell keys all
@@ -182,7 +182,7 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.schema, err = LoadSchema(m.tmpl); err != nil {
 		return err
 	}
-	if m.base, err = emulator.Config(ctx, m.opts.Endpoint); err != nil {
+	if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
 		return err
 	}
 	var nonce [4]byte
@@ -453,7 +453,7 @@ func (m *meter) process(ctx context.Context, wait int32, timed bool) (int, int, 
 		QueueUrl: aws.String(m.queue.URL), MaxNumberOfMessages: 1, WaitTimeSeconds: wait,
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}, poller.LongPoll)
 	if err != nil || len(out.Messages) == 0 {
 		return 0, 0, err
 	}

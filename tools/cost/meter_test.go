@@ -17,7 +17,7 @@ import (
 func TestMeterAgainstTheEmulator(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	rep, err := Measure(ctx, Options{Endpoint: testenv.Endpoint(t), Template: testenv.TemplatePath(t), Samples: 3})
+	rep, err := Measure(ctx, Options{Endpoints: testenv.Endpoints(t), Template: testenv.TemplatePath(t), Samples: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

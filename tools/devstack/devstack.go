@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -34,7 +33,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
-	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 )
@@ -189,7 +187,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		return nil, err
 	}
 	p := &poller.Poller{
-		SQS: longPoll(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
+		SQS: sqs.NewFromConfig(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
 		Handler: proc.Handle, Function: ProcessorID,
 		Timeout: time.Duration(procFn.Timeout) * time.Second,
 		Workers: min(src.MaxConcurrency, 4),
@@ -334,12 +332,4 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 		return err
 	}
 	return put("ApiKeyParameter", opts.APIKey)
-}
-
-// longPoll is an SQS client for 20-second long polls: the functions' HTTP
-// client times an attempt out sooner than a long poll answers.
-func longPoll(cfg aws.Config) *sqs.Client {
-	return sqs.NewFromConfig(cfg, func(o *sqs.Options) {
-		o.HTTPClient = sdkhttp.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(30 * time.Second))
-	})
 }

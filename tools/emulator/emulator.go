@@ -1,8 +1,11 @@
-// Package emulator starts and stops the local AWS emulator (moto in server
-// mode, through dev/emulator.py) for the local stack and the tests.
+// Package emulator starts and stops the local AWS emulators, moto in server
+// mode (through dev/emulator.py) and LocalStack without Docker (from
+// .venv-localstack), for the local stack and the tests, and says where
+// each service's requests go (Endpoints).
 //
 // When AWS_ENDPOINT_URL is set, nothing is started: that endpoint (LocalStack,
-// or an emulator shared by a whole test run) is used as it is.
+// or an emulator shared by a whole test run) is used as it is, with the
+// services' own endpoints (AWS_ENDPOINT_URL_<SERVICE>) beside it.
 package emulator
 
 import (
@@ -29,11 +32,14 @@ import (
 // DefaultPort is LocalStack's port, so one endpoint setting serves both.
 const DefaultPort = 4566
 
-// Emulator is a running emulator, or an external endpoint.
+// Emulator is a running emulator, or external endpoints.
 type Emulator struct {
-	// URL is the endpoint, like http://127.0.0.1:4566.
+	// URL is the endpoint of every service without its own, like
+	// http://127.0.0.1:4566.
 	URL string
-	cmd *exec.Cmd
+	// Endpoints are URL and the services' own endpoints.
+	Endpoints Endpoints
+	cmd       *exec.Cmd
 	// done is closed when the process has exited.
 	done chan struct{}
 }
@@ -46,15 +52,26 @@ type Options struct {
 	Log io.Writer
 }
 
-// FromEnv returns the emulator at AWS_ENDPOINT_URL, or starts one.
+// FromEnv returns the emulators of the environment's endpoints when
+// AWS_ENDPOINT_URL is set, or starts moto for every service without an
+// endpoint of its own (AWS_ENDPOINT_URL_<SERVICE>, which it keeps). It
+// waits until every endpoint answers.
 func FromEnv(ctx context.Context, opts Options) (*Emulator, error) {
-	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
+	env := EndpointsFromEnv()
+	for _, url := range env.Distinct() {
 		if err := WaitReady(ctx, url, 30*time.Second); err != nil {
-			return nil, fmt.Errorf("emulator: AWS_ENDPOINT_URL=%s: %w", url, err)
+			return nil, fmt.Errorf("emulator: %s: %w", env, err)
 		}
-		return &Emulator{URL: url}, nil
 	}
-	return Start(ctx, opts)
+	if env.URL != "" {
+		return &Emulator{URL: env.URL, Endpoints: env}, nil
+	}
+	e, err := Start(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	e.Endpoints.Services = env.Services
+	return e, nil
 }
 
 // Start launches moto from the project's virtualenv and waits until it
@@ -86,6 +103,7 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 		return nil, fmt.Errorf("emulator: start: %w", err)
 	}
 	e := &Emulator{URL: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, done: make(chan struct{})}
+	e.Endpoints = One(e.URL)
 	go func() { _ = cmd.Wait(); close(e.done) }()
 	ready := make(chan error, 1)
 	go func() { ready <- WaitReady(ctx, e.URL, 60*time.Second) }()
@@ -175,11 +193,26 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// Config returns an AWS configuration for the emulator at url, with the
-// functions' HTTP client and the test credentials an emulator accepts.
-func Config(ctx context.Context, url string) (aws.Config, error) {
-	return awsconfig.Load(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
+// Config returns an AWS configuration for the emulators at e, each service
+// at its own endpoint, with the functions' HTTP client and the test
+// credentials an emulator accepts.
+func Config(ctx context.Context, e Endpoints) (aws.Config, error) {
+	cfg, err := awsconfig.Load(ctx, config.WithRegion("us-east-1"),
 		config.WithCredentialsProvider(aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 			return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test", Source: "emulator"}, nil
 		})))
+	if err != nil {
+		return aws.Config{}, err
+	}
+	// Whatever the process environment says: e is the whole truth.
+	services := map[string]string{}
+	for _, s := range knownServices {
+		services[s] = e.For(s)
+	}
+	awsconfig.SetEndpoints(&cfg, e.URL, services)
+	return cfg, nil
 }
+
+// knownServices are the services the project calls, by the suffix of
+// their endpoint variable.
+var knownServices = []string{"DYNAMODB", "SQS", "SSM", "CLOUDFORMATION", "STS"}

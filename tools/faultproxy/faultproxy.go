@@ -1,8 +1,11 @@
 // Package faultproxy is a fault-injecting HTTP proxy between the pipeline and
-// the AWS emulator. The drills and the load test put it on AWS_ENDPOINT_URL
-// and inject, by rule, what production sees: service errors, throttling,
-// delays and dropped connections. The code under test has no test-only
-// branch: it meets the faults over the wire, as it would meet AWS's.
+// the AWS emulators. The drills and the load test put it on AWS_ENDPOINT_URL
+// (and on every AWS_ENDPOINT_URL_<SERVICE>) and inject, by rule, what
+// production sees: service errors, throttling, delays and dropped
+// connections. It forwards each request to its service's emulator, so
+// services on different emulators (make test-localstack) all pass through
+// it. The code under test has no test-only branch: it meets the faults over
+// the wire, as it would meet AWS's.
 package faultproxy
 
 import (
@@ -12,11 +15,12 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 )
 
 // Action is what a rule does to a matching request.
@@ -66,10 +70,9 @@ type rule struct {
 	seen, injected int
 }
 
-// Proxy forwards to an AWS endpoint, injecting faults by rule.
+// Proxy forwards to AWS endpoints, injecting faults by rule.
 type Proxy struct {
-	target *url.URL
-	rp     *httputil.ReverseProxy
+	rp *httputil.ReverseProxy
 
 	mu       sync.Mutex
 	rules    []*rule
@@ -79,14 +82,14 @@ type Proxy struct {
 	sticky map[string]*rule
 }
 
-// New returns a proxy to target (the emulator's URL).
-func New(target string) (*Proxy, error) {
-	u, err := url.Parse(target)
+// New returns a proxy to the emulators at targets, each request sent to its
+// service's endpoint.
+func New(targets emulator.Endpoints) (*Proxy, error) {
+	rp, err := emulator.NewRouter(targets)
 	if err != nil {
-		return nil, fmt.Errorf("faultproxy: target %q: %w", target, err)
+		return nil, fmt.Errorf("faultproxy: %w", err)
 	}
-	p := &Proxy{target: u, requests: map[string]int{}, injected: map[string]int{}, sticky: map[string]*rule{}}
-	p.rp = httputil.NewSingleHostReverseProxy(u)
+	p := &Proxy{rp: rp, requests: map[string]int{}, injected: map[string]int{}, sticky: map[string]*rule{}}
 	p.rp.ErrorHandler = func(w http.ResponseWriter, r *http.Request, err error) {
 		// The emulator itself is down: answer as a dead endpoint would.
 		if hj, ok := w.(http.Hijacker); ok {

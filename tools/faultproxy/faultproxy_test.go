@@ -3,7 +3,11 @@ package faultproxy_test
 import (
 	"context"
 	"errors"
+	"io"
+	"maps"
+	"net/http"
 	"net/http/httptest"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
@@ -35,7 +40,7 @@ func through(t *testing.T, p *faultproxy.Proxy) aws.Config {
 
 func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
 	s := testenv.Provision(t, nil)
-	p, err := faultproxy.New(testenv.Endpoint(t))
+	p, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +94,7 @@ func TestFaultsReachTheSDKAsAWSErrors(t *testing.T) {
 
 func TestStickyFaultOutlastsTheSDKsRetries(t *testing.T) {
 	s := testenv.Provision(t, nil)
-	p, err := faultproxy.New(testenv.Endpoint(t))
+	p, err := faultproxy.New(testenv.Endpoints(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,5 +124,46 @@ func TestStickyFaultOutlastsTheSDKsRetries(t *testing.T) {
 	// A new call is a new decision: the rule's one injection is spent.
 	if err := put(); err != nil {
 		t.Errorf("the next call: %v", err)
+	}
+}
+
+// TestEachServiceReachesItsOwnEmulator: behind the proxy, DynamoDB goes to
+// its own endpoint and the rest to the general one (make test-localstack:
+// moto and LocalStack), and rules still apply to each.
+func TestEachServiceReachesItsOwnEmulator(t *testing.T) {
+	hits := map[string]int{}
+	var mu sync.Mutex
+	fake := func(name, body string) string {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			hits[name+" "+r.Header.Get("X-Amz-Target")]++
+			mu.Unlock()
+			w.Header().Set("Content-Type", "application/x-amz-json-1.0")
+			io.WriteString(w, body)
+		}))
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	p, err := faultproxy.New(emulator.Endpoints{URL: fake("localstack", `{"QueueUrls":[]}`), Services: map[string]string{"DYNAMODB": fake("moto", `{"TableNames":[]}`)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := through(t, p)
+	ctx := context.Background()
+	if _, err := dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	p.Set(faultproxy.Rule{Service: "dynamodb", Action: faultproxy.Throttle, Count: 1})
+	if _, err := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }).ListTables(ctx, &dynamodb.ListTablesInput{}); !fault.Throttled(err) {
+		t.Errorf("throttle rule on DynamoDB: got %v", err)
+	}
+	want := map[string]int{"moto DynamoDB_20120810.ListTables": 1, "localstack AmazonSQS.ListQueues": 1}
+	mu.Lock()
+	defer mu.Unlock()
+	if !maps.Equal(hits, want) {
+		t.Errorf("requests landed: got %v, want %v", hits, want)
 	}
 }

@@ -55,8 +55,8 @@ type Config struct {
 	// writes (throttling, errors, lost answers).
 	FaultRate float64
 	Seed      uint64
-	// Endpoint is the AWS emulator.
-	Endpoint string
+	// Endpoints are the AWS emulators'.
+	Endpoints emulator.Endpoints
 	// Template is the path of template.yaml.
 	Template string
 	// Progress receives a progress bar; nil for none.
@@ -252,18 +252,18 @@ func Run(ctx context.Context, c Config) (Result, error) {
 	down := &downstream{calls: map[string]int{}}
 	dsrv := httptest.NewServer(down)
 	defer dsrv.Close()
-	proxy, err := faultproxy.New(c.Endpoint)
+	proxy, err := faultproxy.New(c.Endpoints)
 	if err != nil {
 		return res, err
 	}
 	psrv := httptest.NewServer(proxy)
 	defer psrv.Close()
 
-	cfg, err := emulator.Config(ctx, psrv.URL)
+	cfg, err := emulator.Config(ctx, emulator.One(psrv.URL))
 	if err != nil {
 		return res, err
 	}
-	direct, err := emulator.Config(ctx, c.Endpoint)
+	direct, err := emulator.Config(ctx, c.Endpoints)
 	if err != nil {
 		return res, err
 	}

@@ -22,10 +22,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
 // Handler is a Lambda handler for SQS events.
@@ -36,6 +38,18 @@ type SQS interface {
 	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
 }
+
+// longPollClient times an attempt out well after the longest long poll
+// (20 s) answers.
+var longPollClient = sdkhttp.ReadOnlyBodies(awshttp.NewBuildableClient().WithTimeout(20*time.Second + 30*time.Second))
+
+// LongPoll is the option every long-polling ReceiveMessage needs: a client
+// whose attempt timeout outlasts the wait. The functions' client
+// (sdkhttp.Client) gives up on an attempt after a few seconds; a long poll
+// cut short that way while SQS is answering with messages leaves them
+// received but never handed to anyone, invisible for the queue's whole
+// visibility timeout, so an event waits minutes for no reason.
+func LongPoll(o *sqs.Options) { o.HTTPClient = longPollClient }
 
 // Poller feeds one function from one queue.
 type Poller struct {
@@ -109,7 +123,7 @@ func (p *Poller) gather(ctx context.Context) ([]sqstypes.Message, error) {
 			WaitTimeSeconds:             wait,
 			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 			MessageAttributeNames:       []string{"All"},
-		})
+		}, LongPoll)
 		if err != nil {
 			if len(batch) > 0 {
 				return batch, nil

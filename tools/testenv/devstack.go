@@ -56,8 +56,10 @@ func DevstackBinary(t testing.TB) string {
 
 // DevstackOptions configure StartDevstack.
 type DevstackOptions struct {
-	// Endpoint is the AWS emulator; Endpoint(t) when empty.
-	Endpoint string
+	// Endpoints are the AWS emulators'; Endpoints(t) when unset. The
+	// stack's process reaches exactly these, whatever the test's own
+	// environment says.
+	Endpoints emulator.Endpoints
 	// Prefix names the resources; unique to the test when empty.
 	Prefix string
 	// Overrides are template parameter overrides.
@@ -84,8 +86,8 @@ type Devstack struct {
 // StartDevstack starts the local stack and waits for /healthz.
 func StartDevstack(t testing.TB, opts DevstackOptions) *Devstack {
 	t.Helper()
-	if opts.Endpoint == "" {
-		opts.Endpoint = Endpoint(t)
+	if !opts.Endpoints.Set() {
+		opts.Endpoints = Endpoints(t)
 	}
 	if opts.Prefix == "" {
 		opts.Prefix = Prefix(t)
@@ -112,7 +114,7 @@ func (d *Devstack) start(t testing.TB) {
 	cmd := exec.Command(DevstackBinary(t), args...)
 	root, _ := repo.Root()
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "AWS_ENDPOINT_URL="+d.Opts.Endpoint, "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "LOG_LEVEL=DEBUG")
+	cmd.Env = append(d.Opts.Endpoints.Environ(os.Environ()), "AWS_REGION=us-east-1", "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "LOG_LEVEL=DEBUG")
 	for k, v := range d.Opts.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}

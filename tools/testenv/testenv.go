@@ -2,7 +2,9 @@
 // freshly provisioned resources from template.yaml.
 //
 // The endpoint is AWS_ENDPOINT_URL when set (make test starts one emulator for
-// the whole run; LocalStack works the same way). Otherwise the first test
+// the whole run; LocalStack works the same way), with the services' own
+// endpoints beside it (AWS_ENDPOINT_URL_DYNAMODB: make test-localstack runs
+// DynamoDB on moto and the rest on LocalStack). Otherwise the first test
 // that asks starts moto for the test binary, which stops with it. A test never
 // skips for want of an emulator: it fails and says how to get one.
 package testenv
@@ -30,13 +32,25 @@ import (
 )
 
 var (
-	once     sync.Once
-	endpoint string
-	startErr error
+	once      sync.Once
+	endpoints emulator.Endpoints
+	startErr  error
+
+	backendMu sync.Mutex
+	backends  = map[string]string{}
 )
 
-// Endpoint returns the emulator's URL, starting one if needed.
+// Endpoint returns the emulator's URL, the endpoint of every service
+// without its own, starting one if needed.
 func Endpoint(t testing.TB) string {
+	t.Helper()
+	return Endpoints(t).URL
+}
+
+// Endpoints returns the emulators' endpoints, starting moto if needed.
+// A process a test starts reaches the same emulators with
+// Endpoints(t).Environ(...) or the variables of Endpoints(t).Vars().
+func Endpoints(t testing.TB) emulator.Endpoints {
 	t.Helper()
 	once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -46,15 +60,35 @@ func Endpoint(t testing.TB) string {
 			startErr = err
 			return
 		}
-		endpoint = emu.URL
+		endpoints = emu.Endpoints
 		// Processes started by the SDK in this binary read the endpoint
 		// from the environment, as in Lambda.
-		os.Setenv("AWS_ENDPOINT_URL", endpoint)
+		os.Setenv(emulator.General, endpoints.URL)
 	})
 	if startErr != nil {
 		t.Fatalf("no AWS emulator: %v\n(run the tests with `make test`, which installs and starts one, or set AWS_ENDPOINT_URL)", startErr)
 	}
-	return endpoint
+	return endpoints
+}
+
+// Backend names the emulator that serves service (an SDK id, like SQS):
+// "localstack" or "moto". A test whose expectation differs between the two
+// asserts each one's (docs/localstack.md lists every such difference and
+// its test); it never skips.
+func Backend(t testing.TB, service string) string {
+	t.Helper()
+	url := Endpoints(t).For(service)
+	backendMu.Lock()
+	defer backendMu.Unlock()
+	if b, ok := backends[url]; ok {
+		return b
+	}
+	b, err := emulator.Identify(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	backends[url] = b
+	return b
 }
 
 // AWS returns an AWS configuration for the emulator.

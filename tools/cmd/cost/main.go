@@ -38,7 +38,7 @@ func run(samples int, rate float64) error {
 	}
 	defer emu.Stop()
 	rep, err := cost.Measure(ctx, cost.Options{
-		Endpoint: emu.URL, Template: filepath.Join(root, "template.yaml"),
+		Endpoints: emu.Endpoints, Template: filepath.Join(root, "template.yaml"),
 		Samples: samples, Rate: rate, Progress: os.Stderr,
 	})
 	if err != nil {

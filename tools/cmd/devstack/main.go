@@ -12,9 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -125,7 +127,7 @@ func banner(s *devstack.Stack, emu *emulator.Emulator) {
 webhook-inbox local stack is up
   webhook endpoint  %s/webhooks/stripe
   health            %s/healthz
-  AWS emulator      %s
+  AWS emulator      %s%s
   events table      %s
   mirror table      %s
   queue             %s
@@ -135,7 +137,17 @@ Try:  %s
       stripe listen --forward-to localhost:3000/webhooks/stripe
 Ctrl-C stops everything.
 
-`, s.URL, s.URL, emu.URL, env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, try)
+`, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, try)
+}
+
+// ownEndpoints lists the services with an endpoint of their own
+// (AWS_ENDPOINT_URL_<SERVICE>), one per line, for the banner.
+func ownEndpoints(e emulator.Endpoints) string {
+	var b strings.Builder
+	for _, s := range slices.Sorted(maps.Keys(e.Services)) {
+		fmt.Fprintf(&b, "\n  %-17s %s", strings.ToLower(s), e.Services[s])
+	}
+	return b.String()
 }
 
 func setDefault(k, v string) {

@@ -55,7 +55,7 @@ func run() int {
 		return 1
 	}
 	defer emu.Stop()
-	c.Endpoint = emu.URL
+	c.Endpoints = emu.Endpoints
 
 	if term.IsTerminal(int(os.Stderr.Fd())) {
 		var bar *progressbar.ProgressBar
