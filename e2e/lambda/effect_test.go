@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -21,11 +23,14 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // TestProcessorRunsTheExampleEffectWithTheTemplatesSettings deploys the
-// template with EffectSettings and EffectSecrets set, as docs/design.md's
-// "Your own effects" says for the example effect: the real processor
+// template with EffectSettings and EffectSecrets set, and the token stored,
+// as docs/design.md's "Turn it on in a deployment" says for the example
+// effect (its values read from there; only the API's address is this
+// test's server, and the stage this test's own): the real processor
 // binary gets the billing API's URL and the secret's path from the template
 // alone, reads the token from the stage's effects path once, on the first
 // invoice.paid, calls the API with it and the event's idempotency key, and
@@ -47,11 +52,18 @@ func TestProcessorRunsTheExampleEffectWithTheTemplatesSettings(t *testing.T) {
 		}
 	}))
 	defer api.Close()
-	s := newSetupWith(t, map[string]string{"EffectSettings": "BILLING_API_URL=" + api.URL + "/v1/paid", "EffectSecrets": "billing-api-token"}, nil)
+	doc := documentedDeployment(t)
+	settings := doc.settings
+	if u, err := url.Parse(strings.TrimPrefix(settings, "BILLING_API_URL=")); err == nil && u.Host != "" {
+		settings = strings.ReplaceAll(settings, u.Scheme+"://"+u.Host, api.URL)
+	}
+	s := newSetupWith(t, map[string]string{"EffectSettings": settings, "EffectSecrets": doc.secrets}, nil)
 	stage, _ := s.stack.Template.Parameter("Stage")
 	token := "bt_rie_" + randomHex(12)
 	if _, err := ssm.NewFromConfig(s.stack.AWS).PutParameter(context.Background(), &ssm.PutParameterInput{
-		Name: aws.String("/webhook-inbox/" + stage + "/effects/billing-api-token"), Value: aws.String(token),
+		// aws ssm put-parameter --value file://billing-token.txt keeps the
+		// file's newline.
+		Name: aws.String(strings.Replace(doc.parameter, "/webhook-inbox/dev/", "/webhook-inbox/"+stage+"/", 1)), Value: aws.String(token + "\n"),
 		Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
 	}); err != nil {
 		t.Fatal(err)
@@ -123,4 +135,37 @@ func TestProcessorRunsTheExampleEffectWithTheTemplatesSettings(t *testing.T) {
 		t.Errorf("secret reads: got %d, want 2 (the token on the first invoice.paid, the API key on the first fetch)", reads)
 	}
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, processorID, s.rec.Calls(0))
+}
+
+// deployment is what docs/design.md's "Turn it on in a deployment" tells a
+// reader to run, for the samconfig.toml's default stage (dev).
+type deployment struct {
+	parameter string // the token's SecureString
+	settings  string // EffectSettings
+	secrets   string // EffectSecrets
+}
+
+var (
+	docPut      = regexp.MustCompile(`(?m)^aws ssm put-parameter --type SecureString --name (/webhook-inbox/dev/effects/\S+) --value file://billing-token\.txt$`)
+	docSettings = regexp.MustCompile(`"EffectSettings=([^"]+)"`)
+	docSecrets  = regexp.MustCompile(`"EffectSecrets=([^"]+)"`)
+)
+
+// documentedDeployment reads the steps from docs/design.md; a step the
+// test cannot find there fails it, as it would stop a reader.
+func documentedDeployment(t *testing.T) deployment {
+	t.Helper()
+	_, block, _ := testenv.DocSteps(t, "docs/design.md", "**Turn it on in a deployment.**")
+	var d deployment
+	for _, f := range []struct {
+		re  *regexp.Regexp
+		dst *string
+	}{{docPut, &d.parameter}, {docSettings, &d.settings}, {docSecrets, &d.secrets}} {
+		m := f.re.FindStringSubmatch(block)
+		if m == nil {
+			t.Fatalf("docs/design.md: no match for %s in\n%s", f.re, block)
+		}
+		*f.dst = m[1]
+	}
+	return d
 }
