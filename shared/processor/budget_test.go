@@ -16,8 +16,9 @@ import (
 // hours before dead-lettering it, the processor gets the same parameters
 // (RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX, MAX_RECEIVE_COUNT), the total
 // the template and docs/operations.md state is the one RetryBudget
-// computes, and the webhook queue keeps a message at least twice the
-// longest budget the processor accepts.
+// computes, the queue's redrive policy dead-letters on the same receive,
+// and the webhook queue keeps a message at least twice the longest budget
+// the processor accepts.
 func TestTheTemplatesRetryBudget(t *testing.T) {
 	tmpl, err := template.Load("../../template.yaml", nil)
 	if err != nil {
@@ -69,6 +70,13 @@ func TestTheTemplatesRetryBudget(t *testing.T) {
 	q, ok := tmpl.Resource("WebhookQueue")
 	if !ok {
 		t.Fatal("no WebhookQueue")
+	}
+	// SQS moves a message to the DLQ after the redrive policy's count; the
+	// processor marks its record dead_lettered on MAX_RECEIVE_COUNT: the
+	// two must be the same parameter, or the store and the DLQ disagree.
+	rp, _ := q.Properties["RedrivePolicy"].(map[string]any)
+	if got, ok := template.Int(rp["maxReceiveCount"]); !ok || got != receives {
+		t.Errorf("WebhookQueue's redrive maxReceiveCount: got %v, want parameter MaxReceiveCount (%d)", rp["maxReceiveCount"], receives)
 	}
 	retention, _ := template.Int(q.Properties["MessageRetentionPeriod"])
 	if time.Duration(retention)*time.Second < 2*MaxRetryBudget {
