@@ -397,3 +397,68 @@ func TestWindowOfARun(t *testing.T) {
 		})
 	}
 }
+
+// pageLister answers every query with one final page of events, newest
+// first, as Stripe would: those of the query's time range.
+type pageLister struct{ events [][]byte }
+
+func (l pageLister) ListEvents(_ context.Context, q stripeapi.EventQuery, page func(stripeapi.Page) (bool, error)) error {
+	var p stripeapi.Page
+	for _, b := range l.events {
+		env, err := event.DecodeEnvelope(b)
+		if err != nil {
+			return err
+		}
+		if (q.CreatedGTE == 0 || env.Created >= q.CreatedGTE) && (q.CreatedLTE == 0 || env.Created <= q.CreatedLTE) {
+			p.Events = append(p.Events, b)
+		}
+	}
+	_, err := page(p)
+	return err
+}
+
+// sourceIngester records the source of each event it ingests.
+type sourceIngester struct{ sources map[string]event.Source }
+
+func (i *sourceIngester) Ingest(_ context.Context, env event.Envelope, _ []byte, src event.Source) (ingest.Result, error) {
+	i.sources[env.ID] = src
+	return ingest.Result{Outcome: outcome.Stored}, nil
+}
+
+// TestTheLambdaInputBackfills: the reconciler's Lambda input is the
+// backfill's other way in ({"since":"720h","backfill":true}, as
+// docs/operations.md says): history comes in only with backfill, with
+// source backfill (no effect), or reconciler with with_effects; a
+// backfill without since, or with_effects without backfill, is refused.
+func TestTheLambdaInputBackfills(t *testing.T) {
+	now := time.Now()
+	history := []byte(fmt.Sprintf(`{"id":"evt_history","object":"event","type":"invoice.paid","created":%d,"livemode":false,"api_version":"2025-02-24.acacia","data":{"object":{"id":"in_history","object":"invoice"}}}`, now.Add(-5*24*time.Hour).Unix()))
+	for _, tc := range []struct {
+		name, input string
+		want        event.Source // "": not ingested
+		bad         bool
+	}{
+		{name: "a scheduled run", input: `{}`},
+		{name: "a sweep", input: `{"since":"720h"}`},
+		{name: "a backfill", input: `{"since":"720h","backfill":true}`, want: event.SourceBackfill},
+		{name: "a backfill with effects", input: `{"since":"720h","backfill":true,"with_effects":true}`, want: event.SourceReconciler},
+		{name: "a backfill without since", input: `{"backfill":true}`, bad: true},
+		{name: "effects without backfill", input: `{"since":"720h","with_effects":true}`, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &sourceIngester{sources: map[string]event.Source{}}
+			r, err := New(Config{Stripe: pageLister{events: [][]byte{history}}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: in, Queue: nopQueue{},
+				Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.Handle(context.Background(), json.RawMessage(tc.input))
+			if (err != nil) != tc.bad {
+				t.Fatalf("input %s: got error %v, want one: %v", tc.input, err, tc.bad)
+			}
+			if got := in.sources["evt_history"]; got != tc.want {
+				t.Errorf("input %s: history ingested with source %q, want %q", tc.input, got, tc.want)
+			}
+		})
+	}
+}
