@@ -9,18 +9,21 @@ package drills
 import (
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func build(t *testing.T, typ string, o stripefixture.Options) ([]byte, event.Envelope) {
@@ -371,6 +374,102 @@ func TestRandomKillsLoseNothing(t *testing.T) {
 		// call with the same key; the application applies a key once.
 		if calls > 1 {
 			t.Logf("%s: %d calls with one idempotency key (absorbed by the key)", e.id, calls)
+		}
+	}
+}
+
+// The retry budget, scaled down: a first retry after 2 s, each wait
+// doubled up to 4 s, dead-lettered on the 6th receive: 2+4+4+4+4 = 18 s
+// in all, where the template's defaults (60 s, 7200 s, 10 receives) make
+// 6 h 7 min. The drill's rule is the deployment's; only the time is
+// scaled.
+var budgetEnv = map[string]string{"RETRY_BACKOFF_BASE": "2s", "RETRY_BACKOFF_MAX": "4s"}
+
+var budgetParams = map[string]string{
+	"ProcessorTimeout":       "5",
+	"QueueVisibilityTimeout": "8",
+	"MaxReceiveCount":        "6",
+}
+
+// Drill: a downstream outage shorter than the retry budget dead-letters
+// nothing; a longer one dead-letters exactly the events whose budget ran
+// out during it, and none of those delivered late enough to outlive it.
+func TestDrillRetryBudget(t *testing.T) {
+	p := newPipeline(t, budgetEnv, budgetParams)
+	if budget := processor.RetryBudget(2*time.Second, 4*time.Second, 6); budget != 18*time.Second {
+		t.Fatalf("the drill's budget: got %v, want 18s", budget)
+	}
+	deliverAll := func(n int, customer string) []string {
+		t.Helper()
+		var ids []string
+		for range n {
+			body, env := build(t, "invoice.paid", stripefixture.Options{Customer: customer})
+			if s := p.deliver(body); s != 200 {
+				t.Fatalf("delivery: %d", s)
+			}
+			ids = append(ids, env.ID)
+		}
+		return ids
+	}
+
+	// An outage of 10 s, shorter than the 18 s budget: every event is
+	// retried past it and processed, nothing is dead-lettered.
+	p.down.outage(10 * time.Second)
+	short := deliverAll(5, "cus_budget_short")
+	for _, id := range short {
+		r := p.waitStatus(id, event.StatusProcessed, 60*time.Second)
+		if r.Attempts < 2 {
+			t.Errorf("%s: attempts %d, want the outage to have cost retries", id, r.Attempts)
+		}
+		if _, ok := p.down.counts(id); ok != 1 {
+			t.Errorf("%s: applied %d times downstream, want 1", id, ok)
+		}
+	}
+	if n := p.queueDepth("DeadLetterQueue"); n != 0 {
+		t.Fatalf("after the short outage: %d messages in the DLQ, want 0", n)
+	}
+
+	// An outage of 40 s, longer than the budget. Events delivered as it
+	// starts run out of retries 18 s in: dead-lettered, all of them, while
+	// it lasts. Events delivered 10 s before it ends still have budget
+	// when it does (retries at +2, +6, +10, +14 s): processed.
+	ends := p.down.outage(40 * time.Second)
+	doomed := deliverAll(4, "cus_budget_doomed")
+	time.Sleep(time.Until(ends.Add(-10 * time.Second)))
+	late := deliverAll(4, "cus_budget_late")
+	// On failure, the stack's lines about one event of each kind.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, l := range strings.Split(p.stack.Output(), "\n") {
+			if strings.Contains(l, doomed[0]) || (len(late) > 0 && strings.Contains(l, late[0])) {
+				t.Log(l)
+			}
+		}
+	})
+	for _, id := range doomed {
+		r := p.waitStatus(id, event.StatusDeadLettered, 60*time.Second)
+		if r.Attempts != 6 || r.LastError == "" {
+			t.Errorf("%s: attempts %d, last error %q; want 6 and the cause", id, r.Attempts, r.LastError)
+		}
+		if _, ok := p.down.counts(id); ok != 0 {
+			t.Errorf("%s: applied %d times downstream, want 0", id, ok)
+		}
+	}
+	for _, id := range late {
+		p.waitStatus(id, event.StatusProcessed, 60*time.Second)
+		if _, ok := p.down.counts(id); ok != 1 {
+			t.Errorf("%s: applied %d times downstream, want 1", id, ok)
+		}
+	}
+	// The DLQ holds exactly the doomed events' messages.
+	testenv.Eventually(t, 30*time.Second, "the doomed events' messages in the DLQ", func() bool {
+		return p.queueDepth("DeadLetterQueue") == len(doomed)
+	})
+	for _, id := range append(append([]string(nil), short...), late...) {
+		if r, _ := p.record(id); r.Status != event.StatusProcessed {
+			t.Errorf("%s: %s, want processed", id, r.Status)
 		}
 	}
 }

@@ -41,9 +41,11 @@ type downstream struct {
 	ok       map[string]int // 2xx answers, by key
 	applied  map[string]bool
 	failLeft map[string]int // event id -> 500s still to answer (-1: always)
-	hang     map[string]chan struct{}
-	entered  map[string]chan struct{}
-	aborted  map[string]chan struct{}
+	// downUntil: every call before it is answered 503 (an outage).
+	downUntil time.Time
+	hang      map[string]chan struct{}
+	entered   map[string]chan struct{}
+	aborted   map[string]chan struct{}
 }
 
 func newDownstream(t *testing.T) *downstream {
@@ -64,7 +66,12 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	if fail > 0 {
 		d.failLeft[id]--
 	}
+	down := time.Now().Before(d.downUntil)
 	d.mu.Unlock()
+	if down {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
 	if hang != nil {
 		close(entered)
 		select {
@@ -84,6 +91,14 @@ func (d *downstream) serve(w http.ResponseWriter, r *http.Request) {
 	d.applied[key] = true
 	d.mu.Unlock()
 	w.WriteHeader(http.StatusOK)
+}
+
+// outage makes the application answer 503 to every call for d from now.
+func (d *downstream) outage(dur time.Duration) (ends time.Time) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.downUntil = time.Now().Add(dur)
+	return d.downUntil
 }
 
 func (d *downstream) failTimes(id string, n int) {

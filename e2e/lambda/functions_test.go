@@ -358,7 +358,9 @@ func TestProcessorBinaryAnswersSQSEventsAsLambdaRunsIt(t *testing.T) {
 	stripe := &fakeStripe{key: s.apiKey, events: map[string][]byte{}}
 	api := httptest.NewServer(stripe)
 	defer api.Close()
-	fn := start(t, hostBootstrap(t, processorID), s.env(t, processorID, map[string]string{"STRIPE_API_BASE": api.URL}))
+	// The retry below waits out the backoff: a second, not the template's
+	// minute.
+	fn := start(t, hostBootstrap(t, processorID), s.env(t, processorID, map[string]string{"STRIPE_API_BASE": api.URL, "RETRY_BACKOFF_BASE": "1s"}))
 
 	// An event stored and queued by the receiver's ingest path.
 	customer := "cus_rie_" + randomHex(4)

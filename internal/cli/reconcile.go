@@ -22,6 +22,7 @@ type ReconcileJSON struct {
 	Since         string  `json:"since,omitempty"`
 	Listed        int     `json:"listed"`
 	Missing       int     `json:"missing_found"`
+	Backfilled    int     `json:"backfilled"`
 	Raced         int     `json:"raced"`
 	Stuck         int     `json:"stuck_requeued"`
 	Pages         int     `json:"pages"`
@@ -32,15 +33,17 @@ type ReconcileJSON struct {
 }
 
 type reconcileOpts struct {
-	since    string
-	maxPages int
-	asJSON   bool
+	since       string
+	maxPages    int
+	asJSON      bool
+	backfill    bool
+	withEffects bool
 }
 
 func (a *app) reconcileCmd() *cobra.Command {
 	var o reconcileOpts
 	cmd := &cobra.Command{
-		Use:   "reconcile [--since 24h]",
+		Use:   "reconcile [--since 24h] [--backfill [--with-effects]]",
 		Short: "Run the reconciler once: find events Stripe has that the store lacks, and re-enqueue stuck ones",
 		Long: `reconcile runs one reconciliation, as the scheduled function does, from this
 machine: it lists Stripe's events of the handled types, ingests those the store
@@ -51,6 +54,14 @@ Without --since it continues from the stored checkpoints, like a scheduled
 run. With --since it sweeps that last stretch of time (at most Stripe's 30-day
 retention) and leaves the checkpoints alone.
 
+A deployment's reconciliation starts with its first run, one schedule period
+back: events created before are history, which only --backfill lists (with
+--since). A backfill ingests the history missing from the store with source
+backfill: the processor applies each to the mirror and runs none of your
+effects (outcome backfilled), unless --with-effects says to run them.
+Missing events created after the start are lost webhooks, ingested as
+always.
+
 It needs a Stripe API key with read access to events: STRIPE_API_KEY, or the
 SSM parameter named by STRIPE_API_KEY_PARAMETER. STRIPE_API_BASE points it at
 another API (a test server: https, or http only to 127.0.0.1, ::1 or
@@ -58,6 +69,7 @@ localhost); STRIPE_MODE (test or live) selects the rate limit. With --stage,
 every setting comes from the stack's parameters and none from the
 environment: the key is the stage's own and goes to Stripe's API only.`,
 		Example: `  inboxctl reconcile --since 24h
+  inboxctl reconcile --since 30d --backfill
   inboxctl --stage prod reconcile --json`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -67,6 +79,8 @@ environment: the key is the stage's own and goes to Stripe's API only.`,
 	f := cmd.Flags()
 	f.StringVar(&o.since, "since", "", "sweep events created in this last stretch (like 24h or 7d) instead of continuing from the checkpoints")
 	f.IntVar(&o.maxPages, "max-pages", 0, "list at most N pages of 100 events (default: the reconciler's own bound)")
+	f.BoolVar(&o.backfill, "backfill", false, "with --since: ingest history too (events created before the deployment's reconciliation started), applied to the mirror without running effects")
+	f.BoolVar(&o.withEffects, "with-effects", false, "with --backfill: run your effects for the backfilled history too")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (ReconcileJSON in docs/cli.md)")
 	return cmd
 }
@@ -83,6 +97,12 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if o.maxPages < 0 {
 		return usagef("--max-pages must not be negative")
 	}
+	if o.backfill && since == 0 {
+		return usagef("--backfill needs --since (like --since 30d): how far back the history goes")
+	}
+	if o.withEffects && !o.backfill {
+		return usagef("--with-effects goes with --backfill")
+	}
 	// The deployed reconciler's settings: with --stage they come from the
 	// parameters the stack was deployed with, as its resources come from
 	// its outputs, and nothing comes from the shell. A local STRIPE_API_KEY
@@ -98,7 +118,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		if err != nil {
 			return err
 		}
-		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS"} {
+		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE"} {
 			if v := params[param]; v != "" {
 				env[key] = v
 			}
@@ -143,15 +163,15 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return a.hint(err)
 	}
 	show := a.spinner("reconciling")
-	res, err := r.Run(ctx, reconcile.RunOptions{Since: since, MaxPages: o.maxPages, Progress: func(p reconcile.Progress) {
-		show(fmt.Sprintf("group %d/%d  pages %d  listed %d  missing %d  stuck %d", p.Group+1, p.Groups, p.Pages, p.Listed, p.Missing, p.Stuck))
+	res, err := r.Run(ctx, reconcile.RunOptions{Since: since, MaxPages: o.maxPages, Backfill: o.backfill, WithEffects: o.withEffects, Progress: func(p reconcile.Progress) {
+		show(fmt.Sprintf("group %d/%d  pages %d  listed %d  missing %d  backfilled %d  stuck %d", p.Group+1, p.Groups, p.Pages, p.Listed, p.Missing, p.Backfilled, p.Stuck))
 	}})
 	show("")
 	if err != nil {
 		return a.hint(fmt.Errorf("reconcile: %w", err))
 	}
 	out := ReconcileJSON{
-		RunID: res.RunID, Since: o.since, Listed: res.Listed, Missing: res.Missing, Raced: res.Raced,
+		RunID: res.RunID, Since: o.since, Listed: res.Listed, Missing: res.Missing, Backfilled: res.Backfilled, Raced: res.Raced,
 		Stuck: res.Stuck, Pages: res.Pages, Throttled: res.Throttled, Stopped: res.Stopped,
 		DurationMs: float64(res.Duration.Microseconds()) / 1000,
 	}
@@ -168,6 +188,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	pairs := [][2]string{
 		{"listed", fmt.Sprint(res.Listed)},
 		{"missing_found", a.count(res.Missing, red)},
+		{"backfilled", fmt.Sprint(res.Backfilled)},
 		{"stuck_requeued", a.count(res.Stuck, yellow)},
 		{"pages", fmt.Sprint(res.Pages)},
 		{"throttled", fmt.Sprint(res.Throttled)},
@@ -180,6 +201,9 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	}
 	if res.Missing > 0 {
 		fmt.Fprintf(a.stdout, "\n%d event(s) never arrived by webhook and were ingested now: check the endpoint in Stripe's dashboard.\n", res.Missing)
+	}
+	if res.Backfilled > 0 && !o.withEffects {
+		fmt.Fprintf(a.stdout, "\n%d history event(s) ingested for the mirror only: no effect runs for them (outcome backfilled).\n", res.Backfilled)
 	}
 	return nil
 }

@@ -201,11 +201,13 @@ func TestStageReconcileUsesTheStacksParameters(t *testing.T) {
 	if err := fake.Add(lost); err != nil {
 		t.Fatal(err)
 	}
+	// On rate(2 hours), a new deployment's first run starts two hours
+	// back: the event of an hour ago is no history.
 	stage := deployStageWith(t, w, map[string]string{
 		"EventsTableName": w.s.Table("EventsTable"),
 		"MirrorTableName": w.s.Table("MirrorTable"),
 		"QueueUrl":        w.s.Queue("WebhookQueue").URL,
-	}, map[string]string{"ApiKeyParameter": param, "StripeMode": "live", "RetentionDays": "7"})
+	}, map[string]string{"ApiKeyParameter": param, "StripeMode": "live", "RetentionDays": "7", "ReconcileRate": "rate(2 hours)"})
 
 	// A local stand-in left in the shell after `make dev`: it records the
 	// key of every request it gets.

@@ -98,6 +98,12 @@ type Source string
 const (
 	SourceWebhook    Source = "webhook"
 	SourceReconciler Source = "reconciler"
+	// SourceBackfill: history, created before the deployment's
+	// reconciliation started, ingested by an operator's backfill
+	// (inboxctl reconcile --backfill). The processor applies it to the
+	// mirror and runs no effect: it happened before this deployment was
+	// responsible for it (package reconcile).
+	SourceBackfill Source = "backfill"
 )
 
 // ProviderStripe is the first provider and the default; keys carry the

@@ -22,8 +22,9 @@ type Record struct {
 	Status   Status
 	StatusAt time.Time
 	Source   Source
-	// Outcome is what processing did (outcome.Applied, outcome.Superseded),
-	// or outcome.Ignored for a type this deployment does not handle.
+	// Outcome is what processing did (outcome.Applied, outcome.Superseded,
+	// outcome.Backfilled), or outcome.Ignored for a type this deployment
+	// does not handle.
 	Outcome outcome.Outcome
 
 	// Payload is the raw body exactly as signed. PayloadOmitted marks a
@@ -45,6 +46,9 @@ type Record struct {
 	LeaseUntil  time.Time
 	LastError   string
 	LastErrorAt time.Time
+	// RetryAt is when a failed record's message comes back from its
+	// backoff; zero when none is pending.
+	RetryAt time.Time
 	// MirrorKey is the mirrored object the event touched, if any.
 	MirrorKey string
 	// DiscardedAt and DiscardReason record an operator's decision to drop

@@ -1,28 +1,33 @@
-// Package hooks is where a team registers its own effects: code that runs
-// exactly once per event of a type (see package effect), such as unlocking an
-// account when an invoice is paid.
+// Package hooks is where a team declares its own effects: code that runs
+// exactly once per event of a type (see package effect), such as telling
+// a billing API that an invoice was paid.
 //
-// Edit Register, and nothing else: the receiver accepts the event types
-// registered here (on top of the ones the mirror handles), the reconciler
-// lists them, and the processor runs the handlers. Each function's main
-// passes Registry() to its constructor (receiverboot.New, processorboot.New,
-// reconcilerboot.New), so the three never disagree about which types
-// matter; the receiver and the reconciler read only the types.
+// Edit Register: declare each effect with its effect.Spec (the event types
+// it runs on, the settings and secrets it reads, how to build it). Each
+// function's main passes Registry() to its constructor
+// (receiverboot.New, processorboot.New, reconcilerboot.New), so the three
+// never disagree about which types matter: the receiver accepts the
+// effects' types (on top of the mirror's) and the reconciler lists them,
+// reading only the types; the processor alone builds the effects, with
+// their configuration, and runs them. docs/design.md, "Your own effects",
+// walks through adding one.
 package hooks
 
-import "github.com/webhook-inbox/webhook-inbox/shared/effect"
+import (
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect/billing"
+)
 
-// Register adds the team's effects to r. For example:
-//
-//	r.On(effect.Func{HandlerName: "unlock-account", Fn: unlockAccount}, "invoice.paid")
-//
-// where unlockAccount returns the DynamoDB writes to commit with the event
-// (exactly once), and passes ev.IdempotencyKey to any outside call it makes.
+// Register declares the team's effects in r.
 func Register(r *effect.Registry) {
-	_ = r // no effects registered yet
+	// The example (package billing): on invoice.paid, POST to your billing
+	// API with the event's idempotency key. Off until the template's
+	// EffectSettings sets BILLING_API_URL.
+	r.Add(billing.Spec)
 }
 
-// Registry returns a registry holding the team's effects.
+// Registry returns a registry holding the team's effects, declared, not
+// built.
 func Registry() *effect.Registry {
 	r := &effect.Registry{}
 	Register(r)

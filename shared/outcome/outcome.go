@@ -60,6 +60,10 @@ const (
 	// Timeout: the request's time budget, or the Lambda deadline, ran out
 	// (504).
 	Timeout Outcome = "timeout"
+	// SecretsUnavailable: the signing secrets cannot be read, or hold no
+	// secret, so no signature can be checked (503); nothing is stored and
+	// the provider retries.
+	SecretsUnavailable Outcome = "secrets_unavailable"
 )
 
 // What the processor did with one queue message: the name of the metric
@@ -73,6 +77,10 @@ const (
 	// so the snapshot was left alone; the event's effects were committed and
 	// it is processed.
 	Superseded Outcome = "superseded"
+	// Backfilled: history ingested by a backfill (source backfill): its
+	// snapshot was applied to the mirror if newer than what it holds, no
+	// effect ran, and it is processed.
+	Backfilled Outcome = "backfilled"
 	// Leased: another worker holds a live lease on the event; the message is
 	// deleted and that worker finishes the event.
 	Leased Outcome = "leased"
@@ -114,13 +122,13 @@ var Receiver = []Outcome{
 	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
 	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedMalformed,
 	RejectedMissingID, RejectedWrongMode, RejectedUnknownProvider, RejectedTooLarge,
-	PersistFailed, EnqueueFailed, Throttled, Timeout,
+	PersistFailed, EnqueueFailed, Throttled, Timeout, SecretsUnavailable,
 }
 
 // Processor lists the processor's outcomes of a message, in the order its
 // batch line counts them.
 var Processor = []Outcome{
-	Applied, Superseded, Duplicate, Leased, Missing, BadMessage, LeaseLost,
+	Applied, Superseded, Backfilled, Duplicate, Leased, Missing, BadMessage, LeaseLost,
 	Retry, Permanent, DeadLettered,
 }
 

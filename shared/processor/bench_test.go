@@ -234,7 +234,7 @@ func (memStore) Complete(context.Context, event.Record, string, time.Time, store
 	return nil
 }
 
-func (memStore) Fail(context.Context, event.Record, string, event.Status, string, time.Time) error {
+func (memStore) Fail(context.Context, event.Record, string, event.Status, string, time.Time, time.Time) error {
 	return nil
 }
 

@@ -58,7 +58,9 @@ type Store interface {
 	// there is none, a *store.PayloadError when it does not decode.
 	Payload(ctx context.Context, r event.Record) ([]byte, error)
 	Complete(ctx context.Context, r event.Record, owner string, now time.Time, c store.Completion) error
-	Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error
+	// Fail records a failed attempt; retryAt is when a retryable one's
+	// message comes back (zero for a final status).
+	Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now, retryAt time.Time) error
 }
 
 // Mirror plans the snapshot writes of an event; *mirror.Mirror implements
@@ -86,13 +88,50 @@ type Visibility interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
 
-// Defaults for Config.
+// Defaults for Config. The backoff's defaults are the template's
+// (RetryBackoffBase, RetryBackoffMax), so that with its MaxReceiveCount of
+// 10 a failing event is retried for RetryBudget(60 s, 2 h, 10) = 6 h 7 min
+// before it is dead-lettered: a downstream outage of a few hours
+// dead-letters nothing.
 const (
 	DefaultLeaseMax    = 5 * time.Minute
 	DefaultConcurrency = 8
-	DefaultBackoffBase = 2 * time.Second
-	DefaultBackoffMax  = 5 * time.Minute
+	DefaultBackoffBase = 60 * time.Second
+	DefaultBackoffMax  = 2 * time.Hour
 )
+
+// MaxBackoff is the longest delay one retry may wait: SQS keeps a received
+// message invisible for at most 12 hours from its receive, and the
+// invocation that failed it (at most Lambda's 15 minutes) has used some.
+const MaxBackoff = 12*time.Hour - 15*time.Minute
+
+// MaxRetryBudget bounds RetryBudget: half the webhook queue's 4-day
+// retention (template.yaml), so that a message is dead-lettered, where an
+// operator sees it, long before SQS would delete it unseen.
+const MaxRetryBudget = 48 * time.Hour
+
+// RetryBudget is how long a failing event is retried before it is
+// dead-lettered: the backoffs after each of its first receives-1 receives
+// (base doubled per receive, at most max), the last receive dead-letters
+// it. The time the attempts themselves take comes on top.
+func RetryBudget(base, max time.Duration, receives int) time.Duration {
+	var total time.Duration
+	for r := 1; r < receives; r++ {
+		total += backoff(base, max, r)
+	}
+	return total
+}
+
+// backoff is the delay before the next receive of a message that failed
+// on its receives-th receive: base doubled per receive, at most max.
+func backoff(base, max time.Duration, receives int) time.Duration {
+	max = min(max, MaxBackoff)
+	d := base
+	for i := 1; i < receives && d < max; i++ {
+		d *= 2
+	}
+	return min(d, max)
+}
 
 // Config configures a Processor. Store and MaxReceiveCount are required.
 type Config struct {
@@ -310,14 +349,19 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 }
 
 // apply reads the payload, plans, runs effects and commits. It returns the
-// committed outcome, outcome.Applied or outcome.Superseded.
+// committed outcome: outcome.Applied, outcome.Superseded, or
+// outcome.Backfilled for history a backfill ingested.
 func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (outcome.Outcome, error) {
 	payload, err := p.payload(ctx, rec)
 	if err != nil {
 		return "", err
 	}
 	rec.Payload = payload
-	plan, effects, err := p.handlers(ctx, rec, payload)
+	// History ingested by a backfill updates the mirror and runs no
+	// effect: the effects of events from before this deployment were the
+	// business of whatever handled them then.
+	backfill := rec.Source == event.SourceBackfill
+	plan, effects, err := p.handlers(ctx, rec, payload, !backfill)
 	if err != nil {
 		return "", err
 	}
@@ -326,12 +370,17 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 		MirrorKey: plan.Key,
 		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
 	}
+	if backfill {
+		c.Outcome = outcome.Backfilled
+	}
 	err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
 		// A newer event of this object was applied first. The snapshot
 		// stays; the event's own effects still happen, exactly once.
-		c.Outcome = outcome.Superseded
+		if !backfill {
+			c.Outcome = outcome.Superseded
+		}
 		c.Writes = effects
 		err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	}
@@ -386,9 +435,10 @@ func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error)
 	return payload, nil
 }
 
-// handlers runs the mirror's plan and the team's effects for rec. A panic
-// in either becomes a *PanicError, so the attempt is recorded as failed.
-func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
+// handlers runs the mirror's plan and, with runEffects, the team's
+// effects for rec. A panic in either becomes a *PanicError, so the attempt
+// is recorded as failed.
+func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
@@ -399,7 +449,7 @@ func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []by
 			return mirror.Plan{}, nil, err
 		}
 	}
-	if p.cfg.Effects != nil {
+	if p.cfg.Effects != nil && runEffects {
 		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
 			return mirror.Plan{}, nil, err
 		}
@@ -424,7 +474,14 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 	if errors.As(cause, &pe) {
 		log = log.With(slog.String("stack", string(pe.Stack)))
 	}
-	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), p.cfg.Now()); err != nil {
+	now := p.cfg.Now()
+	var wait time.Duration
+	var retryAt time.Time
+	if result == outcome.Retry {
+		wait = p.backoff(receives)
+		retryAt = now.Add(wait)
+	}
+	if err := p.cfg.Store.Fail(ctx, rec, owner, status, cause.Error(), now, retryAt); err != nil {
 		// The record stays processing under our lease, which expires; the
 		// message is retried either way.
 		log.ErrorContext(ctx, "recording the failure failed", slog.String("record_error", err.Error()))
@@ -439,8 +496,8 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 		// receive instead of after the queue's whole visibility timeout.
 		p.delay(ctx, m, 0)
 	default:
-		log.WarnContext(ctx, "event failed; will retry")
-		p.delay(ctx, m, p.backoff(receives))
+		log.WarnContext(ctx, "event failed; will retry", slog.Duration("retry_in", wait))
+		p.delay(ctx, m, wait)
 	}
 	return result
 }
@@ -450,11 +507,7 @@ func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMess
 // queue's whole visibility timeout (which must be long, at least six times
 // the function's timeout).
 func (p *Processor) backoff(receives int) time.Duration {
-	d := p.cfg.BackoffBase
-	for i := 1; i < receives && d < p.cfg.BackoffMax; i++ {
-		d *= 2
-	}
-	return min(d, p.cfg.BackoffMax)
+	return backoff(p.cfg.BackoffBase, p.cfg.BackoffMax, receives)
 }
 
 // delay makes a failed message visible again after d (whole seconds).

@@ -26,6 +26,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -91,18 +92,18 @@ func (f *fakeStore) Complete(_ context.Context, rec event.Record, owner string, 
 	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
 		return store.ErrLeaseLost
 	}
-	r.Status, r.Outcome, r.LeaseOwner = event.StatusProcessed, c.Outcome, ""
+	r.Status, r.Outcome, r.LeaseOwner, r.MirrorKey = event.StatusProcessed, c.Outcome, "", c.MirrorKey
 	return nil
 }
 
-func (f *fakeStore) Fail(_ context.Context, rec event.Record, owner string, st event.Status, cause string, _ time.Time) error {
+func (f *fakeStore) Fail(_ context.Context, rec event.Record, owner string, st event.Status, cause string, _, retryAt time.Time) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	r := f.records[rec.ID]
 	if r.Status != event.StatusProcessing || r.LeaseOwner != owner {
 		return store.ErrLeaseLost
 	}
-	r.Status, r.LastError, r.LeaseOwner = st, cause, ""
+	r.Status, r.LastError, r.LeaseOwner, r.RetryAt = st, cause, "", retryAt
 	f.failed[rec.ID] = st
 	return nil
 }
@@ -282,18 +283,33 @@ func (v *visibility) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMe
 func TestRetriesBackOffExponentiallyAndTheLastReceiveGoesStraightToTheDLQ(t *testing.T) {
 	st := newFakeStore(rec("evt_1", event.StatusReceived))
 	vis := &visibility{}
+	now := time.Unix(1_800_000_000, 0)
 	p, err := New(Config{
 		Store: st, Effects: &effects{err: errors.New("downstream 500")}, MaxReceiveCount: 5,
 		Visibility: vis, QueueURL: "https://queue", BackoffBase: 2 * time.Second, BackoffMax: 10 * time.Second,
 		Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)),
+		Now:    func() time.Time { return now },
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	var retryAt []string
 	for receive := 1; receive <= 5; receive++ {
 		m := msg("evt_1", receive)
 		m.ReceiptHandle = "rh"
 		p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{m}})
+		st.mu.Lock()
+		if at := st.records["evt_1"].RetryAt; at.IsZero() {
+			retryAt = append(retryAt, "none")
+		} else {
+			retryAt = append(retryAt, at.Sub(now).String())
+		}
+		st.mu.Unlock()
+	}
+	// The record says when its message comes back (the stuck sweep waits
+	// for it); a dead-lettered one waits for nothing.
+	if got, want := fmt.Sprint(retryAt), "[2s 4s 8s 10s none]"; got != want {
+		t.Errorf("retry_at after each receive: got %s, want %s", got, want)
 	}
 	// 2 s doubled per receive up to the 10 s cap; then 0 on the last receive,
 	// so SQS moves the message to the DLQ on the next receive.
@@ -550,5 +566,62 @@ func TestOnlyStripeEventsReachTheMirror(t *testing.T) {
 	}
 	if eff.calls["msg_1"] != 1 || eff.calls["evt_1"] != 1 {
 		t.Errorf("effects: got %v, want each event once", eff.calls)
+	}
+}
+
+// TestTheDefaultRetryBudgetIsOverSixHours: with the template's defaults
+// (RetryBackoffBase 60, RetryBackoffMax 7200, MaxReceiveCount 10) a
+// failing event is retried for over six hours before it is dead-lettered,
+// where 5 receives after 2 s doubling gave 30 s.
+func TestTheDefaultRetryBudgetIsOverSixHours(t *testing.T) {
+	got := RetryBudget(DefaultBackoffBase, DefaultBackoffMax, 10)
+	if got < 6*time.Hour || got != 6*time.Hour+7*time.Minute {
+		t.Errorf("budget: got %v, want 6h7m0s (at least 6 h)", got)
+	}
+	// The backoffs: 1, 2, 4, ... 64 minutes, then the 2-hour cap.
+	var waits []string
+	for r := 1; r < 10; r++ {
+		waits = append(waits, backoff(DefaultBackoffBase, DefaultBackoffMax, r).String())
+	}
+	if want := "[1m0s 2m0s 4m0s 8m0s 16m0s 32m0s 1h4m0s 2h0m0s 2h0m0s]"; fmt.Sprint(waits) != want {
+		t.Errorf("backoffs: got %v, want %s", waits, want)
+	}
+	if RetryBudget(time.Second, 24*time.Hour, 100) > 100*MaxBackoff || backoff(time.Hour, 24*time.Hour, 10) != MaxBackoff {
+		t.Errorf("a backoff past SQS's 12-hour visibility limit: want MaxBackoff")
+	}
+}
+
+// keyMirror plans a snapshot write for every event, keyed by its id.
+type keyMirror struct{}
+
+func (keyMirror) Plan(r event.Record, _ []byte) (mirror.Plan, error) {
+	return mirror.Plan{Key: "obj_" + r.ID}, nil
+}
+
+// TestBackfilledHistoryRunsNoEffect: an event a backfill ingested (source
+// backfill: history from before the deployment) is applied to the mirror
+// and processed with outcome backfilled, and none of the team's effects
+// runs; the same event as a lost webhook runs them.
+func TestBackfilledHistoryRunsNoEffect(t *testing.T) {
+	history := rec("evt_history", event.StatusReceived)
+	history.Source = event.SourceBackfill
+	lost := rec("evt_lost", event.StatusReceived)
+	lost.Source = event.SourceReconciler
+	st := newFakeStore(history, lost)
+	eff := &effects{}
+	p, err := New(Config{Store: st, Mirror: keyMirror{}, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_history", 1), msg("evt_lost", 1)}}); err != nil {
+		t.Fatal(err)
+	}
+	h, l := st.records["evt_history"], st.records["evt_lost"]
+	if h.Status != event.StatusProcessed || h.Outcome != outcome.Backfilled || h.MirrorKey != "obj_evt_history" || eff.calls["evt_history"] != 0 {
+		t.Errorf("history: %s, outcome %s, mirror key %q, effects %d; want processed, backfilled, applied to the mirror, no effect",
+			h.Status, h.Outcome, h.MirrorKey, eff.calls["evt_history"])
+	}
+	if l.Outcome != outcome.Applied || eff.calls["evt_lost"] != 1 {
+		t.Errorf("lost webhook: outcome %s, effects %d; want applied, 1", l.Outcome, eff.calls["evt_lost"])
 	}
 }

@@ -71,7 +71,7 @@ func BenchmarkReceiver(b *testing.B) {
 
 func benchHandler(tb testing.TB) *Handler {
 	tb.Helper()
-	v, err := signature.New([]string{secret, "whsec_previous"}, signature.Options{Now: func() time.Time { return now }})
+	v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -33,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
@@ -66,12 +67,8 @@ func newRig(t *testing.T) *rig {
 // it) and c, as receiverboot.New does.
 func (r *rig) handler(cfg aws.Config, c boot.Common, budget time.Duration) *receiver.Handler {
 	r.t.Helper()
-	v, err := signature.New([]string{whsec}, signature.Options{})
-	if err != nil {
-		r.t.Fatal(err)
-	}
 	return receiver.New(receiver.Config{
-		Verifier:   v,
+		Verifier:   signature.NewKeyring(secrets.Fixed("test secret", whsec), signature.Options{}),
 		Ingester:   boot.NewIngester(cfg, c, boot.HandledTypes(func(string) string { return "" }, nil)),
 		APIVersion: stripe.APIVersion,
 		Budget:     budget,

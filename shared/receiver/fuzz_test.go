@@ -129,7 +129,7 @@ func FuzzHandle(f *testing.F) {
 		}
 
 		var logs bytes.Buffer
-		v, err := signature.New([]string{secret, "whsec_previous"}, signature.Options{Now: func() time.Time { return now }})
+		v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}

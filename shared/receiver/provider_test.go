@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 const (
@@ -145,18 +146,37 @@ func TestProviderAnswers(t *testing.T) {
 }
 
 // TestProviderSecretsUnreadable: a provider whose secrets cannot be read
-// fails the invocation, as Stripe's do, and stores nothing.
+// gets 503 secrets_unavailable, as Stripe's do (the provider retries), is
+// logged, and nothing is stored.
 func TestProviderSecretsUnreadable(t *testing.T) {
 	st := &ingesttest.Store{}
 	var logs bytes.Buffer
 	h := newProviderHandler(t, st, &ingesttest.Queue{}, &logs, errors.New("ssm: access denied"))
 	body := `{"action":"opened"}`
-	if _, err := h.Handle(context.Background(), githubRequest(body, githubSig(githubSecret, body))); err == nil {
-		t.Error("got no error, want the invocation to fail")
+	resp, err := h.Handle(context.Background(), githubRequest(body, githubSig(githubSecret, body)))
+	if err != nil || resp.StatusCode != 503 {
+		t.Errorf("got %d, %v; want 503", resp.StatusCode, err)
+	}
+	if !strings.Contains(logs.String(), `"outcome":"secrets_unavailable"`) || !strings.Contains(logs.String(), `"provider":"github"`) {
+		t.Errorf("log: want outcome secrets_unavailable for github:\n%s", logs.String())
 	}
 	if len(st.Created) != 0 {
 		t.Errorf("records created: got %d, want 0", len(st.Created))
 	}
+}
+
+// fixedKeys is a provider's verifier with its secrets in hand, or, with
+// err, unreadable ones.
+type fixedKeys struct {
+	v   provider.Verifier
+	err error
+}
+
+func (k fixedKeys) Verify(_ context.Context, body []byte, headers map[string]string) (event.Envelope, error) {
+	if k.err != nil {
+		return event.Envelope{}, fmt.Errorf("%w: %v", signature.ErrNoSecrets, k.err)
+	}
+	return k.v.Verify(body, headers)
 }
 
 func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer, secretErr error) *Handler {
@@ -169,7 +189,7 @@ func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *byt
 			t.Fatal(err)
 		}
 		return Provider{
-			Verifier: func(context.Context) (provider.Verifier, error) { return v, secretErr },
+			Verifier: fixedKeys{v: v, err: secretErr},
 			Ingester: &ingest.Ingester{Store: st, Queue: q, Provider: name, Handled: func(t string) bool { return t != "ping" }, Now: func() time.Time { return now }},
 		}
 	}

@@ -16,7 +16,7 @@
 //	404  the path names no provider, or one with no secret configured
 //	413  body over the size limit
 //	500  the record could not be stored, or its pointer not enqueued
-//	503  DynamoDB or SQS throttled us
+//	503  DynamoDB or SQS throttled us; the signing secrets cannot be read
 //	504  the time budget (or the Lambda deadline) ran out
 //
 // Stripe's deliveries arrive at /webhooks/stripe; the other providers' at
@@ -60,9 +60,17 @@ const (
 // the request still gets its 504 and its log line.
 const answerReserve = 500 * time.Millisecond
 
+// Verifier checks a delivery's signature header against its raw body;
+// *signature.Keyring implements it. An error wrapping
+// signature.ErrNoSecrets means it cannot check now (its secrets cannot be
+// read), which is answered 503; any other error is the delivery's fault.
+type Verifier interface {
+	Verify(ctx context.Context, payload []byte, header string) error
+}
+
 // Config configures a Handler.
 type Config struct {
-	Verifier *signature.Verifier
+	Verifier Verifier
 	Ingester *ingest.Ingester
 	// Livemode is the mode this deployment serves; events of the other mode
 	// are rejected.
@@ -87,14 +95,20 @@ type Config struct {
 
 // Provider is one provider served beside Stripe.
 type Provider struct {
-	// Verifier returns the provider's verifier, its secrets read on first
-	// use. An error means the secrets could not be read: the request fails
-	// as a failed cold start would (the invocation's error, a 500 the
-	// provider retries).
-	Verifier func(ctx context.Context) (provider.Verifier, error)
+	// Verifier verifies a delivery against the provider's secrets, read
+	// on first use. An error wrapping signature.ErrNoSecrets means they
+	// cannot be had: the delivery is answered 503 (secrets_unavailable),
+	// and the provider retries it.
+	Verifier ProviderVerifier
 	// Ingester stores the provider's events under its name, with its own
 	// allowlist.
 	Ingester *ingest.Ingester
+}
+
+// ProviderVerifier verifies one provider's delivery (its raw body and its
+// headers) and returns its envelope.
+type ProviderVerifier interface {
+	Verify(ctx context.Context, body []byte, headers map[string]string) (event.Envelope, error)
 }
 
 // pathParameter is the route's path parameter naming the provider.
@@ -123,6 +137,7 @@ func New(cfg Config) *Handler {
 // Stages at which an accepted event can fail to enter the pipeline, as
 // logged (failed_at) and counted.
 const (
+	stageSecrets = "secrets"
 	stagePersist = "persist"
 	stageEnqueue = "enqueue"
 )
@@ -139,9 +154,6 @@ type result struct {
 	stage string
 	// provider is the provider other than Stripe the request was for.
 	provider string
-	// fatal is set when a provider's secrets could not be read: no answer,
-	// the invocation fails.
-	fatal error
 }
 
 // Handle answers one delivery.
@@ -152,10 +164,6 @@ func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 		r = h.handleProvider(ctx, req, name)
 	} else {
 		r = h.handle(ctx, req)
-	}
-	if r.fatal != nil {
-		h.cfg.Logger.ErrorContext(ctx, "webhook not handled: no signing secrets", slog.String("provider", r.provider), slog.String("error", r.fatal.Error()))
-		return events.APIGatewayV2HTTPResponse{}, r.fatal
 	}
 	h.log(ctx, req, r, h.cfg.Now().Sub(start))
 	return answer(r.status), nil
@@ -182,11 +190,14 @@ func (h *Handler) handleProvider(ctx context.Context, req events.APIGatewayV2HTT
 	if err != nil {
 		return result{status: 400, outcome: outcome.RejectedMalformed, err: err, provider: name}
 	}
-	v, err := p.Verifier(ctx)
-	if err != nil {
-		return result{provider: name, fatal: err}
+	// The budget covers every AWS call of the request, the read of the
+	// signing secrets included.
+	ctx, cancel := h.budget(ctx)
+	defer cancel()
+	env, err := p.Verifier.Verify(ctx, body, req.Headers)
+	if errors.Is(err, signature.ErrNoSecrets) {
+		return result{status: 503, outcome: outcome.SecretsUnavailable, err: err, stage: stageSecrets, provider: name}
 	}
-	env, err := v.Verify(body, req.Headers)
 	if err != nil {
 		return result{status: 400, outcome: providerOutcome(err), err: err, provider: name}
 	}
@@ -203,7 +214,16 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if err != nil {
 		return result{status: 400, outcome: outcome.RejectedMalformed, err: err}
 	}
-	if err := h.cfg.Verifier.Verify(body, header(req.Headers, "stripe-signature")); err != nil {
+	// The budget covers every AWS call of the request, the read of the
+	// signing secrets (on the first request, or after a refusal) included.
+	ctx, cancel := h.budget(ctx)
+	defer cancel()
+	if err := h.cfg.Verifier.Verify(ctx, body, header(req.Headers, "stripe-signature")); err != nil {
+		if errors.Is(err, signature.ErrNoSecrets) {
+			// Nothing is wrong with the delivery: the provider retries a
+			// 503, and the 5xx alarm sees it.
+			return result{status: 503, outcome: outcome.SecretsUnavailable, err: err, stage: stageSecrets}
+		}
 		return result{status: 400, outcome: signatureOutcome(err), err: err}
 	}
 	env, err := event.DecodeEnvelope(body)
@@ -221,10 +241,8 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 }
 
 // ingest puts a verified event into the pipeline through in, and answers
-// for what happened.
+// for what happened. ctx carries the request's budget.
 func (h *Handler) ingest(ctx context.Context, in *ingest.Ingester, env event.Envelope, body []byte) result {
-	ctx, cancel := h.budget(ctx)
-	defer cancel()
 	res, err := in.Ingest(ctx, env, body, event.SourceWebhook)
 	if err != nil {
 		r := result{status: 500, outcome: outcome.PersistFailed, env: env, err: err, ing: res, stage: stagePersist}
@@ -380,6 +398,9 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 	ms := make([]metrics.Metric, 0, 6)
 	ms = append(ms, metrics.C("requests", 1), metrics.Ms("latency", latency))
 	switch r.stage {
+	case stageSecrets:
+		attrs = append(attrs, slog.String("failed_at", r.stage))
+		ms = append(ms, metrics.C("secrets_failures", 1))
 	case stagePersist:
 		attrs = append(attrs, slog.String("failed_at", r.stage))
 		ms = append(ms, metrics.C("persist_failures", 1))

@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
@@ -92,6 +93,7 @@ func TestAnswers(t *testing.T) {
 		queueErr    error
 		store       ingest.Store
 		queue       ingest.Queue
+		verifier    Verifier
 		wantStatus  int
 		wantOutcome outcome.Outcome
 		wantStored  int
@@ -150,6 +152,14 @@ func TestAnswers(t *testing.T) {
 			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
 		{name: "SQS time budget exhausted", req: request(good, sign(good)), queue: blockingQueue{}, wantStatus: 504, wantOutcome: outcome.Timeout, wantStored: 1,
 			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
+		// The signing secrets' parameter cannot be read: nothing is wrong
+		// with the delivery, so a 503 the provider retries, never a 400.
+		{name: "signing secrets unreadable", req: request(good, sign(good)), verifier: unreadable("AccessDeniedException"), wantStatus: 503, wantOutcome: outcome.SecretsUnavailable,
+			wantLog: map[string]any{"failed_at": "secrets", "secrets_failures": 1.0}},
+		{name: "signing secrets hold no secret", req: request(good, sign(good)), verifier: holding(" , "), wantStatus: 503, wantOutcome: outcome.SecretsUnavailable,
+			wantLog: map[string]any{"failed_at": "secrets", "secrets_failures": 1.0}},
+		{name: "signing secrets unreadable, no signature header", req: request(good, ""), verifier: unreadable("AccessDeniedException"), wantStatus: 400, wantOutcome: outcome.RejectedMissingSignature},
+		{name: "signing secrets unreadable, malformed header", req: request(good, "garbage"), verifier: unreadable("AccessDeniedException"), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +175,9 @@ func TestAnswers(t *testing.T) {
 			}
 			var logs bytes.Buffer
 			h := newHandler(t, s, q, &logs)
+			if tc.verifier != nil {
+				h.cfg.Verifier = tc.verifier
+			}
 			resp, err := h.Handle(context.Background(), tc.req)
 			if err != nil {
 				t.Fatalf("Handle returned an error: %v (errors must become answers)", err)
@@ -197,6 +210,9 @@ func TestAnswers(t *testing.T) {
 			if resp.StatusCode == 400 && resp.Body != `{"error":"invalid webhook request"}` {
 				t.Errorf("400 body must be generic, got %s", resp.Body)
 			}
+			if resp.StatusCode >= 500 && resp.Body != `{"error":"temporarily unable to accept the event; retry"}` {
+				t.Errorf("%d body must be generic, got %s", resp.StatusCode, resp.Body)
+			}
 			if resp.Body == "" || resp.Headers["content-type"] != "application/json" {
 				t.Errorf("answer %d has no JSON body: %q", resp.StatusCode, resp.Body)
 			}
@@ -207,7 +223,7 @@ func TestAnswers(t *testing.T) {
 
 func newHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer) *Handler {
 	t.Helper()
-	v, err := signature.New([]string{secret, "whsec_previous"}, signature.Options{Now: func() time.Time { return now }})
+	v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -380,4 +396,32 @@ func TestDeadlineAlreadyTooClose(t *testing.T) {
 	if invocation.Err() != nil || resp.StatusCode != 504 {
 		t.Fatalf("got %d (invocation expired: %v), want 504 before the deadline", resp.StatusCode, invocation.Err() != nil)
 	}
+}
+
+// testKeyring is a Keyring of secrets in hand (comma-separated), checked
+// as the receiver's wiring checks a local variable.
+func testKeyring(list string, opts signature.Options) (*signature.Keyring, error) {
+	k := signature.NewKeyring(secrets.Fixed("test secrets", list), opts)
+	return k, k.Check(context.Background())
+}
+
+// paramStore is Parameter Store answering every read with value, or
+// failing with code.
+type paramStore struct{ value, code string }
+
+func (p paramStore) GetParameter(context.Context, string) (secrets.Parameter, error) {
+	if p.code != "" {
+		return secrets.Parameter{}, &secrets.APIError{Code: p.code, Status: 400}
+	}
+	return secrets.Parameter{Name: "/p", Type: "SecureString", Value: p.value}, nil
+}
+
+// unreadable is a Keyring whose parameter cannot be read (code).
+func unreadable(code string) *signature.Keyring {
+	return signature.NewKeyring(secrets.FromParameter(func() secrets.SSM { return paramStore{code: code} }, "/webhook-inbox/dev/stripe/webhook-secrets"), signature.Options{Now: func() time.Time { return now }})
+}
+
+// holding is a Keyring whose parameter holds value.
+func holding(value string) *signature.Keyring {
+	return signature.NewKeyring(secrets.FromParameter(func() secrets.SSM { return paramStore{value: value} }, "/webhook-inbox/dev/stripe/webhook-secrets"), signature.Options{Now: func() time.Time { return now }})
 }

@@ -36,10 +36,26 @@
 // stops (near its deadline, after its page budget, under a storm of 429s)
 // is resumed from there by the next.
 //
+// # Where reconciliation starts
+//
+// A group's first run (no checkpoint yet) records the group's start in its
+// checkpoint (store.Checkpoint.HistoryBefore), once: the run's own start less
+// Config.FirstLookback, one period of the reconciler's schedule, which
+// covers the stretch between a deployment and its first scheduled run.
+// Nothing created before it is listed, by a scheduled run or a sweep:
+// that is history, which a new deployment does not replay through the
+// team's effects (a first run once looked back Stripe's 30 days and did).
+// History comes in only by an operator's backfill (RunOptions.Backfill),
+// as source backfill, which the processor applies to the mirror without
+// running effects; missing events created after the start are lost
+// webhooks, and come in as always. A new set of handled types is a new
+// group, which starts the same way.
+//
 // # Stuck events
 //
 // Records still received, failed or processing a while after their last
-// transition (15 minutes by default) have lost their queue message: the
+// transition (15 minutes by default), and, when failed, after their
+// backoff's end (retry_at), have lost their queue message: the
 // process died between the put and the send, the message went to the DLQ
 // while the record said otherwise, or a worker died on the last receive.
 // The store finds them without a scan (store.Events.Stuck: the pending lane
@@ -50,7 +66,8 @@
 //
 // Every run ends with one JSON log line carrying its metrics in the
 // Embedded Metric Format (namespace WebhookInbox, dimension function =
-// reconciler): listed, missing_found, stuck_requeued, pages, run_duration,
-// checkpoint_age, throttled, raced. missing_found above zero means webhooks
-// are being lost upstream; the template alarms on it.
+// reconciler): listed, missing_found, backfilled, stuck_requeued, pages,
+// run_duration, checkpoint_age, throttled, raced. missing_found above zero
+// means webhooks are being lost upstream; the template alarms on it.
+// backfilled counts history a backfill ingested, never a loss.
 package reconcile

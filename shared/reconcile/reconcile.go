@@ -78,6 +78,10 @@ const retentionMargin = time.Minute
 // compared each event 7 times for nothing.
 const DefaultOverlap = 2 * time.Minute
 
+// DefaultFirstLookback is Config.FirstLookback when none is given: the
+// template's default schedule, rate(10 minutes).
+const DefaultFirstLookback = 10 * time.Minute
+
 // Defaults for Config.
 const (
 	DefaultStuckAfter      = 15 * time.Minute
@@ -112,9 +116,14 @@ type Config struct {
 	// Settle leaves out events younger than this: their webhook may still
 	// be on its way, and ingesting them would report a loss that is not.
 	Settle time.Duration
-	// Lookback is how far back a group with no checkpoint starts; at most
-	// (and by default) Retention.
-	Lookback time.Duration
+	// FirstLookback is how far before its own start a group's first run
+	// (no checkpoint yet) sets the group's start, the checkpoint's Since:
+	// events created earlier are history, listed only by a backfill
+	// (RunOptions.Backfill). One schedule period (SchedulePeriod of the
+	// reconciler's rate) covers the stretch between the deployment and
+	// its first scheduled run; DefaultFirstLookback when zero, at most
+	// Retention.
+	FirstLookback time.Duration
 	// StuckAfter is how long a record may stay unfinished since its last
 	// transition before it is re-enqueued.
 	StuckAfter time.Duration
@@ -184,11 +193,11 @@ func New(cfg Config) (*Reconciler, error) {
 	}
 	def(&cfg.Overlap, DefaultOverlap)
 	def(&cfg.Settle, DefaultSettle)
-	def(&cfg.Lookback, Retention)
+	def(&cfg.FirstLookback, DefaultFirstLookback)
 	def(&cfg.StuckAfter, DefaultStuckAfter)
 	def(&cfg.DeadlineMargin, DefaultDeadlineMargin)
 	def(&cfg.ThrottleBackoff, DefaultThrottleBackoff)
-	cfg.Lookback = min(cfg.Lookback, Retention)
+	cfg.FirstLookback = min(cfg.FirstLookback, Retention-retentionMargin)
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
 	}
@@ -229,8 +238,20 @@ const metricsFunction = "reconciler"
 type RunOptions struct {
 	// Since, when positive, lists the events created in this last stretch
 	// of time (at most Retention) instead of the checkpoint's window, and
-	// leaves the checkpoints untouched: an operator's one-off sweep.
+	// leaves the checkpoints untouched: an operator's one-off sweep. It
+	// lists nothing created before a group's start (its checkpoint's
+	// Since) unless Backfill says so.
 	Since time.Duration
+	// Backfill, with Since, lists history too: events created before a
+	// group's start. Those missing from the store are ingested with source
+	// backfill, which the processor applies to the mirror without running
+	// any effect (outcome backfilled), unless WithEffects. Missing events
+	// created after the start are lost webhooks, ingested as any run
+	// ingests them.
+	Backfill bool
+	// WithEffects ingests backfilled history with source reconciler, like
+	// a lost webhook: the processor runs the team's effects for each.
+	WithEffects bool
 	// MaxPages, when positive, replaces Config.MaxPages for this run (an
 	// operator's sweep may want more than a scheduled run's budget).
 	MaxPages int
@@ -248,7 +269,7 @@ type Progress struct {
 	// newest first).
 	From, To, Through time.Time
 	// Totals of the run so far.
-	Pages, Listed, Missing, Stuck int
+	Pages, Listed, Missing, Backfilled, Stuck int
 }
 
 // Result is what a run did.
@@ -262,6 +283,9 @@ type Result struct {
 	// Raced counts events missing from the store when looked up but stored
 	// by a webhook before the reconciler could: not losses.
 	Raced int
+	// Backfilled counts the history events a backfill ingested (not lost
+	// webhooks: they predate the group's start).
+	Backfilled int
 	// Stuck counts the unfinished records re-enqueued.
 	Stuck int
 	// Pages counts the pages listed (one request each).
@@ -283,6 +307,9 @@ type Result struct {
 type Input struct {
 	// Since, a Go duration like "24h", runs a one-off sweep (RunOptions).
 	Since string `json:"since,omitempty"`
+	// Backfill and WithEffects, with Since: RunOptions'.
+	Backfill    bool `json:"backfill,omitempty"`
+	WithEffects bool `json:"with_effects,omitempty"`
 }
 
 // Handle is the Lambda handler: one run per scheduled invocation. It
@@ -305,6 +332,11 @@ func (r *Reconciler) Handle(ctx context.Context, payload json.RawMessage) error 
 		}
 		opts.Since = d
 	}
+	if (in.Backfill || in.WithEffects) && opts.Since == 0 || in.WithEffects && !in.Backfill {
+		r.cfg.Logger.ErrorContext(ctx, "reconcile: bad input", slog.Bool("backfill", in.Backfill), slog.Bool("with_effects", in.WithEffects))
+		return errors.New("reconcile: input backfill needs since, and with_effects needs backfill")
+	}
+	opts.Backfill, opts.WithEffects = in.Backfill, in.WithEffects
 	_, err := r.Run(ctx, opts)
 	return err
 }
@@ -323,6 +355,9 @@ type run struct {
 	groupIdx  int
 	progress  Progress
 	startedAt time.Time
+	// started is the start this run set for a group reconciled for the
+	// first time (Unix seconds), zero when none.
+	started int64
 }
 
 // Run reconciles once: it re-enqueues stuck records, then lists each group's
@@ -496,16 +531,36 @@ func (rn *run) group(ctx context.Context, g Group, cp store.Checkpoint) (store.C
 	floor := now.Add(-Retention + retentionMargin).Unix()
 	settled := now.Add(-r.cfg.Settle).Unix()
 	persist := rn.opts.Since <= 0
+	if cp.Seq == 0 {
+		// The group's first run, of whatever kind: its start is now, less
+		// the stretch since the deployment a first scheduled run may come
+		// after. What was created before is history: a new deployment does
+		// not replay a month of events through the team's effects.
+		start := now.Add(-r.cfg.FirstLookback).Unix()
+		next := cp
+		next.HistoryBefore, next.DoneThrough = start, start
+		saved, err := rn.save(ctx, cp, next)
+		if errors.Is(err, store.ErrCheckpointMoved) {
+			rn.res.Stopped = StopCheckpointMoved
+			return cp, nil
+		}
+		if err != nil {
+			return cp, err
+		}
+		cp = saved
+		rn.started = start
+	}
 	var w window
 	switch {
 	case !persist:
 		w = window{from: now.Add(-min(rn.opts.Since, Retention)).Unix(), to: settled}
+		if !rn.opts.Backfill {
+			w.from = max(w.from, cp.HistoryBefore)
+		}
 	case cp.InProgress():
 		w = window{from: cp.WindowFrom, to: cp.WindowTo, cursor: cp.Cursor, cursorCreated: cp.CursorCreated}
-	case cp.DoneThrough > 0:
-		w = window{from: cp.DoneThrough - int64(r.cfg.Overlap/time.Second), to: settled}
 	default:
-		w = window{from: now.Add(-r.cfg.Lookback).Unix(), to: settled}
+		w = window{from: max(cp.DoneThrough-int64(r.cfg.Overlap/time.Second), cp.HistoryBefore), to: settled}
 	}
 	w.from = max(w.from, floor)
 	// What is left of the window has left Stripe's retention: nothing more
@@ -532,7 +587,7 @@ func (rn *run) group(ctx context.Context, g Group, cp store.Checkpoint) (store.C
 		err := r.cfg.Stripe.ListEvents(ctx, q, func(p stripeapi.Page) (bool, error) {
 			rn.throttles = 0
 			backoff = r.cfg.ThrottleBackoff
-			last, err := rn.page(ctx, p)
+			last, err := rn.page(ctx, p, cp.HistoryBefore)
 			if err != nil {
 				return false, err
 			}
@@ -631,8 +686,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 }
 
 // page compares one page with the store and ingests what is missing, oldest
-// first. It returns the envelope of the page's oldest event (the next cursor).
-func (rn *run) page(ctx context.Context, p stripeapi.Page) (event.Envelope, error) {
+// first: an event created before since (the group's start) as history,
+// which only a backfill ingests. It returns the envelope of the page's
+// oldest event (the next cursor).
+func (rn *run) page(ctx context.Context, p stripeapi.Page, since int64) (event.Envelope, error) {
 	r := rn.r
 	if len(p.Events) == 0 {
 		return event.Envelope{}, nil
@@ -661,14 +718,26 @@ func (rn *run) page(ctx context.Context, p stripeapi.Page) (event.Envelope, erro
 		if have[env.ID] {
 			continue
 		}
-		res, err := r.cfg.Ingester.Ingest(ctx, env, p.Events[i], event.SourceReconciler)
+		history := env.Created < since
+		source := event.SourceReconciler
+		switch {
+		case history && !rn.opts.Backfill:
+			// Not listed but by a backfill; never ingested otherwise.
+			continue
+		case history && !rn.opts.WithEffects:
+			source = event.SourceBackfill
+		}
+		res, err := r.cfg.Ingester.Ingest(ctx, env, p.Events[i], source)
 		if err != nil {
 			return event.Envelope{}, fmt.Errorf("reconcile: ingest event %s: %w", env.ID, err)
 		}
 		attrs := []any{slog.String("run_id", rn.res.RunID), slog.String("event_id", env.ID), slog.String("event_type", env.Type),
 			slog.Time("created", time.Unix(env.Created, 0)), slog.String("outcome", string(res.Outcome))}
-		switch res.Outcome {
-		case outcome.Stored, outcome.Ignored:
+		switch {
+		case (res.Outcome == outcome.Stored || res.Outcome == outcome.Ignored) && history:
+			rn.res.Backfilled++
+			r.cfg.Logger.InfoContext(ctx, "history event backfilled", append(attrs, slog.String("source", string(source)))...)
+		case res.Outcome == outcome.Stored || res.Outcome == outcome.Ignored:
 			rn.res.Missing++
 			r.cfg.Logger.WarnContext(ctx, "missing event ingested", attrs...)
 		default:
@@ -690,7 +759,7 @@ func (rn *run) report() {
 	}
 	p := rn.progress
 	p.Group = rn.groupIdx
-	p.Pages, p.Listed, p.Missing, p.Stuck = rn.res.Pages, rn.res.Listed, rn.res.Missing, rn.res.Stuck
+	p.Pages, p.Listed, p.Missing, p.Backfilled, p.Stuck = rn.res.Pages, rn.res.Listed, rn.res.Missing, rn.res.Backfilled, rn.res.Stuck
 	rn.opts.Progress(p)
 }
 
@@ -719,8 +788,15 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if rn.opts.Since > 0 {
 		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
 	}
+	if rn.opts.Backfill {
+		attrs = append(attrs, slog.Bool("backfill", true), slog.Bool("with_effects", rn.opts.WithEffects))
+	}
 	if rn.oldest > 0 && !rn.anyNever {
 		attrs = append(attrs, slog.Time("checkpoint", time.Unix(rn.oldest, 0)))
+	}
+	if rn.started > 0 {
+		// Once per group and deployment: what came before is history.
+		attrs = append(attrs, slog.Time("reconciliation_start", time.Unix(rn.started, 0)))
 	}
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
@@ -728,6 +804,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}},
 		metrics.C(MetricListed, res.Listed),
 		metrics.C(MetricMissing, res.Missing),
+		metrics.C(MetricBackfilled, res.Backfilled),
 		metrics.C(MetricRaced, res.Raced),
 		metrics.C(MetricStuck, res.Stuck),
 		metrics.C(MetricPages, res.Pages),
@@ -743,6 +820,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 const (
 	MetricListed        = "listed"
 	MetricMissing       = "missing_found"
+	MetricBackfilled    = "backfilled"
 	MetricRaced         = "raced"
 	MetricStuck         = "stuck_requeued"
 	MetricPages         = "pages"

@@ -19,6 +19,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
@@ -42,6 +43,8 @@ var oneGroup = []string{
 // harness is one test's pipeline: resources provisioned from the template
 // on the emulator, a Stripe fake, and the receiver's ingest path.
 type harness struct {
+	// effects are the effects startProcessor's processor runs (nil: none).
+	effects   *effect.Registry
 	t         *testing.T
 	stack     *testenv.Stack
 	fake      *stripefake.Server
@@ -107,6 +110,10 @@ func (h *harness) reconciler(key string, mod func(*reconcile.Config)) *reconcile
 		Types:           h.types,
 		ThrottleBackoff: time.Millisecond,
 		Logger:          slog.New(slog.NewJSONHandler(h.logs, nil)),
+		// A deployment whose reconciliation started before the events the
+		// tests seed (a first run starts a month back); a new one's first
+		// run is TestAFirstRunReplaysNoHistory's.
+		FirstLookback: reconcile.Retention,
 	}
 	if mod != nil {
 		mod(&cfg)
@@ -204,7 +211,7 @@ func (h *harness) startProcessor() {
 			h.t.Logf("processor log:\n%s", logs.String())
 		}
 	})
-	proc, err := processorboot.New(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, nil)
+	proc, err := processorboot.New(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, h.effects)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -421,8 +428,8 @@ func TestInterruptedRunResumesFromTheCheckpoint(t *testing.T) {
 		t.Fatalf("run 1: got %+v, want 1 page then a deadline stop", res1)
 	}
 	cp := h.checkpoint(r, 0)
-	if cp.WindowTo == 0 || cp.Cursor == "" || cp.DoneThrough != 0 {
-		t.Fatalf("checkpoint after run 1: got %+v, want a window in progress with a cursor", cp)
+	if cp.WindowTo == 0 || cp.Cursor == "" || cp.DoneThrough != cp.HistoryBefore {
+		t.Fatalf("checkpoint after run 1: got %+v, want a window in progress with a cursor, done through the group's start only", cp)
 	}
 
 	// Run 2 has a budget of one page.
@@ -745,8 +752,9 @@ func TestWrongModeKeyFailsTheRun(t *testing.T) {
 	if res.Missing != 0 {
 		t.Errorf("ingested %d events of the other mode", res.Missing)
 	}
-	if cp := h.checkpoint(r, 0); cp.Seq != 0 {
-		t.Errorf("checkpoint written by a failed run: %+v", cp)
+	// The group's start is recorded before its first request; no progress.
+	if cp := h.checkpoint(r, 0); cp.Seq != 1 || cp.DoneThrough != cp.HistoryBefore || cp.InProgress() {
+		t.Errorf("checkpoint after a failed run: %+v, want the group's start only", cp)
 	}
 	if lines := h.runLines(); len(lines) != 1 || lines[0]["outcome"] != "failed" || lines[0]["level"] != "ERROR" {
 		t.Errorf("run line: got %v, want one failed line at ERROR", lines)

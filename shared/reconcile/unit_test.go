@@ -143,7 +143,7 @@ func TestPageIsComparedOnceWithTheStore(t *testing.T) {
 		page.Events = append(page.Events, []byte(`{"id":"`+id+`","object":"event","type":"invoice.paid","created":1,"livemode":false,"data":{"object":{"id":"in_1","object":"invoice"}}}`))
 	}
 	rn := &run{r: r}
-	if _, err := rn.page(context.Background(), page); err != nil {
+	if _, err := rn.page(context.Background(), page, 0); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(calls) != "[[evt_c evt_b evt_a]]" {
@@ -289,15 +289,29 @@ func TestWindowOfARun(t *testing.T) {
 		cp.Seq = 4
 		return &cp
 	}
+	start := now.Add(-DefaultFirstLookback).Unix()
 	tests := []struct {
 		name       string
 		stored     *store.Checkpoint
 		since      time.Duration
+		backfill   bool
 		wantQuery  *stripeapi.EventQuery // nil: no list request
-		wantDone   int64                 // done_through written; -1: no write
+		wantDone   int64                 // done_through written last; -1: no write
 		wantWindow bool                  // a window still in progress after the write
+		wantSince  int64                 // the group's start a first run writes first; 0: none
 	}{
-		{name: "first run looks back to Stripe's retention", wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
+		// A new deployment: its start is one schedule period back, and
+		// nothing older is listed (it was 30 days: a month of history
+		// through the team's effects).
+		{name: "first run starts one period back", wantQuery: &stripeapi.EventQuery{CreatedGTE: start, CreatedLTE: settled}, wantDone: settled, wantSince: start},
+		{name: "a first sweep records the start too, and lists nothing older", since: 24 * time.Hour,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: start, CreatedLTE: settled}, wantDone: start, wantSince: start},
+		{name: "the next run never lists below the start", stored: stored(store.Checkpoint{HistoryBefore: hours(2), DoneThrough: hours(2)}),
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(2), CreatedLTE: settled}, wantDone: settled},
+		{name: "a sweep lists nothing before the start", stored: stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}), since: 24 * time.Hour,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled}, wantDone: -1},
+		{name: "a backfill lists history", stored: stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}), since: 30 * 24 * time.Hour, backfill: true,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: -1},
 		{name: "next run starts an overlap below the checkpoint", stored: stored(store.Checkpoint{DoneThrough: hours(2)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(2) - int64(DefaultOverlap/time.Second), CreatedLTE: settled}, wantDone: settled},
 		{name: "a checkpoint older than the retention is clamped", stored: stored(store.Checkpoint{DoneThrough: hours(40 * 24)}),
@@ -321,9 +335,30 @@ func TestWindowOfARun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := r.Run(context.Background(), RunOptions{Since: tc.since})
+			res, err := r.Run(context.Background(), RunOptions{Since: tc.since, Backfill: tc.backfill})
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tc.wantSince != 0 {
+				// The start first, on its own, conditioned on there being
+				// no checkpoint yet.
+				if len(cps.saves) == 0 || cps.saves[0].prev.Seq != 0 || cps.saves[0].next.HistoryBefore != tc.wantSince || cps.saves[0].next.DoneThrough != tc.wantSince {
+					t.Fatalf("first write: got %+v, want the group's start %d", cps.saves, tc.wantSince)
+				}
+				if len(cps.saves) == 1 {
+					cps.saves = nil
+				} else {
+					cps.saves = cps.saves[1:]
+				}
+				if tc.wantDone == tc.wantSince && tc.since > 0 {
+					tc.wantDone = -1 // a sweep writes nothing more
+				}
+				for _, sv := range cps.saves {
+					if sv.next.HistoryBefore != tc.wantSince {
+						t.Errorf("a later write changed the start: %+v", sv.next)
+					}
+				}
+				tc.stored = &store.Checkpoint{Seq: 1}
 			}
 			switch {
 			case tc.wantQuery == nil && len(l.queries) != 0:
@@ -442,5 +477,70 @@ func TestEveryRunIsKeptForOperators(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "keeping the run's result failed") {
 		t.Errorf("a failure to keep the run is not logged:\n%s", logs.String())
+	}
+}
+
+// pageLister answers every query with one final page of events, newest
+// first, as Stripe would: those of the query's time range.
+type pageLister struct{ events [][]byte }
+
+func (l pageLister) ListEvents(_ context.Context, q stripeapi.EventQuery, page func(stripeapi.Page) (bool, error)) error {
+	var p stripeapi.Page
+	for _, b := range l.events {
+		env, err := event.DecodeEnvelope(b)
+		if err != nil {
+			return err
+		}
+		if (q.CreatedGTE == 0 || env.Created >= q.CreatedGTE) && (q.CreatedLTE == 0 || env.Created <= q.CreatedLTE) {
+			p.Events = append(p.Events, b)
+		}
+	}
+	_, err := page(p)
+	return err
+}
+
+// sourceIngester records the source of each event it ingests.
+type sourceIngester struct{ sources map[string]event.Source }
+
+func (i *sourceIngester) Ingest(_ context.Context, env event.Envelope, _ []byte, src event.Source) (ingest.Result, error) {
+	i.sources[env.ID] = src
+	return ingest.Result{Outcome: outcome.Stored}, nil
+}
+
+// TestTheLambdaInputBackfills: the reconciler's Lambda input is the
+// backfill's other way in ({"since":"720h","backfill":true}, as
+// docs/operations.md says): history comes in only with backfill, with
+// source backfill (no effect), or reconciler with with_effects; a
+// backfill without since, or with_effects without backfill, is refused.
+func TestTheLambdaInputBackfills(t *testing.T) {
+	now := time.Now()
+	history := []byte(fmt.Sprintf(`{"id":"evt_history","object":"event","type":"invoice.paid","created":%d,"livemode":false,"api_version":"2025-02-24.acacia","data":{"object":{"id":"in_history","object":"invoice"}}}`, now.Add(-5*24*time.Hour).Unix()))
+	for _, tc := range []struct {
+		name, input string
+		want        event.Source // "": not ingested
+		bad         bool
+	}{
+		{name: "a scheduled run", input: `{}`},
+		{name: "a sweep", input: `{"since":"720h"}`},
+		{name: "a backfill", input: `{"since":"720h","backfill":true}`, want: event.SourceBackfill},
+		{name: "a backfill with effects", input: `{"since":"720h","backfill":true,"with_effects":true}`, want: event.SourceReconciler},
+		{name: "a backfill without since", input: `{"backfill":true}`, bad: true},
+		{name: "effects without backfill", input: `{"since":"720h","with_effects":true}`, bad: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &sourceIngester{sources: map[string]event.Source{}}
+			r, err := New(Config{Stripe: pageLister{events: [][]byte{history}}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: in, Queue: nopQueue{},
+				Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = r.Handle(context.Background(), json.RawMessage(tc.input))
+			if (err != nil) != tc.bad {
+				t.Fatalf("input %s: got error %v, want one: %v", tc.input, err, tc.bad)
+			}
+			if got := in.sources["evt_history"]; got != tc.want {
+				t.Errorf("input %s: history ingested with source %q, want %q", tc.input, got, tc.want)
+			}
+		})
 	}
 }

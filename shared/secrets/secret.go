@@ -4,20 +4,31 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 )
 
+// RefreshInterval is the least time between two reads of one secret: a
+// secret refused by whoever it was shown to (Refresh) is read again at
+// most this often, so a rotated secret takes effect within it, and a flood
+// of forged deliveries or refused calls costs one read per interval.
+const RefreshInterval = time.Minute
+
 // Secret is a secret read on first use and kept for the life of the
-// process. It is safe for concurrent use: callers that ask while a read is
-// in flight wait for that read and share its answer, so a batch of events
-// that all need the secret costs one read. A failed read is not kept: the
-// next caller reads again.
+// process, unless it is refused (Refresh). It is safe for concurrent use:
+// callers that ask while a read is in flight wait for that read and share
+// its answer, so a batch of events that all need the secret costs one
+// read. A failed read is not kept: the next caller reads again.
 type Secret struct {
 	name   string
 	read   func(context.Context) (string, error)
 	inHand bool
+	now    func() time.Time
 
-	mu     sync.Mutex
-	value  string
+	mu    sync.Mutex
+	value string
+	// readAt is when the last read started, successful or not: Refresh
+	// waits RefreshInterval from it.
+	readAt time.Time
 	flight *flight
 }
 
@@ -32,20 +43,28 @@ type flight struct {
 // first read only, so an unused secret costs not even a client). Nothing
 // is read before the first call to Value.
 func FromParameter(client func() SSM, name string) *Secret {
-	return &Secret{name: name, read: func(ctx context.Context) (string, error) {
+	return &Secret{name: name, now: time.Now, read: func(ctx context.Context) (string, error) {
 		return Read(ctx, client(), name)
 	}}
 }
 
 // Fixed returns a secret already in hand (a local-only variable, a test's),
-// named by where it came from.
+// named by where it came from. Refresh never changes it.
 func Fixed(name, value string) *Secret {
-	return &Secret{name: name, inHand: true, read: func(context.Context) (string, error) {
+	return &Secret{name: name, inHand: true, now: time.Now, read: func(context.Context) (string, error) {
 		if value == "" {
 			return "", errors.New("secrets: " + name + " is empty")
 		}
 		return value, nil
 	}}
+}
+
+// SetClock replaces the clock Refresh measures RefreshInterval with
+// (time.Now), for tests.
+func (s *Secret) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	s.now = now
+	s.mu.Unlock()
 }
 
 // Name says where the secret comes from (a parameter's or a variable's
@@ -65,6 +84,50 @@ func (s *Secret) Value(ctx context.Context) (string, error) {
 		s.mu.Unlock()
 		return v, nil
 	}
+	return s.readLocked(ctx)
+}
+
+// Refresh reads the secret again because refused, a value Value or
+// Refresh returned, was turned down where it was used: a delivery whose
+// signature matches none of the signing secrets, an API answering 401 to
+// a key. The parameter may hold a rotated secret by now. It reads at most
+// once per RefreshInterval (counted from the last read, the first one
+// included), however many callers report a refusal meanwhile; a caller
+// whose refused value has already been replaced gets the new one without
+// a read. It returns the value now kept, and whether it differs from
+// refused (worth trying again). A failed read keeps the value in hand and
+// returns the read's error beside it.
+func (s *Secret) Refresh(ctx context.Context, refused string) (string, bool, error) {
+	if s.inHand {
+		v, err := s.Value(ctx)
+		return v, false, err
+	}
+	s.mu.Lock()
+	switch {
+	case s.value != "" && s.value != refused:
+		// Someone else's refresh replaced it already.
+		v := s.value
+		s.mu.Unlock()
+		return v, true, nil
+	case s.flight != nil:
+	case !s.readAt.IsZero() && s.now().Sub(s.readAt) < RefreshInterval:
+		v := s.value
+		s.mu.Unlock()
+		return v, false, nil
+	}
+	v, err := s.readLocked(ctx)
+	if err != nil {
+		s.mu.Lock()
+		v = s.value
+		s.mu.Unlock()
+		return v, false, err
+	}
+	return v, v != refused, nil
+}
+
+// readLocked reads the secret, or joins the read in flight, and unlocks
+// s.mu. A successful read replaces the value kept; a failed one keeps it.
+func (s *Secret) readLocked(ctx context.Context) (string, error) {
 	f := s.flight
 	if f != nil {
 		s.mu.Unlock()
@@ -77,8 +140,8 @@ func (s *Secret) Value(ctx context.Context) (string, error) {
 	}
 	f = &flight{done: make(chan struct{})}
 	s.flight = f
+	s.readAt = s.now()
 	s.mu.Unlock()
-
 	f.value, f.err = s.read(ctx)
 	s.mu.Lock()
 	if f.err == nil {

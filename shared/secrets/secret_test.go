@@ -144,3 +144,93 @@ func TestForgetReadsAgain(t *testing.T) {
 		t.Errorf("after Forget: got %q, %v after %d reads; want the new value, read again", v, err, c.reads.Load())
 	}
 }
+
+// clock is a fake clock tests move by hand.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// TestRefreshReadsARefusedSecretAtMostOnceAMinute: a secret refused where
+// it was used (a signature matching none of the secrets, a 401) is read
+// again, so a rotated value takes effect, but never sooner than
+// RefreshInterval after the last read, however many refusals come in.
+func TestRefreshReadsARefusedSecretAtMostOnceAMinute(t *testing.T) {
+	c := &countingSSM{fakeSSM: fakeSSM{value: "whsec_old"}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	s := FromParameter(func() SSM { return c }, "/p")
+	s.SetClock(clk.now)
+	ctx := context.Background()
+	if v, _ := s.Value(ctx); v != "whsec_old" {
+		t.Fatalf("got %q", v)
+	}
+	c.value = "whsec_new" // rotated in Parameter Store
+	clk.add(30 * time.Second)
+	for range 5 {
+		if v, changed, err := s.Refresh(ctx, "whsec_old"); v != "whsec_old" || changed || err != nil {
+			t.Fatalf("30 s after the read: got %q, %v, %v; want the kept value, unchanged, no read", v, changed, err)
+		}
+	}
+	if n := c.reads.Load(); n != 1 {
+		t.Fatalf("reads within the interval: got %d, want 1", n)
+	}
+	clk.add(30 * time.Second)
+	if v, changed, err := s.Refresh(ctx, "whsec_old"); v != "whsec_new" || !changed || err != nil {
+		t.Fatalf("a minute after the read: got %q, %v, %v; want the new value", v, changed, err)
+	}
+	if v, _ := s.Value(ctx); v != "whsec_new" {
+		t.Errorf("Value after the refresh: got %q, want the new value kept", v)
+	}
+	// Another caller still holding the old value gets the new one, no read.
+	if v, changed, _ := s.Refresh(ctx, "whsec_old"); v != "whsec_new" || !changed {
+		t.Errorf("late refusal of the old value: got %q, %v; want the new value", v, changed)
+	}
+	// The new value refused too: nothing new before another minute.
+	if _, changed, _ := s.Refresh(ctx, "whsec_new"); changed {
+		t.Error("refusal right after a read: got changed, want no read")
+	}
+	if n := c.reads.Load(); n != 2 {
+		t.Errorf("reads: got %d, want 2", n)
+	}
+}
+
+// TestRefreshKeepsTheValueWhenTheReadFails: Parameter Store down during a
+// refresh leaves the value in hand, and the next attempt waits its minute.
+func TestRefreshKeepsTheValueWhenTheReadFails(t *testing.T) {
+	c := &countingSSM{fakeSSM: fakeSSM{value: "k_old"}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	s := FromParameter(func() SSM { return c }, "/p")
+	s.SetClock(clk.now)
+	ctx := context.Background()
+	if _, err := s.Value(ctx); err != nil {
+		t.Fatal(err)
+	}
+	clk.add(time.Minute)
+	c.err = errors.New("ThrottlingException")
+	if v, changed, err := s.Refresh(ctx, "k_old"); v != "k_old" || changed || err == nil {
+		t.Fatalf("failed read: got %q, %v, %v; want the old value and the error", v, changed, err)
+	}
+	c.err = nil
+	if _, changed, err := s.Refresh(ctx, "k_old"); changed || err != nil || c.reads.Load() != 2 {
+		t.Errorf("right after a failed read: changed %v, err %v, %d reads; want no read", changed, err, c.reads.Load())
+	}
+}
+
+func TestRefreshOfAFixedSecretNeverReads(t *testing.T) {
+	s := Fixed("STRIPE_API_KEY", "sk_test_local")
+	if v, changed, err := s.Refresh(context.Background(), "sk_test_local"); v != "sk_test_local" || changed || err != nil {
+		t.Errorf("got %q, %v, %v", v, changed, err)
+	}
+}

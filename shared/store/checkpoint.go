@@ -27,6 +27,11 @@ type Checkpoint struct {
 	// DoneThrough: every event of these types created at or before this
 	// time (Unix seconds) has been compared with the store. Zero: never.
 	DoneThrough int64
+	// HistoryBefore is when this group's reconciliation started (Unix
+	// seconds), set once by its first run and never changed: events
+	// created before it are history, which only an explicit backfill
+	// lists. Zero for a checkpoint written before it was kept: no history.
+	HistoryBefore int64
 	// The window in progress, [WindowFrom, WindowTo] (Unix seconds), listed
 	// newest first; WindowTo is zero when none is. Cursor is the oldest
 	// event of the window handled so far, where the listing resumes, and
@@ -66,6 +71,7 @@ const (
 	attrKind          = "kind"
 	attrTypes         = "types"
 	attrDoneThrough   = "done_through"
+	attrHistory       = "history_before"
 	attrWindowFrom    = "window_from"
 	attrWindowTo      = "window_to"
 	attrCursor        = "cursor"
@@ -97,6 +103,7 @@ func (c *Checkpoints) Load(ctx context.Context, name string) (Checkpoint, error)
 	it := out.Item
 	cp.Types = ddbattr.GetStrings(it, attrTypes)
 	cp.DoneThrough = ddbattr.GetN(it, attrDoneThrough)
+	cp.HistoryBefore = ddbattr.GetN(it, attrHistory)
 	cp.WindowFrom, cp.WindowTo = ddbattr.GetN(it, attrWindowFrom), ddbattr.GetN(it, attrWindowTo)
 	cp.Cursor, cp.CursorCreated = ddbattr.GetS(it, attrCursor), ddbattr.GetN(it, attrCursorCreated)
 	cp.Seq = ddbattr.GetN(it, attrSeq)
@@ -110,10 +117,14 @@ func (c *Checkpoints) Load(ctx context.Context, name string) (Checkpoint, error)
 // conditioned on prev's Seq (on there being no checkpoint when prev.Seq is
 // zero), so two runs can never both replace the state they read: the one
 // that comes second gets ErrCheckpointMoved and nothing is written.
-// Progress only goes forward: a next.DoneThrough before prev's is an error.
+// Progress only goes forward: a next.DoneThrough before prev's is an error,
+// and so is a HistoryBefore other than prev's, once set.
 func (c *Checkpoints) Save(ctx context.Context, prev, next Checkpoint) (Checkpoint, error) {
 	if next.DoneThrough < prev.DoneThrough {
 		return prev, fmt.Errorf("store: checkpoint %s: done_through would go back from %d to %d", prev.Name, prev.DoneThrough, next.DoneThrough)
+	}
+	if prev.HistoryBefore != 0 && next.HistoryBefore != prev.HistoryBefore {
+		return prev, fmt.Errorf("store: checkpoint %s: history_before would change from %d to %d", prev.Name, prev.HistoryBefore, next.HistoryBefore)
 	}
 	next.Seq = prev.Seq + 1
 	item := map[string]types.AttributeValue{
@@ -124,6 +135,9 @@ func (c *Checkpoints) Save(ctx context.Context, prev, next Checkpoint) (Checkpoi
 		attrSeq:         ddbattr.N(next.Seq),
 		attrUpdatedAt:   ddbattr.Millis(next.UpdatedAt),
 		attrRunID:       ddbattr.S(next.RunID),
+	}
+	if next.HistoryBefore != 0 {
+		item[attrHistory] = ddbattr.N(next.HistoryBefore)
 	}
 	// The window only while one is in progress; the cursor only once a
 	// page of it is handled.

@@ -114,6 +114,17 @@ func TestCheckpointNeverGoesBack(t *testing.T) {
 	}
 }
 
+// TestCheckpointKeepsItsStart: the group's start, once written, is never
+// moved: history stays history.
+func TestCheckpointKeepsItsStart(t *testing.T) {
+	db := &putDB{}
+	_, err := (&store.Checkpoints{DB: db, Table: "events"}).Save(context.Background(),
+		store.Checkpoint{Name: "c", Seq: 3, DoneThrough: 100, HistoryBefore: 50}, store.Checkpoint{Name: "c", DoneThrough: 120, HistoryBefore: 10})
+	if err == nil || len(db.puts) != 0 {
+		t.Errorf("got %v after %d writes, want an error and no write", err, len(db.puts))
+	}
+}
+
 func TestCheckpointsAgainstTheTable(t *testing.T) {
 	ev, s := newEvents(t)
 	cps := &store.Checkpoints{DB: s.DynamoDB, Table: ev.Table}
@@ -130,7 +141,7 @@ func TestCheckpointsAgainstTheTable(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(zero, store.Checkpoint{Name: name}) {
 		t.Fatalf("never written: got %+v (%v), want the zero checkpoint", zero, err)
 	}
-	next := store.Checkpoint{Name: name, Types: []string{"invoice.paid"}, DoneThrough: 1700000000, WindowFrom: 1600000000, WindowTo: 1700000100,
+	next := store.Checkpoint{Name: name, Types: []string{"invoice.paid"}, DoneThrough: 1700000000, HistoryBefore: 1590000000, WindowFrom: 1600000000, WindowTo: 1700000100,
 		Cursor: "evt_9", CursorCreated: 1650000000, UpdatedAt: time.UnixMilli(1_800_000_000_123), RunID: "run_1"}
 	saved, err := cps.Save(ctx, zero, next)
 	if err != nil {

@@ -29,7 +29,7 @@ func TestDiscardRecordsTheDecision(t *testing.T) {
 		{"received", func(event.Record) {}, event.StatusDeadLettered},
 		{"failed", func(r event.Record) {
 			claim(t, ev, r, now, now.Add(time.Second))
-			if err := ev.Fail(ctx, r, "w1", event.StatusFailed, "timeout", now); err != nil {
+			if err := ev.Fail(ctx, r, "w1", event.StatusFailed, "timeout", now, now); err != nil {
 				t.Fatal(err)
 			}
 		}, event.StatusDeadLettered},
@@ -37,7 +37,7 @@ func TestDiscardRecordsTheDecision(t *testing.T) {
 		{"processing, a worker holds it", func(r event.Record) { claim(t, ev, r, now, at.Add(time.Hour)) }, event.StatusProcessing},
 		{"dead_lettered", func(r event.Record) {
 			claim(t, ev, r, now, now.Add(time.Second))
-			if err := ev.Fail(ctx, r, "w1", event.StatusDeadLettered, "timeout", now); err != nil {
+			if err := ev.Fail(ctx, r, "w1", event.StatusDeadLettered, "timeout", now, now); err != nil {
 				t.Fatal(err)
 			}
 		}, event.StatusDeadLettered},

@@ -398,30 +398,40 @@ func onlyConflicts(err error) bool {
 // Fail records a failed attempt: status is failed (retryable; the record
 // stays in the pending lane), failed_permanent or dead_lettered (both
 // final: the record moves to their lane). The cause is kept up to
-// maxLastError bytes. It is conditioned on owner holding the lease, and
-// returns ErrLeaseLost if not.
-func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now time.Time) error {
+// maxLastError bytes. A failed record keeps retryAt, when its message
+// comes back (the processor's backoff, hours at its end): until then the
+// stuck sweep (Stuck) leaves it alone. It is conditioned on owner holding
+// the lease, and returns ErrLeaseLost if not.
+func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now, retryAt time.Time) error {
 	switch status {
 	case event.StatusFailed, event.StatusFailedPermanent, event.StatusDeadLettered:
 	default:
 		return fmt.Errorf("store: record failure of event %s: %s is not a failed status", r.ID, status)
 	}
 	lane, _ := Lane(status)
+	values := map[string]types.AttributeValue{
+		":status":     ddbattr.S(string(status)),
+		":processing": ddbattr.S(string(event.StatusProcessing)),
+		":now":        ddbattr.Millis(now),
+		":lane":       ddbattr.S(laneKey(r.Provider, lane, shard(r.ID))),
+		":err":        ddbattr.S(truncate(cause, maxLastError)),
+		":owner":      ddbattr.S(owner),
+	}
+	update := "SET #st = :status, status_at = :now, last_error = :err, last_error_at = :now, lane = :lane"
+	remove := " REMOVE lease_owner, lease_until"
+	if status == event.StatusFailed && !retryAt.IsZero() {
+		update += ", " + attrRetryAt + " = :retry"
+		values[":retry"] = ddbattr.Millis(retryAt)
+	} else {
+		remove += ", " + attrRetryAt
+	}
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: aws.String(e.Table),
-		Key:       e.key(r.Provider, r.ID),
-		UpdateExpression: aws.String("SET #st = :status, status_at = :now, last_error = :err, last_error_at = :now, lane = :lane " +
-			"REMOVE lease_owner, lease_until"),
-		ConditionExpression:      aws.String("#st = :processing AND lease_owner = :owner"),
-		ExpressionAttributeNames: map[string]string{"#st": attrStatus},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":status":     ddbattr.S(string(status)),
-			":processing": ddbattr.S(string(event.StatusProcessing)),
-			":now":        ddbattr.Millis(now),
-			":lane":       ddbattr.S(laneKey(r.Provider, lane, shard(r.ID))),
-			":err":        ddbattr.S(truncate(cause, maxLastError)),
-			":owner":      ddbattr.S(owner),
-		},
+		TableName:                 aws.String(e.Table),
+		Key:                       e.key(r.Provider, r.ID),
+		UpdateExpression:          aws.String(update + remove),
+		ConditionExpression:       aws.String("#st = :processing AND lease_owner = :owner"),
+		ExpressionAttributeNames:  map[string]string{"#st": attrStatus},
+		ExpressionAttributeValues: values,
 	})
 	var ccf *types.ConditionalCheckFailedException
 	if errors.As(err, &ccf) {

@@ -138,12 +138,12 @@ func TestClaimLeaseCompleteFail(t *testing.T) {
 	if err := ev.Complete(ctx, claimed, "w1", later, store.Completion{Outcome: outcome.Applied}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("complete by the old holder: got %v, want ErrLeaseLost", err)
 	}
-	if err := ev.Fail(ctx, claimed, "w1", event.StatusFailed, "boom", later); !errors.Is(err, store.ErrLeaseLost) {
+	if err := ev.Fail(ctx, claimed, "w1", event.StatusFailed, "boom", later, time.Time{}); !errors.Is(err, store.ErrLeaseLost) {
 		t.Fatalf("fail by the old holder: got %v, want ErrLeaseLost", err)
 	}
 
 	// w2 fails it (retryable), claims again, and completes.
-	if err := ev.Fail(ctx, claimed, "w2", event.StatusFailed, "dependency 503", later); err != nil {
+	if err := ev.Fail(ctx, claimed, "w2", event.StatusFailed, "dependency 503", later, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	got, _ := ev.Get(ctx, "stripe", "evt_claim")

@@ -43,6 +43,7 @@ const (
 	attrLeaseUntil  = "lease_until"
 	attrLastError   = "last_error"
 	attrLastErrorAt = "last_error_at"
+	attrRetryAt     = "retry_at"
 	attrMirrorKey   = "mirror_key"
 	attrExpiresAt   = "expires_at"
 	// attrLane is the key of indexUnprocessed: the record's lane and
@@ -288,6 +289,7 @@ func Unmarshal(item map[string]types.AttributeValue) event.Record {
 	r.LeaseUntil = ddbattr.GetMillis(item, attrLeaseUntil)
 	r.LastError = ddbattr.GetS(item, attrLastError)
 	r.LastErrorAt = ddbattr.GetMillis(item, attrLastErrorAt)
+	r.RetryAt = ddbattr.GetMillis(item, attrRetryAt)
 	r.MirrorKey = ddbattr.GetS(item, attrMirrorKey)
 	r.DiscardedAt = ddbattr.GetMillis(item, attrDiscardedAt)
 	r.DiscardReason = ddbattr.GetS(item, attrDiscardReason)

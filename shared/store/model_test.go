@@ -106,7 +106,7 @@ func TestEveryTransitionRewritesLessThanOneWriteUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	items("claimed")
-	if err := ev.Fail(ctx, r, "worker-0123456789ab:0123456789ab", event.StatusFailed, strings.Repeat("a downstream error, ", 100), now); err != nil {
+	if err := ev.Fail(ctx, r, "worker-0123456789ab:0123456789ab", event.StatusFailed, strings.Repeat("a downstream error, ", 100), now, now.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	items("failed")
@@ -181,11 +181,11 @@ func TestTheClaimChangesNoIndexKey(t *testing.T) {
 		}
 	}
 	step("claim", claim("w1"), same)
-	step("retryable failure", func() error { return ev.Fail(ctx, r, "w1", event.StatusFailed, "boom", now) }, same)
+	step("retryable failure", func() error { return ev.Fail(ctx, r, "w1", event.StatusFailed, "boom", now, time.Time{}) }, same)
 	step("claim again", claim("w2"), same)
-	step("dead-lettered", func() error { return ev.Fail(ctx, r, "w2", event.StatusDeadLettered, "boom", now) }, lane(store.LaneDeadLettered))
+	step("dead-lettered", func() error { return ev.Fail(ctx, r, "w2", event.StatusDeadLettered, "boom", now, time.Time{}) }, lane(store.LaneDeadLettered))
 	step("claimed after a redrive", claim("w3"), same)
-	step("failed for good", func() error { return ev.Fail(ctx, r, "w3", event.StatusFailedPermanent, "boom", now) }, lane(store.LaneFailedPermanent))
+	step("failed for good", func() error { return ev.Fail(ctx, r, "w3", event.StatusFailedPermanent, "boom", now, time.Time{}) }, lane(store.LaneFailedPermanent))
 	step("reopened", func() error { _, err := ev.Reopen(ctx, r.Provider, r.ID, now); return err }, same)
 	step("claimed after the reopen", claim("w4"), same)
 	step("processed", func() error { return ev.Complete(ctx, r, "w4", now, store.Completion{Outcome: outcome.Applied}) },

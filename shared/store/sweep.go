@@ -118,7 +118,9 @@ const stuckScan = 10
 
 // Stuck yields provider's unfinished records (received, processing or
 // failed: event.Status.Pending) whose last transition is older than
-// before, oldest transition first, at most limit of them, until the caller
+// before, and, for a failed one, whose next attempt was due before it too
+// (its retry_at: a message waiting out a backoff of hours is not lost),
+// oldest transition first, at most limit of them, until the caller
 // stops. It reads the pending lane of the sparse unprocessed index, which
 // holds only unfinished records, in every shard, oldest received first
 // (an entry received after before cannot be stuck), at most stuckScan ×
@@ -161,7 +163,7 @@ func (e *Events) Stuck(ctx context.Context, provider string, before time.Time, l
 				return
 			}
 			for _, entry := range batch {
-				if r, ok := recs[ddbattr.GetS(entry, attrPK)]; ok && r.Status.Pending() && r.StatusAt.Before(before) {
+				if r, ok := recs[ddbattr.GetS(entry, attrPK)]; ok && r.Status.Pending() && r.StatusAt.Before(before) && !r.RetryAt.After(before) {
 					stuck = append(stuck, r)
 				}
 			}

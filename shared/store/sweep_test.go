@@ -167,3 +167,45 @@ func TestStuckReadsUnfinishedRecordsOldestFirst(t *testing.T) {
 		t.Errorf("another provider: got %s %v", r.ID, err)
 	}
 }
+
+// TestStuckLeavesAFailedRecordAloneUntilItsRetryIsDue: a failed record
+// whose message waits out a long backoff (hours, at the end of the retry
+// budget) is not stuck, so the reconciler sends no second pointer that
+// would start a second series of retries; once its retry is overdue, it
+// is.
+func TestStuckLeavesAFailedRecordAloneUntilItsRetryIsDue(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now().Truncate(time.Millisecond)
+	fail := func(id string, retryAt time.Time) {
+		t.Helper()
+		r := at(id, "invoice.paid", event.StatusReceived, now.Add(-3*time.Hour))
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		claimedAt := now.Add(-time.Hour)
+		if _, err := ev.Claim(ctx, event.ProviderStripe, id, "w", claimedAt, claimedAt.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Fail(ctx, r, "w", event.StatusFailed, "downstream 503", claimedAt, retryAt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("evt_backing_off", now.Add(time.Hour))         // failed an hour ago, retried in an hour
+	fail("evt_retry_overdue", now.Add(-30*time.Minute)) // its message should have come back by now
+	before := now.Add(-15 * time.Minute)
+	var got []string
+	for r, err := range ev.Stuck(ctx, event.ProviderStripe, before, 100) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, r.ID)
+	}
+	if fmt.Sprint(got) != "[evt_retry_overdue]" {
+		t.Errorf("stuck: got %v, want only the record whose retry is overdue", got)
+	}
+	r, err := ev.Get(ctx, event.ProviderStripe, "evt_backing_off")
+	if err != nil || !r.RetryAt.Equal(now.Add(time.Hour)) {
+		t.Errorf("retry_at read back: got %v (%v), want %v", r.RetryAt, err, now.Add(time.Hour))
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stripe/stripe-go/v81"
+	stripeevent "github.com/stripe/stripe-go/v81/event"
 )
 
 // Limits of Stripe's list API.
@@ -66,7 +67,22 @@ func (c *Client) ListEvents(ctx context.Context, q EventQuery, page func(Page) (
 	if err != nil {
 		return fmt.Errorf("stripeapi: list events: %w", err)
 	}
-	it := events.List(params)
+	handed, err := c.list(events, params, page)
+	// A key refused before any page was handed over (a rotation) is
+	// replaced and the listing made again. One refused halfway (revoked
+	// meanwhile) fails the listing rather than hand pages over twice: the
+	// caller resumes from the pages it has, and its next listing meets
+	// the 401 on its first request.
+	if err != nil && handed == 0 && c.retryWithNewKey(ctx, err, &events) {
+		_, err = c.list(events, params, page)
+	}
+	return err
+}
+
+// list runs one listing with svc's key (see ListEvents), and says how
+// many pages it handed over.
+func (c *Client) list(svc stripeevent.Client, params *stripe.EventListParams, page func(Page) (bool, error)) (handed int, err error) {
+	it := svc.List(params)
 	// The iterator requests the next page only when Next is called past the
 	// last event of the current one, so a page is handed over whole, from
 	// the response's raw JSON, the first time one of its events comes up.
@@ -77,6 +93,7 @@ func (c *Client) ListEvents(ctx context.Context, q EventQuery, page func(Page) (
 		if err != nil {
 			return false, err
 		}
+		handed++
 		return page(p)
 	}
 	for it.Next() {
@@ -86,18 +103,18 @@ func (c *Client) ListEvents(ctx context.Context, q EventQuery, page func(Page) (
 		}
 		more, err := deliver(l)
 		if err != nil || !more {
-			return err
+			return handed, err
 		}
 	}
 	if err := it.Err(); err != nil {
-		return fmt.Errorf("stripeapi: list events: %w", err)
+		return handed, fmt.Errorf("stripeapi: list events: %w", err)
 	}
 	// An empty first page has no event to come up in Next.
 	if l := it.EventList(); l != current && l != nil && l.LastResponse != nil {
 		_, err := deliver(l)
-		return err
+		return handed, err
 	}
-	return nil
+	return handed, nil
 }
 
 func decodePage(l *stripe.EventList) (Page, error) {

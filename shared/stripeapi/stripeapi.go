@@ -37,6 +37,13 @@ type Config struct {
 	// request, so a key read on first need (secrets.Secret.Value) costs the
 	// function's init nothing. Its error fails the request, retryably.
 	KeyFunc func(context.Context) (string, error)
+	// KeyRefused, when set, is called when Stripe answers 401 to a key:
+	// it returns the key to use now, and whether it differs from the
+	// refused one (secrets.Secret.Refresh: the key's parameter read again,
+	// at most once a minute). With a new key, the request is made once
+	// more, so a key rotated in Parameter Store takes effect within a
+	// minute, without a redeploy.
+	KeyRefused func(ctx context.Context, refused string) (string, bool, error)
 	// BaseURL overrides Stripe's API base (STRIPE_API_BASE), for tests and
 	// the local stack; it must pass BaseURL.
 	BaseURL string
@@ -62,6 +69,7 @@ var ErrTooLarge = errors.New("stripeapi: response over the size limit")
 type Client struct {
 	backend stripe.Backend
 	key     func(context.Context) (string, error)
+	refused func(context.Context, string) (string, bool, error)
 }
 
 // BaseURL returns the API base a key may be sent to: Stripe's own when base
@@ -120,7 +128,7 @@ func New(cfg Config) (*Client, error) {
 		k := cfg.Key
 		key = func(context.Context) (string, error) { return k, nil }
 	}
-	return &Client{backend: stripe.GetBackendWithConfig(stripe.APIBackend, bc), key: key}, nil
+	return &Client{backend: stripe.GetBackendWithConfig(stripe.APIBackend, bc), key: key, refused: cfg.KeyRefused}, nil
 }
 
 // events returns the events service with the API key.
@@ -130,6 +138,29 @@ func (c *Client) events(ctx context.Context) (event.Client, error) {
 		return event.Client{}, fmt.Errorf("stripeapi: API key: %w", err)
 	}
 	return event.Client{B: c.backend, Key: key}, nil
+}
+
+// Unauthorized reports whether err is Stripe's 401: the API key is
+// unknown, revoked or expired.
+func Unauthorized(err error) bool {
+	var se *stripe.Error
+	return errors.As(err, &se) && se.HTTPStatusCode == http.StatusUnauthorized
+}
+
+// retryWithNewKey reports whether a request that failed with err should
+// be made once more with svc's key replaced: err is a 401, and
+// Config.KeyRefused has a key other than the refused one. It replaces the
+// key in svc.
+func (c *Client) retryWithNewKey(ctx context.Context, err error, svc *event.Client) bool {
+	if c.refused == nil || !Unauthorized(err) {
+		return false
+	}
+	key, changed, rerr := c.refused(ctx, svc.Key)
+	if rerr != nil || !changed || key == "" {
+		return false
+	}
+	svc.Key = key
+	return true
 }
 
 // Fetch returns the raw JSON of event id (GET /v1/events/{id}), exactly as
@@ -143,6 +174,9 @@ func (c *Client) Fetch(ctx context.Context, id string) ([]byte, error) {
 	params := &stripe.EventParams{}
 	params.Context = ctx
 	ev, err := events.Get(id, params)
+	if err != nil && c.retryWithNewKey(ctx, err, &events) {
+		ev, err = events.Get(id, params)
+	}
 	if err != nil {
 		return nil, Classify(fmt.Errorf("stripeapi: get event %s: %w", id, err))
 	}

@@ -15,7 +15,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +35,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 )
@@ -312,34 +312,9 @@ func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Templat
 }
 
 // ScheduleInterval returns the period of an EventBridge rate expression,
-// like rate(10 minutes) or rate(1 hour). Seconds are accepted too, for local
-// use only (EventBridge's finest rate is a minute). cron() and at()
-// expressions are not periodic in this sense and are refused.
-func ScheduleInterval(expr string) (time.Duration, error) {
-	inner, ok := strings.CutPrefix(strings.TrimSpace(expr), "rate(")
-	if !ok || !strings.HasSuffix(inner, ")") {
-		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
-	}
-	fields := strings.Fields(strings.TrimSuffix(inner, ")"))
-	if len(fields) != 2 {
-		return 0, fmt.Errorf("devstack: schedule %q is not rate(N unit)", expr)
-	}
-	n, err := strconv.Atoi(fields[0])
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("devstack: schedule %q: %q is not a positive integer", expr, fields[0])
-	}
-	units := map[string]time.Duration{
-		"second": time.Second, "seconds": time.Second,
-		"minute": time.Minute, "minutes": time.Minute,
-		"hour": time.Hour, "hours": time.Hour,
-		"day": 24 * time.Hour, "days": 24 * time.Hour,
-	}
-	unit, ok := units[fields[1]]
-	if !ok {
-		return 0, fmt.Errorf("devstack: schedule %q: unknown unit %q", expr, fields[1])
-	}
-	return time.Duration(n) * unit, nil
-}
+// like rate(10 minutes): reconcile.SchedulePeriod, the reconciler's own
+// reading of its schedule.
+func ScheduleInterval(expr string) (time.Duration, error) { return reconcile.SchedulePeriod(expr) }
 
 func envOf(m map[string]string) boot.Env {
 	return func(k string) string { return m[k] }

@@ -24,7 +24,10 @@ import (
 )
 
 // New builds the processor's handler, running the team's effects (effects,
-// hooks.Registry(); nil for none), which it reads and never changes.
+// hooks.Registry(); nil for none), which it reads and never changes: it
+// builds the effects declared there (effect.Spec) with their configuration
+// (boot.Reader.Effects: EFFECT_SETTINGS, EFFECT_SECRETS), the processor
+// being the one function that runs them.
 //
 // When FORWARD_URL is set, the built-in forward effect (effect.Forward)
 // runs after them for every type: its target must pass effect.CheckURL,
@@ -45,6 +48,15 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	concurrency := r.Integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
 	backoff := r.Duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
+	backoffMax := r.Duration("RETRY_BACKOFF_MAX", processor.DefaultBackoffMax)
+	switch budget := processor.RetryBudget(backoff, backoffMax, maxReceive); {
+	case backoff <= 0 || backoffMax < backoff:
+		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v: want 0 < base <= max", backoff, backoffMax))
+	case budget > processor.MaxRetryBudget:
+		// SQS would delete messages unseen before they are dead-lettered.
+		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v and MAX_RECEIVE_COUNT=%d retry an event for %v, over %v (half the queue's retention)",
+			backoff, backoffMax, maxReceive, budget, processor.MaxRetryBudget))
+	}
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	fields, err := mirror.ParseFields(r.Optional("MIRROR_KEEP_FIELDS", ""))
 	if err != nil {
@@ -56,6 +68,11 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		}
 		return effect.CheckURL(v)
 	})
+	var specs []effect.Spec
+	if effects != nil {
+		specs = effects.Specs()
+	}
+	effectConfigs := r.Effects(specs)
 	apiKey := r.Secret("STRIPE_API_KEY", false)
 	var forwardSecret *secrets.Secret
 	if forwardURL != "" {
@@ -82,7 +99,11 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	var eff processor.Effects
 	if effects != nil {
-		eff = effects
+		built, err := effects.Build(effectConfigs)
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: %w", err)
+		}
+		eff = built
 	}
 	if forwardURL != "" {
 		if forwardSecret == nil {
@@ -103,13 +124,15 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		MaxReceiveCount: maxReceive,
 		Concurrency:     concurrency,
 		BackoffBase:     backoff,
+		BackoffMax:      backoffMax,
 		Logger:          logger,
 	})
 }
 
 // newFetcher is the processor's reader of events too large to store:
 // GET /v1/events/{id} through package stripeapi, with the key read on
-// first need. stripe-go's own retries are off: a failed fetch fails its
+// first need, and read again on a 401 (at most once a minute: a rotated
+// key takes effect without a redeploy). stripe-go's own retries are off: a failed fetch fails its
 // event, which the queue retries with the processor's backoff. The answer
 // is bounded by store.MaxPayloadBytes, the bound on every payload the
 // processor handles (stored or fetched): the mirror and the effects get
@@ -117,6 +140,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 func newFetcher(key *secrets.Secret, base string) (*stripeapi.Client, error) {
 	return stripeapi.New(stripeapi.Config{
 		KeyFunc:           key.Value,
+		KeyRefused:        key.Refresh,
 		BaseURL:           base,
 		MaxNetworkRetries: -1,
 		MaxResponseBytes:  store.MaxPayloadBytes,

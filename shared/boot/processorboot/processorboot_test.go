@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -19,6 +20,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -263,4 +266,58 @@ func (f ssmFunc) GetParameter(_ context.Context, name string) (secrets.Parameter
 		return secrets.Parameter{}, err
 	}
 	return secrets.Parameter{Name: name, Value: v, Type: "SecureString"}, nil
+}
+
+type keyParameter struct{ value *string }
+
+func (k keyParameter) GetParameter(context.Context, string) (secrets.Parameter, error) {
+	return secrets.Parameter{Type: "SecureString", Value: *k.value}, nil
+}
+
+// TestTheFetcherTakesARotatedKey: the processor's fetcher reads the API
+// key again when Stripe answers 401, once a minute has passed since it was
+// read, and fetches with the new key.
+func TestTheFetcherTakesARotatedKey(t *testing.T) {
+	fake := stripefake.New()
+	defer fake.Close()
+	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_big"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.Add(body); err != nil {
+		t.Fatal(err)
+	}
+	fake.RequireKey("rk_test_new")
+	stored := "rk_test_old"
+	clk := time.Unix(1_800_000_000, 0)
+	key := secrets.FromParameter(func() secrets.SSM { return keyParameter{&stored} }, "/webhook-inbox/dev/stripe/api-key")
+	key.SetClock(func() time.Time { return clk })
+	f, err := newFetcher(key, fake.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Fetch(context.Background(), "evt_big"); err == nil || fault.IsPermanent(err) {
+		t.Fatalf("old key: got %v, want a retryable 401", err)
+	}
+	stored = "rk_test_new"
+	clk = clk.Add(time.Minute)
+	if got, err := f.Fetch(context.Background(), "evt_big"); err != nil || string(got) != string(body) {
+		t.Errorf("a minute later, the key rotated in Parameter Store: got %d bytes, %v; want the event", len(got), err)
+	}
+}
+
+// TestRefusesARetryBudgetPastTheQueuesRetention: backoffs that would keep
+// an event retrying longer than half the queue's retention fail the cold
+// start, naming the variables: SQS would delete the message unseen.
+func TestRefusesARetryBudgetPastTheQueuesRetention(t *testing.T) {
+	err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "3600", "RETRY_BACKOFF_MAX": "40000", "MAX_RECEIVE_COUNT": "10"}), slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "RETRY_BACKOFF_MAX") || !strings.Contains(err.Error(), "MAX_RECEIVE_COUNT=10") {
+		t.Errorf("got %v, want an error naming the budget's variables", err)
+	}
+	if err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "60", "RETRY_BACKOFF_MAX": "30"}), slog.Default(), nil); err == nil {
+		t.Error("a base over the maximum: got nil error")
+	}
+	if err := build(env(map[string]string{"RETRY_BACKOFF_BASE": "60", "RETRY_BACKOFF_MAX": "7200", "MAX_RECEIVE_COUNT": "10"}), slog.Default(), nil); err != nil {
+		t.Errorf("the template's defaults: %v", err)
+	}
 }

@@ -2,16 +2,17 @@ package receiverboot
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 
-	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/stripe/stripe-go/v81"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
@@ -20,9 +21,18 @@ import (
 
 // New builds the receiver's handler. effects are the team's effects
 // (hooks.Registry()); the receiver reads only their event types, which it
-// accepts beside the mirror's (boot.HandledTypeList). It makes no network
-// call: see Handler.
-func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*Handler, error) {
+// accepts beside the mirror's (boot.HandledTypeList), and builds none of
+// them.
+//
+// It makes no network call: the signing secrets
+// (STRIPE_WEBHOOK_SECRETS_PARAMETER) are read on the first delivery, and
+// read again, at most once a minute, when a delivery matches none of them
+// (signature.Keyring), so a rotated secret takes effect within a minute.
+// While they cannot be read, or hold no secret, each delivery is answered
+// 503 (outcome secrets_unavailable), and each tries to read them again. A
+// secret in hand (STRIPE_WEBHOOK_SECRET, outside Lambda) that holds no
+// secret fails here instead.
+func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*receiver.Handler, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
 	opts := signature.Options{
@@ -51,125 +61,107 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	for name, s := range others {
 		in := *ingester
 		in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
-		l := &lazyVerifier{secret: s, build: func(raw string) (provider.Verifier, error) {
+		k := &providerKeys{secret: s, build: func(raw string) (provider.Verifier, error) {
 			return provider.New(name, secrets.List(raw), provider.Options{Tolerance: opts.Tolerance, FutureSkew: opts.FutureSkew})
 		}}
 		if s.InHand() {
 			// A local variable costs no network call: a bad one fails now.
-			if _, err := l.verifier(ctx); err != nil {
+			if err := k.Check(ctx); err != nil {
 				return nil, err
 			}
 		}
-		providers[name] = receiver.Provider{Verifier: l.verifier, Ingester: &in}
+		providers[name] = receiver.Provider{Verifier: k, Ingester: &in}
 	}
-	h := &Handler{secret: secret, logger: logger, build: func(raw string) (*receiver.Handler, error) {
-		v, err := signature.New(secrets.List(raw), opts)
-		if err != nil {
-			return nil, err
-		}
-		return receiver.New(receiver.Config{
-			Verifier:     v,
-			Ingester:     ingester,
-			Livemode:     c.Livemode,
-			APIVersion:   stripe.APIVersion,
-			MaxBodyBytes: maxBody,
-			Budget:       budget,
-			Logger:       logger,
-			Providers:    providers,
-		}), nil
-	}}
+	keys := signature.NewKeyring(secret, opts)
 	if secret.InHand() {
 		// A local variable costs no network call: a bad one fails now.
-		if _, err := h.receiver(ctx); err != nil {
+		if err := keys.Check(ctx); err != nil {
 			return nil, err
 		}
 	}
-	return h, nil
+	return receiver.New(receiver.Config{
+		Verifier:     keys,
+		Ingester:     boot.NewIngester(cfg, c, boot.HandledTypes(env, effects)),
+		Livemode:     c.Livemode,
+		APIVersion:   stripe.APIVersion,
+		MaxBodyBytes: maxBody,
+		Budget:       budget,
+		Logger:       logger,
+		Providers:    providers,
+	}), nil
 }
 
-// Handler is the receiver's Lambda handler: package receiver's, built on
-// the first request, when the signing secrets
-// (STRIPE_WEBHOOK_SECRETS_PARAMETER) are read and kept. The cold start
-// then makes no network call; the read is the first request's, before its
-// own calls, as it was the cold start's last step.
-//
-// Until the secrets are read and usable, a request fails as a failed cold
-// start would: the invocation's error (API Gateway answers 500, so the
-// provider retries, and its 5xx alarm counts it), logged once here. Each
-// request tries again: a read that failed is not kept, and a value that is
-// no usable secret list is forgotten, so a fixed parameter is picked up
-// without a redeploy.
-type Handler struct {
-	secret *secrets.Secret
-	build  func(raw string) (*receiver.Handler, error)
-	logger *slog.Logger
-
-	mu sync.Mutex
-	h  *receiver.Handler
-}
-
-// Handle answers one API Gateway request.
-func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
-	r, err := h.receiver(ctx)
-	if err != nil {
-		h.logger.ErrorContext(ctx, "webhook not handled: no signing secrets", slog.String("error", err.Error()))
-		return events.APIGatewayV2HTTPResponse{}, err
-	}
-	return r.Handle(ctx, req)
-}
-
-func (h *Handler) receiver(ctx context.Context) (*receiver.Handler, error) {
-	h.mu.Lock()
-	r := h.h
-	h.mu.Unlock()
-	if r != nil {
-		return r, nil
-	}
-	raw, err := h.secret.Value(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("receiver: signing secrets: %w", err)
-	}
-	r, err = h.build(raw)
-	if err != nil {
-		h.secret.Forget()
-		return nil, fmt.Errorf("receiver: signing secrets from %s: %w", h.secret.Name(), err)
-	}
-	h.mu.Lock()
-	if h.h == nil {
-		h.h = r
-	}
-	r = h.h
-	h.mu.Unlock()
-	return r, nil
-}
-
-// lazyVerifier is a provider's verifier, built when its secrets are first
-// read (on the first delivery for that provider) and kept. A read that
-// failed is not kept, and a value that builds no verifier is forgotten,
-// so a fixed parameter is picked up without a redeploy, as for Stripe's.
-type lazyVerifier struct {
+// providerKeys verifies one provider's deliveries against the secrets its
+// parameter holds, as signature.Keyring does Stripe's: read on the first
+// delivery for that provider; read again (secrets.Secret.Refresh, at most
+// once a minute) when a signature matches none of them, so a rotated
+// secret takes effect within a minute; a value that builds no verifier is
+// forgotten, so a fixed parameter is picked up without a redeploy. While
+// they cannot be had, Verify's error wraps signature.ErrNoSecrets (the
+// receiver answers 503).
+type providerKeys struct {
 	secret *secrets.Secret
 	build  func(raw string) (provider.Verifier, error)
 
-	mu sync.Mutex
-	v  provider.Verifier
+	mu  sync.Mutex
+	raw string // the value v was built from
+	v   provider.Verifier
 }
 
-func (l *lazyVerifier) verifier(ctx context.Context) (provider.Verifier, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.v != nil {
-		return l.v, nil
-	}
-	raw, err := l.secret.Value(ctx)
+// Verify verifies one delivery and returns its envelope.
+func (k *providerKeys) Verify(ctx context.Context, body []byte, headers map[string]string) (event.Envelope, error) {
+	raw, err := k.secret.Value(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("receiver: signing secrets: %w", err)
+		return event.Envelope{}, fmt.Errorf("%w: %v", signature.ErrNoSecrets, err)
 	}
-	v, err := l.build(raw)
+	v, err := k.use(raw)
 	if err != nil {
-		l.secret.Forget()
-		return nil, fmt.Errorf("receiver: signing secrets from %s: %w", l.secret.Name(), err)
+		return event.Envelope{}, err
 	}
-	l.v = v
+	env, err := v.Verify(body, headers)
+	if !errors.Is(err, provider.ErrNoMatch) {
+		return env, err
+	}
+	// The secret may have been rotated since it was read.
+	fresh, changed, rerr := k.secret.Refresh(ctx, raw)
+	if !changed {
+		if rerr != nil {
+			return env, fmt.Errorf("%w (reading the secrets again failed: %v)", err, rerr)
+		}
+		return env, err
+	}
+	nv, err := k.use(fresh)
+	if err != nil {
+		return event.Envelope{}, err
+	}
+	return nv.Verify(body, headers)
+}
+
+// Check reads the secrets now and reports whether they make a verifier:
+// for secrets in hand (a local variable), whose mistakes fail the cold
+// start.
+func (k *providerKeys) Check(ctx context.Context) error {
+	raw, err := k.secret.Value(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: %v", signature.ErrNoSecrets, err)
+	}
+	_, err = k.use(raw)
+	return err
+}
+
+// use returns the verifier of raw, building it when raw is not the value
+// the current one was built from.
+func (k *providerKeys) use(raw string) (provider.Verifier, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.v != nil && k.raw == raw {
+		return k.v, nil
+	}
+	v, err := k.build(raw)
+	if err != nil {
+		k.secret.Forget()
+		return nil, fmt.Errorf("%w: %s holds no usable secret: %v", signature.ErrNoSecrets, k.secret.Name(), err)
+	}
+	k.raw, k.v = raw, v
 	return v, nil
 }

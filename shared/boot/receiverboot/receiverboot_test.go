@@ -95,10 +95,12 @@ func (s *ssmStub) count() int {
 
 // TestSigningSecretsAreReadOnTheFirstRequest: the cold start reads
 // nothing; the first request reads the secrets, and later ones do not.
-// A read that fails, or a value that holds no secret, fails the request as
-// a failed cold start would (an invocation error, logged), and the next
-// request reads again: a parameter fixed in Parameter Store is picked up
-// without a redeploy.
+// While the secrets cannot be read, or the value holds no secret, each
+// request is answered 503 with the generic body (outcome
+// secrets_unavailable, logged and counted), never an invocation error
+// (which API Gateway turns into an opaque 500), and the next request reads
+// again: a parameter fixed in Parameter Store is picked up without a
+// redeploy.
 func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	stub := &ssmStub{status: http.StatusBadRequest}
 	srv := httptest.NewServer(stub)
@@ -123,16 +125,30 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	body := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
 	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": signature.Sign([]byte(body), "whsec_other", time.Now())}}
 
-	if _, err := h.Handle(context.Background(), req); err == nil || !strings.Contains(err.Error(), "AccessDeniedException") || strings.Contains(logs.String(), "whsec") {
-		t.Fatalf("secrets unreadable: got %v, want the read's error (logs %s)", err, logs.String())
+	unavailable := func(what string) {
+		t.Helper()
+		logs.Reset()
+		resp, err := h.Handle(context.Background(), req)
+		if err != nil || resp.StatusCode != http.StatusServiceUnavailable || resp.Body != `{"error":"temporarily unable to accept the event; retry"}` {
+			t.Fatalf("%s: got %d %q, %v; want 503 with the generic body and no invocation error", what, resp.StatusCode, resp.Body, err)
+		}
+		var line map[string]any
+		if err := json.Unmarshal(logs.Bytes(), &line); err != nil {
+			t.Fatalf("%s: log %q: %v", what, logs.String(), err)
+		}
+		if line["outcome"] != "secrets_unavailable" || line["secrets_failures"] != 1.0 || line["status_code"] != 503.0 {
+			t.Errorf("%s: log line %v, want outcome secrets_unavailable, secrets_failures 1, status 503", what, line)
+		}
+		if strings.Contains(logs.String(), "whsec") || strings.Contains(logs.String(), " , ") {
+			t.Errorf("%s: the log shows a value: %s", what, logs.String())
+		}
 	}
-	if !strings.Contains(logs.String(), "no signing secrets") {
-		t.Errorf("secrets unreadable: logs %q, want the failure logged", logs.String())
+	unavailable("secrets unreadable")
+	if !strings.Contains(logs.String(), "AccessDeniedException") {
+		t.Errorf("secrets unreadable: logs %q, want the read's error", logs.String())
 	}
 	stub.set(" , ", 0)
-	if _, err := h.Handle(context.Background(), req); err == nil || strings.Contains(err.Error(), " , ") {
-		t.Fatalf("no secret in the value: got %v, want an error that shows no value", err)
-	}
+	unavailable("no secret in the value")
 	stub.set("whsec_right", 0)
 	for range 2 {
 		resp, err := h.Handle(context.Background(), req)
@@ -141,7 +157,7 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		}
 	}
 	if n := stub.count(); n != 3 {
-		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept)", n)
+		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept: a refusal within a minute of the read reads nothing)", n)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -12,6 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
@@ -32,8 +34,8 @@ const (
 // Its configuration, beyond the common variables: the API key
 // (STRIPE_API_KEY locally, else the SSM parameter STRIPE_API_KEY_PARAMETER,
 // read at the first run and kept), STRIPE_API_BASE, EVENT_TYPES, and
-// RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_SINCE (how far back a
-// first run looks), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
+// RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_RATE and RECONCILE_SINCE
+// (see firstLookback), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
 // RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
 // RECONCILE_DEADLINE_MARGIN.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*reconcile.Reconciler, error) {
@@ -42,7 +44,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	rc := reconcile.Config{
 		Overlap:        r.Duration("RECONCILE_OVERLAP", reconcile.DefaultOverlap),
 		Settle:         r.Duration("RECONCILE_SETTLE", reconcile.DefaultSettle),
-		Lookback:       r.Duration("RECONCILE_SINCE", reconcile.Retention),
+		FirstLookback:  firstLookback(r),
 		StuckAfter:     r.Duration("RECONCILE_STUCK_AFTER", reconcile.DefaultStuckAfter),
 		MaxPages:       r.Integer("RECONCILE_MAX_PAGES", reconcile.DefaultMaxPages),
 		MaxStuck:       r.Integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
@@ -66,7 +68,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		return nil, err
 	}
 	var err error
-	rc.Stripe, err = stripeapi.New(stripeapi.Config{KeyFunc: key.Value, BaseURL: apiBase, RateLimit: float64(limit)})
+	rc.Stripe, err = newLister(key, apiBase, limit)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
 	}
@@ -82,4 +84,28 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		return nil, fmt.Errorf("boot reconciler: %w", err)
 	}
 	return rec, nil
+}
+
+// newLister is the reconciler's client of Stripe's events list, paced to
+// limit requests a second. The key is read at the first run, and read
+// again on a 401 (at most once a minute), so a key rotated in Parameter
+// Store takes effect without a redeploy.
+func newLister(key *secrets.Secret, base string, limit int) (*stripeapi.Client, error) {
+	return stripeapi.New(stripeapi.Config{KeyFunc: key.Value, KeyRefused: key.Refresh, BaseURL: base, RateLimit: float64(limit)})
+}
+
+// firstLookback is how far before its start a group's first run sets the
+// group's start (reconcile.Config.FirstLookback): RECONCILE_SINCE when
+// set, else one period of the reconciler's schedule (RECONCILE_RATE, the
+// template's ReconcileRate), which covers the stretch between a deployment
+// and its first scheduled run; a cron() schedule, or none, takes
+// reconcile.DefaultFirstLookback.
+func firstLookback(r *boot.Reader) time.Duration {
+	if d := r.Duration("RECONCILE_SINCE", 0); d > 0 {
+		return d
+	}
+	if p, err := reconcile.SchedulePeriod(r.Optional("RECONCILE_RATE", "")); err == nil {
+		return p
+	}
+	return reconcile.DefaultFirstLookback
 }

@@ -82,10 +82,16 @@ func run() int {
 	}
 
 	env := map[string]string{}
-	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "GITHUB_EVENT_TYPES", "SHOPIFY_EVENT_TYPES", "STANDARD_EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY",
+	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "GITHUB_EVENT_TYPES", "SHOPIFY_EVENT_TYPES", "STANDARD_EVENT_TYPES", "RETRY_BACKOFF_BASE", "RETRY_BACKOFF_MAX", "PROCESSOR_CONCURRENCY",
 		"FORWARD_URL", "FORWARD_SECRET",
 		"RECONCILE_SINCE", "RECONCILE_OVERLAP", "RECONCILE_SETTLE", "RECONCILE_STUCK_AFTER", "RECONCILE_MAX_PAGES"} {
 		if v := os.Getenv(k); v != "" {
+			env[k] = v
+		}
+	}
+	// Your effects' secrets, locally (boot.EffectSecretVariable).
+	for _, kv := range os.Environ() {
+		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "EFFECT_SECRET_") && v != "" {
 			env[k] = v
 		}
 	}
