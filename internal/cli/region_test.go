@@ -116,7 +116,9 @@ func TestStackInTheProfilesRegion(t *testing.T) {
 	w := newWorld(t, false)
 	sharedConfig(t)
 	ctx := context.Background()
-	const url = "https://abc123.execute-api.eu-west-1.amazonaws.com/webhooks/stripe"
+	// Not an execute-api host: LocalStack rewrites those in stack outputs
+	// to its own address.
+	const url = "https://inbox-eu.example.com/webhooks/stripe"
 	// Names unique to this run: the emulator may be shared with other runs.
 	run := time.Now().UnixNano() % 1e9
 	stage, stack := fmt.Sprintf("eu%d", run), fmt.Sprintf("billing-inbox-%d", run)
