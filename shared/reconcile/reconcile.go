@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -123,8 +124,18 @@ type Config struct {
 	// 429 in a row, and after MaxThrottles in a row the run stops.
 	ThrottleBackoff time.Duration
 	MaxThrottles    int
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// GitHub and GitHubHooks, both set, turn on the redelivery of GitHub's
+	// missed deliveries (github.go); unset, a run is Stripe's alone and its
+	// log line is unchanged.
+	GitHub      GitHub
+	GitHubHooks []githubapi.Hook
+	// GitHubMaxWait: a GitHub rate limit that lifts within this is waited
+	// out; a longer one stops the sweep until a later run.
+	GitHubMaxWait time.Duration
+	// GitHubMaxRedeliveries bounds the redeliveries asked for per run.
+	GitHubMaxRedeliveries int
+	Logger                *slog.Logger
+	Now                   func() time.Time
 }
 
 // Reconciler runs reconciliations.
@@ -158,6 +169,9 @@ func New(cfg Config) (*Reconciler, error) {
 	if len(groups) == 0 {
 		missing = append(missing, "Types")
 	}
+	if (cfg.GitHub == nil) != (len(cfg.GitHubHooks) == 0) {
+		missing = append(missing, "GitHub with GitHubHooks")
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("reconcile: config without %s", strings.Join(missing, ", "))
 	}
@@ -172,7 +186,11 @@ func New(cfg Config) (*Reconciler, error) {
 	def(&cfg.StuckAfter, DefaultStuckAfter)
 	def(&cfg.DeadlineMargin, DefaultDeadlineMargin)
 	def(&cfg.ThrottleBackoff, DefaultThrottleBackoff)
+	def(&cfg.GitHubMaxWait, DefaultGitHubMaxWait)
 	cfg.Lookback = min(cfg.Lookback, Retention)
+	if cfg.GitHubMaxRedeliveries <= 0 {
+		cfg.GitHubMaxRedeliveries = DefaultGitHubMaxRedeliveries
+	}
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
 	}
@@ -255,6 +273,19 @@ type Result struct {
 	// Stopped says why the run stopped early (Stop*), "" when it reached the
 	// present in every group.
 	Stopped string
+	// Deliveries counts the GitHub deliveries listed, GitHubPages the
+	// requests that listed them.
+	Deliveries, GitHubPages int
+	// Redelivered counts the redeliveries asked of GitHub: deliveries that
+	// failed and left no record here. RedeliveryRefused counts those GitHub
+	// refused (older than its three days).
+	Redelivered, RedeliveryRefused int
+	// GitHubThrottled counts GitHub's rate-limit answers (also in
+	// Throttled).
+	GitHubThrottled int
+	// GitHubStopped says why the GitHub sweep stopped early (Stop*), ""
+	// when it reached the present for every hook or is not configured.
+	GitHubStopped string
 	// CheckpointAge is how far behind the least advanced group's checkpoint
 	// is at the end of the run: Retention for a group that never completed
 	// a window.
@@ -322,6 +353,11 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 		rn.stopAt = dl.Add(-r.cfg.DeadlineMargin)
 	}
 	err := rn.do(ctx)
+	// GitHub's sweep runs whatever became of Stripe's: one provider's
+	// outage must not keep the other's deliveries from being repaired.
+	if len(r.cfg.GitHubHooks) > 0 && ctx.Err() == nil {
+		err = errors.Join(err, rn.github(ctx))
+	}
 	if err != nil && ctx.Err() != nil {
 		// The context ended mid-call: nothing is half-written (a checkpoint
 		// is written only after its page is fully handled), so this is a
@@ -651,10 +687,10 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	switch {
 	case err != nil:
 		ended, level = outcome.RunFailed, slog.LevelError
-	case res.Stopped != stopNone:
+	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
 		ended = outcome.RunPartial
 	}
-	if res.Missing > 0 && level < slog.LevelWarn {
+	if (res.Missing > 0 || res.Redelivered > 0) && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -665,6 +701,9 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if res.Stopped != stopNone {
 		attrs = append(attrs, slog.String("stopped", res.Stopped))
 	}
+	if res.GitHubStopped != stopNone {
+		attrs = append(attrs, slog.String("github_stopped", res.GitHubStopped))
+	}
 	if rn.opts.Since > 0 {
 		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
 	}
@@ -674,7 +713,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}},
+	ms := []metrics.Metric{
 		metrics.C(MetricListed, res.Listed),
 		metrics.C(MetricMissing, res.Missing),
 		metrics.C(MetricRaced, res.Raced),
@@ -682,8 +721,18 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		metrics.C(MetricPages, res.Pages),
 		metrics.C(MetricThrottled, res.Throttled),
 		metrics.Ms(MetricDuration, res.Duration),
-		metrics.Metric{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
-	)...)
+		{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
+	}
+	// GitHub's metrics only where it is configured: a Stripe-only
+	// deployment's line stays as it was, in bytes too.
+	if len(r.cfg.GitHubHooks) > 0 {
+		ms = append(ms,
+			metrics.C(MetricDeliveries, res.Deliveries),
+			metrics.C(MetricRedelivered, res.Redelivered),
+			metrics.C(MetricRedeliveryRefused, res.RedeliveryRefused),
+			metrics.C(MetricGitHubThrottled, res.GitHubThrottled))
+	}
+	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}}, ms...)...)
 	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
 }
 
@@ -698,6 +747,11 @@ const (
 	MetricThrottled     = "throttled"
 	MetricDuration      = "run_duration"
 	MetricCheckpointAge = "checkpoint_age"
+	// GitHub's, on the line only when it is configured.
+	MetricDeliveries        = "github_deliveries_listed"
+	MetricRedelivered       = "github_redelivered"
+	MetricRedeliveryRefused = "github_redelivery_refused"
+	MetricGitHubThrottled   = "github_throttled"
 )
 
 func newRunID() string {

@@ -5,7 +5,7 @@
 //
 //   - GET /repos/{owner}/{repo}/hooks/{id}/deliveries,
 //     GET /orgs/{org}/hooks/{id}/deliveries and GET /app/hook/deliveries:
-//     newest first, per_page (1 to 100, default 30), an opaque cursor in
+//     newest first (by delivery time, then id), per_page (1 to 100, default 30), an opaque cursor in
 //     the Link header (rel="next"), and only the deliveries of the last
 //     three days (GitHub keeps no more);
 //   - POST .../deliveries/{delivery_id}/attempts: 202, and a new delivery
@@ -112,6 +112,9 @@ type throttle struct {
 	wait   time.Duration
 	// secondary: retry-after instead of x-ratelimit-remaining/reset.
 	secondary bool
+	// method, when set, is the only method answered so (POST: the
+	// redeliveries).
+	method string
 }
 
 // Hook paths, as the API names them.
@@ -260,6 +263,16 @@ func (s *Server) RateLimit(n, status int, wait time.Duration) {
 	}
 }
 
+// RateLimitRedeliveries answers the next n redelivery requests (and only
+// those) with a primary rate limit, as RateLimit.
+func (s *Server) RateLimitRedeliveries(n, status int, wait time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.throttles = append(s.throttles, throttle{status: status, wait: wait, method: http.MethodPost})
+	}
+}
+
 // SecondaryRateLimit answers the next n API requests with a secondary rate
 // limit: status (403 or 429) and retry-after.
 func (s *Server) SecondaryRateLimit(n, status int, wait time.Duration) {
@@ -309,7 +322,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) int {
 	if !s.authorized(r, hook) {
 		return message(w, http.StatusUnauthorized, "Bad credentials")
 	}
-	if st, ok := s.throttled(w); ok {
+	if st, ok := s.throttled(w, r.Method); ok {
 		return st
 	}
 	s.mu.Lock()
@@ -345,14 +358,15 @@ func (s *Server) authorized(r *http.Request, hook string) bool {
 	return claims.ExpiresAt != nil && claims.IssuedAt != nil && claims.ExpiresAt.Sub(claims.IssuedAt.Time) <= 11*time.Minute
 }
 
-func (s *Server) throttled(w http.ResponseWriter) (int, bool) {
+func (s *Server) throttled(w http.ResponseWriter, method string) (int, bool) {
 	s.mu.Lock()
-	if len(s.throttles) == 0 {
+	i := slices.IndexFunc(s.throttles, func(t throttle) bool { return t.method == "" || t.method == method })
+	if i < 0 {
 		s.mu.Unlock()
 		return 0, false
 	}
-	t := s.throttles[0]
-	s.throttles = s.throttles[1:]
+	t := s.throttles[i]
+	s.throttles = slices.Delete(s.throttles, i, i+1)
 	s.mu.Unlock()
 	h := w.Header()
 	if t.secondary {
@@ -383,22 +397,28 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, hook string) int {
 		}
 		per = min(n, 100)
 	}
-	before := int64(1 << 62)
+	// The cursor names the last delivery of the page before: the listing
+	// goes on after it, in the listing's order.
+	var after *Delivery
 	if c := q.Get("cursor"); c != "" {
 		v, ok := strings.CutPrefix(c, "v1_")
-		n, err := strconv.ParseInt(v, 10, 64)
-		if !ok || err != nil {
+		at, id, ok2 := strings.Cut(v, "_")
+		nano, err1 := strconv.ParseInt(at, 10, 64)
+		n, err2 := strconv.ParseInt(id, 10, 64)
+		if !ok || !ok2 || err1 != nil || err2 != nil {
 			return message(w, http.StatusBadRequest, "Invalid cursor")
 		}
-		before = n
+		after = &Delivery{ID: n, DeliveredAt: time.Unix(0, nano)}
 	}
 	floor := s.cfg.Now().Add(-Retention)
 	s.mu.Lock()
+	all := slices.Clone(s.deliveries)
+	s.mu.Unlock()
+	slices.SortStableFunc(all, func(a, b *Delivery) int { return newer(b, a) })
 	var page []Delivery
 	more := false
-	for i := len(s.deliveries) - 1; i >= 0; i-- {
-		d := s.deliveries[i]
-		if d.hook != hook || d.ID >= before || d.DeliveredAt.Before(floor) {
+	for _, d := range all {
+		if d.hook != hook || (after != nil && newer(d, after) >= 0) || d.DeliveredAt.Before(floor) {
 			continue
 		}
 		if len(page) == per {
@@ -407,12 +427,12 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, hook string) int {
 		}
 		page = append(page, *d)
 	}
-	s.mu.Unlock()
 	if more {
 		next := *r.URL
 		nq := next.Query()
 		nq.Set("per_page", strconv.Itoa(per))
-		nq.Set("cursor", fmt.Sprintf("v1_%d", page[len(page)-1].ID))
+		last := page[len(page)-1]
+		nq.Set("cursor", fmt.Sprintf("v1_%d_%d", last.DeliveredAt.UnixNano(), last.ID))
 		next.RawQuery = nq.Encode()
 		w.Header().Set("Link", fmt.Sprintf(`<%s%s>; rel="next"`, s.URL, next.RequestURI()))
 	}
@@ -420,6 +440,20 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, hook string) int {
 		page = []Delivery{}
 	}
 	return writeJSON(w, http.StatusOK, page)
+}
+
+// newer compares a and b in time, then id: positive when a is newer.
+func newer(a, b *Delivery) int {
+	if c := a.DeliveredAt.Compare(b.DeliveredAt); c != 0 {
+		return c
+	}
+	switch {
+	case a.ID > b.ID:
+		return 1
+	case a.ID < b.ID:
+		return -1
+	}
+	return 0
 }
 
 func (s *Server) redeliver(w http.ResponseWriter, r *http.Request, hook string, id int64) int {
