@@ -153,6 +153,9 @@ var secretParameters = map[string]string{
 	"STRIPE_WEBHOOK_SECRET": "STRIPE_WEBHOOK_SECRETS_PARAMETER",
 	"STRIPE_API_KEY":        "STRIPE_API_KEY_PARAMETER",
 	"FORWARD_SECRET":        "FORWARD_SECRET_PARAMETER",
+	// The reconciler's GitHub credentials (package githubapi).
+	"GITHUB_API_TOKEN":       "GITHUB_API_TOKEN_PARAMETER",
+	"GITHUB_APP_PRIVATE_KEY": "GITHUB_APP_PRIVATE_KEY_PARAMETER",
 }
 
 // inLambda reports whether the process runs in Lambda, whose runtime sets

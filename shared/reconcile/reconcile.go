@@ -212,6 +212,9 @@ func New(cfg Config) (*Reconciler, error) {
 // Groups returns the groups of types the reconciler lists, in order.
 func (r *Reconciler) Groups() []Group { return r.groups }
 
+// GitHubHooks returns the GitHub hooks whose deliveries a run sweeps.
+func (r *Reconciler) GitHubHooks() []githubapi.Hook { return r.cfg.GitHubHooks }
+
 // Why a run stopped before reconciling every group up to the present
 // (Result.Stopped). Each is a clean stop: the checkpoint holds the last page
 // fully handled and the next run resumes from it.
