@@ -59,6 +59,7 @@ func ToJSON(r event.Record) EventJSON {
 
 func (a *app) eventCmd() *cobra.Command {
 	var asJSON, payload bool
+	prov := event.ProviderStripe
 	cmd := &cobra.Command{
 		Use:   "event <event-id>",
 		Short: "Show one event: status, source, attempts, times, last error, outcome, and the object it touched",
@@ -70,21 +71,28 @@ func (a *app) eventCmd() *cobra.Command {
 			if asJSON && payload {
 				return usagef("--json and --payload exclude each other")
 			}
-			return a.event(cmd.Context(), v[0], asJSON, payload)
+			if err := checkProvider(prov); err != nil {
+				return err
+			}
+			return a.event(cmd.Context(), prov, v[0], asJSON, payload)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the record as JSON (EventJSON in docs/cli.md)")
 	cmd.Flags().BoolVar(&payload, "payload", false, "print only the raw payload, exactly as it was signed and stored")
+	cmd.Flags().StringVar(&prov, "provider", event.ProviderStripe, "the provider whose event id this is: stripe, github, shopify or standard")
 	return cmd
 }
 
-func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error {
+func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) error {
 	events, err := a.eventsStore(ctx)
 	if err != nil {
 		return err
 	}
-	rec, err := events.Get(ctx, event.ProviderStripe, id)
+	rec, err := events.Get(ctx, prov, id)
 	if errors.Is(err, store.ErrNotFound) {
+		if prov != event.ProviderStripe {
+			return fmt.Errorf("no %s event %s in table %s: check the id, and --stage or --events-table", prov, id, events.Table)
+		}
 		return fmt.Errorf("no event %s in table %s: check the id, and --stage or --events-table", id, events.Table)
 	}
 	var pe *store.PayloadError
@@ -137,7 +145,11 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 	if j.ObjectType != "" {
 		object = j.ObjectType + " " + j.ObjectID
 	}
-	pairs := [][2]string{
+	pairs := [][2]string{}
+	if prov != event.ProviderStripe {
+		pairs = append(pairs, [2]string{"provider", prov})
+	}
+	pairs = append(pairs, [][2]string{
 		{"id", j.ID}, {"type", j.Type}, {"status", a.status(j.Status) + sinceText(now, rec.StatusAt)},
 		{"outcome", j.Outcome}, {"source", j.Source}, {"attempts", fmt.Sprint(j.Attempts)},
 		{"created", unix(j.Created)}, {"livemode", fmt.Sprint(j.Livemode)}, {"api_version", j.APIVersion},
@@ -145,7 +157,7 @@ func (a *app) event(ctx context.Context, id string, asJSON, payload bool) error 
 		{"received_at", when(rec.ReceivedAt)}, {"claimed_at", when(rec.ClaimedAt)}, {"processed_at", when(rec.ProcessedAt)},
 		{"lease", lease}, {"last_error", a.paint(red, j.LastError)}, {"last_error_at", when(rec.LastErrorAt)},
 		{"payload_hash", j.PayloadHash},
-	}
+	}...)
 	if rec.PayloadOmitted {
 		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
 	}

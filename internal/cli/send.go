@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
@@ -27,6 +28,7 @@ type sendOpts struct {
 	created                   int64
 	livemode, shuffle, asJSON bool
 	repeat                    int
+	provider                  string
 }
 
 // SendJSON is the stable JSON shape of one delivery made by send --json
@@ -49,15 +51,28 @@ signs it as Stripe does (Stripe-Signature, v1 scheme) and POSTs it.
 --repeat N sends the same delivery N times (duplicates); --shuffle, with
 several event types, sends them in random order (reordering).
 
+--provider github|shopify|standard sends that provider's sample delivery
+of the type instead (issues.opened, orders/create, user.created, ...),
+signed as the provider signs, with GITHUB_WEBHOOK_SECRET,
+SHOPIFY_WEBHOOK_SECRET or STANDARD_WEBHOOK_SECRET (or --secret-file), to
+/webhooks/<provider>.
+
 The signing secret is never given on the command line: it comes from
 STRIPE_WEBHOOK_SECRET (the first one, when several are listed), or from
 --secret-file (- for stdin), or --dev for the local stack's development
 secret. Without one, send stops.`,
 		Example: `  inboxctl send --dev customer.subscription.created
   inboxctl send --dev invoice.paid --customer cus_123 --repeat 3
-  inboxctl send customer.subscription.created customer.subscription.updated --object-id sub_1 --shuffle`,
+  inboxctl send customer.subscription.created customer.subscription.updated --object-id sub_1 --shuffle
+  inboxctl send --provider github issues.opened --repeat 2`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, types []string) error {
+			if err := checkProvider(o.provider); err != nil {
+				return err
+			}
+			if o.provider != event.ProviderStripe {
+				return a.sendProvider(cmd.Context(), o.provider, types, o)
+			}
 			return a.send(cmd.Context(), types, o)
 		},
 	}
@@ -74,6 +89,7 @@ secret. Without one, send stops.`,
 	f.IntVar(&o.repeat, "repeat", 1, "deliver each event N times")
 	f.BoolVar(&o.shuffle, "shuffle", false, "deliver in random order")
 	f.BoolVar(&o.asJSON, "json", false, "print each delivery as a JSON line")
+	f.StringVar(&o.provider, "provider", event.ProviderStripe, "the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
 	return cmd
 }
 

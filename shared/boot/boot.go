@@ -150,12 +150,22 @@ func (r *Reader) Common() Common {
 // local stack's and the tests' way) to the one naming its SSM SecureString
 // parameter (the only way in Lambda).
 var secretParameters = map[string]string{
-	"STRIPE_WEBHOOK_SECRET": "STRIPE_WEBHOOK_SECRETS_PARAMETER",
-	"STRIPE_API_KEY":        "STRIPE_API_KEY_PARAMETER",
-	"FORWARD_SECRET":        "FORWARD_SECRET_PARAMETER",
+	"STRIPE_WEBHOOK_SECRET":   "STRIPE_WEBHOOK_SECRETS_PARAMETER",
+	"STRIPE_API_KEY":          "STRIPE_API_KEY_PARAMETER",
+	"FORWARD_SECRET":          "FORWARD_SECRET_PARAMETER",
+	"GITHUB_WEBHOOK_SECRET":   "GITHUB_WEBHOOK_SECRETS_PARAMETER",
+	"SHOPIFY_WEBHOOK_SECRET":  "SHOPIFY_WEBHOOK_SECRETS_PARAMETER",
+	"STANDARD_WEBHOOK_SECRET": "STANDARD_WEBHOOK_SECRETS_PARAMETER",
 	// The reconciler's GitHub credentials (package githubapi).
 	"GITHUB_API_TOKEN":       "GITHUB_API_TOKEN_PARAMETER",
 	"GITHUB_APP_PRIVATE_KEY": "GITHUB_APP_PRIVATE_KEY_PARAMETER",
+}
+
+// WebhookSecretVariable is the local-only variable carrying provider's
+// signing secrets (GITHUB_WEBHOOK_SECRET, ...); its parameter variable is
+// the same with _SECRETS_PARAMETER (GITHUB_WEBHOOK_SECRETS_PARAMETER).
+func WebhookSecretVariable(provider string) string {
+	return strings.ToUpper(provider) + "_WEBHOOK_SECRET"
 }
 
 // inLambda reports whether the process runs in Lambda, whose runtime sets

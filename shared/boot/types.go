@@ -35,8 +35,48 @@ func HandledTypeList(env Env, effects *effect.Registry) []string {
 // HandledTypes returns the event-type allowlist of HandledTypeList as a
 // predicate.
 func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
+	return predicate(HandledTypeList(env, effects))
+}
+
+// ProviderTypesVariable is the variable holding the allowlist of a
+// provider other than Stripe: GITHUB_EVENT_TYPES, SHOPIFY_EVENT_TYPES,
+// STANDARD_EVENT_TYPES. EVENT_TYPES stays Stripe's.
+func ProviderTypesVariable(provider string) string {
+	return strings.ToUpper(provider) + "_EVENT_TYPES"
+}
+
+// ProviderTypeList lists the event types the pipeline handles for a
+// provider other than Stripe, sorted: its variable
+// (ProviderTypesVariable) when set, else the types the team's effects are
+// registered for with that provider. No mirror reads them.
+func ProviderTypeList(env Env, provider string, effects *effect.Registry) []string {
+	var out []string
+	if v := strings.TrimSpace(env(ProviderTypesVariable(provider))); v != "" {
+		for _, t := range strings.Split(v, ",") {
+			if t = strings.TrimSpace(t); t != "" {
+				out = append(out, t)
+			}
+		}
+	} else if effects != nil {
+		out = append(out, effects.TypesFor(provider)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// ProviderTypes returns ProviderTypeList as a predicate; nil (every type
+// handled) when an effect is registered for all of the provider's types
+// ("*") and no variable narrows them.
+func ProviderTypes(env Env, provider string, effects *effect.Registry) func(string) bool {
+	if strings.TrimSpace(env(ProviderTypesVariable(provider))) == "" && effects != nil && effects.HandlesFor(provider, "*") {
+		return nil
+	}
+	return predicate(ProviderTypeList(env, provider, effects))
+}
+
+func predicate(types []string) func(string) bool {
 	set := map[string]bool{}
-	for _, t := range HandledTypeList(env, effects) {
+	for _, t := range types {
 		set[t] = true
 	}
 	return func(t string) bool { return set[t] }

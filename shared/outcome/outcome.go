@@ -43,6 +43,9 @@ const (
 	// RejectedWrongMode: a live event at a test deployment or the reverse
 	// (400).
 	RejectedWrongMode Outcome = "rejected_wrong_mode"
+	// RejectedUnknownProvider: the path names no provider, or one this
+	// deployment has no signing secret for (404).
+	RejectedUnknownProvider Outcome = "rejected_unknown_provider"
 	// RejectedTooLarge: the body is over the size limit (413).
 	RejectedTooLarge Outcome = "rejected_too_large"
 
@@ -110,7 +113,7 @@ var Receiver = []Outcome{
 	Stored, Requeued, Duplicate, Ignored,
 	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
 	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedMalformed,
-	RejectedMissingID, RejectedWrongMode, RejectedTooLarge,
+	RejectedMissingID, RejectedWrongMode, RejectedUnknownProvider, RejectedTooLarge,
 	PersistFailed, EnqueueFailed, Throttled, Timeout,
 }
 

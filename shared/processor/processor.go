@@ -357,7 +357,7 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 	case rec.PayloadErased:
 		return nil, &fault.Permanent{Err: fmt.Errorf("processor: event %s: its payload was erased", rec.ID)}
 	case rec.PayloadOmitted:
-		if p.cfg.Fetcher == nil {
+		if p.cfg.Fetcher == nil || !isStripe(rec) {
 			return nil, &fault.Permanent{Err: errors.New("payload not stored and no provider API configured")}
 		}
 		return p.fetch(ctx, rec)
@@ -368,7 +368,7 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 	case errors.As(err, &pe):
 		// Damaged, or inflating past store.MaxPayloadBytes.
 		return nil, &fault.Permanent{Err: err}
-	case errors.Is(err, store.ErrNoPayload) && p.cfg.Fetcher != nil:
+	case errors.Is(err, store.ErrNoPayload) && p.cfg.Fetcher != nil && isStripe(rec):
 		return p.fetch(ctx, rec)
 	case errors.Is(err, store.ErrNoPayload):
 		return nil, fmt.Errorf("event %s: %w", rec.ID, ErrPayloadMissing)
@@ -394,7 +394,7 @@ func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []by
 			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
-	if p.cfg.Mirror != nil {
+	if p.cfg.Mirror != nil && isStripe(rec) {
 		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
 			return mirror.Plan{}, nil, err
 		}
@@ -495,6 +495,14 @@ func Class(err error) string {
 		return "transient"
 	}
 	return "other"
+}
+
+// isStripe reports whether rec is Stripe's: the mirror and the Fetcher
+// (Stripe's API) read only Stripe's events. Another provider's type may
+// share a Stripe type's name ("invoice.paid" from a Standard Webhooks
+// sender) without its shape.
+func isStripe(rec event.Record) bool {
+	return rec.Provider == "" || rec.Provider == event.ProviderStripe
 }
 
 func nonce() string {

@@ -25,6 +25,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -514,5 +515,40 @@ func TestAnUndecodablePayloadFailsItsEventForGood(t *testing.T) {
 	}
 	if len(eff.calls) != 0 {
 		t.Errorf("effects ran: %v, want none", eff.calls)
+	}
+}
+
+// planner counts the mirror's plans.
+type planner struct{ plans atomic.Int32 }
+
+func (p *planner) Plan(event.Record, []byte) (mirror.Plan, error) {
+	p.plans.Add(1)
+	return mirror.Plan{}, nil
+}
+
+// TestOnlyStripeEventsReachTheMirror: a Standard Webhooks sender's
+// "invoice.paid" is no Stripe invoice; its effects run, the mirror never
+// sees it.
+func TestOnlyStripeEventsReachTheMirror(t *testing.T) {
+	std := rec("msg_1", event.StatusReceived)
+	std.Provider = "standard"
+	st := newFakeStore(rec("evt_1", event.StatusReceived), std)
+	eff := &effects{}
+	m := &planner{}
+	p, err := New(Config{Store: st, Mirror: m, Effects: eff, MaxReceiveCount: 3, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdMsg := msg("msg_1", 1)
+	stdMsg.Body = `{"provider":"standard","id":"msg_1","type":"invoice.paid","created":1}`
+	resp, _ := p.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("evt_1", 1), stdMsg}})
+	if f := failures(resp); len(f) != 0 {
+		t.Fatalf("failures: got %v, want none", f)
+	}
+	if got := m.plans.Load(); got != 1 {
+		t.Errorf("mirror plans: got %d, want 1 (Stripe's event only)", got)
+	}
+	if eff.calls["msg_1"] != 1 || eff.calls["evt_1"] != 1 {
+		t.Errorf("effects: got %v, want each event once", eff.calls)
 	}
 }

@@ -13,10 +13,16 @@
 //	     a type outside the allowlist, recorded as ignored
 //	400  missing, malformed or non-matching signature; stale or future
 //	     timestamp; malformed JSON or base64; no event id or type; wrong mode
+//	404  the path names no provider, or one with no secret configured
 //	413  body over the size limit
 //	500  the record could not be stored, or its pointer not enqueued
 //	503  DynamoDB or SQS throttled us
 //	504  the time budget (or the Lambda deadline) ran out
+//
+// Stripe's deliveries arrive at /webhooks/stripe; the other providers' at
+// /webhooks/{provider} (package provider verifies them), each with its own
+// ingester, so its records are keyed by its name and its allowlist is its
+// own. Stripe's checks (mode, API version) are Stripe's alone.
 //
 // Every 5xx makes the provider retry, and nothing was acknowledged. Each
 // request's log line names its outcome (package outcome; docs/outcomes.md
@@ -38,6 +44,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
@@ -72,7 +79,26 @@ type Config struct {
 	Budget time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Providers are the providers served beside Stripe, by the name the
+	// path's {provider} gives: only those with a secret configured. Any
+	// other name is answered 404.
+	Providers map[string]Provider
 }
+
+// Provider is one provider served beside Stripe.
+type Provider struct {
+	// Verifier returns the provider's verifier, its secrets read on first
+	// use. An error means the secrets could not be read: the request fails
+	// as a failed cold start would (the invocation's error, a 500 the
+	// provider retries).
+	Verifier func(ctx context.Context) (provider.Verifier, error)
+	// Ingester stores the provider's events under its name, with its own
+	// allowlist.
+	Ingester *ingest.Ingester
+}
+
+// pathParameter is the route's path parameter naming the provider.
+const pathParameter = "provider"
 
 // Handler is the receiver's Lambda handler.
 type Handler struct{ cfg Config }
@@ -111,14 +137,62 @@ type result struct {
 	// stage is where a 5xx failed: throttling and timeouts have their own
 	// outcomes, and this still says which call it was.
 	stage string
+	// provider is the provider other than Stripe the request was for.
+	provider string
+	// fatal is set when a provider's secrets could not be read: no answer,
+	// the invocation fails.
+	fatal error
 }
 
 // Handle answers one delivery.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := h.cfg.Now()
-	r := h.handle(ctx, req)
+	var r result
+	if name := req.PathParameters[pathParameter]; name != "" && name != event.ProviderStripe {
+		r = h.handleProvider(ctx, req, name)
+	} else {
+		r = h.handle(ctx, req)
+	}
+	if r.fatal != nil {
+		h.cfg.Logger.ErrorContext(ctx, "webhook not handled: no signing secrets", slog.String("provider", r.provider), slog.String("error", r.fatal.Error()))
+		return events.APIGatewayV2HTTPResponse{}, r.fatal
+	}
 	h.log(ctx, req, r, h.cfg.Now().Sub(start))
 	return answer(r.status), nil
+}
+
+var errUnknownProvider = errors.New("receiver: no such provider, or none of its secrets configured")
+
+// handleProvider answers a delivery of a provider other than Stripe, as
+// handle answers Stripe's.
+func (h *Handler) handleProvider(ctx context.Context, req events.APIGatewayV2HTTPRequest, name string) result {
+	p, ok := h.cfg.Providers[name]
+	if !ok {
+		// The name comes from the path: logged only when it is one we know.
+		r := result{status: 404, outcome: outcome.RejectedUnknownProvider, err: errUnknownProvider}
+		if provider.Known(name) {
+			r.provider = name
+		}
+		return r
+	}
+	body, err := h.body(req)
+	if errors.Is(err, errTooLarge) {
+		return result{status: 413, outcome: outcome.RejectedTooLarge, err: err, provider: name}
+	}
+	if err != nil {
+		return result{status: 400, outcome: outcome.RejectedMalformed, err: err, provider: name}
+	}
+	v, err := p.Verifier(ctx)
+	if err != nil {
+		return result{provider: name, fatal: err}
+	}
+	env, err := v.Verify(body, req.Headers)
+	if err != nil {
+		return result{status: 400, outcome: providerOutcome(err), err: err, provider: name}
+	}
+	r := h.ingest(ctx, p.Ingester, env, body)
+	r.provider = name
+	return r
 }
 
 func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) result {
@@ -143,10 +217,15 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	if env.Livemode != h.cfg.Livemode {
 		return result{status: 400, outcome: outcome.RejectedWrongMode, env: env, err: errWrongMode}
 	}
+	return h.ingest(ctx, h.cfg.Ingester, env, body)
+}
 
+// ingest puts a verified event into the pipeline through in, and answers
+// for what happened.
+func (h *Handler) ingest(ctx context.Context, in *ingest.Ingester, env event.Envelope, body []byte) result {
 	ctx, cancel := h.budget(ctx)
 	defer cancel()
-	res, err := h.cfg.Ingester.Ingest(ctx, env, body, event.SourceWebhook)
+	res, err := in.Ingest(ctx, env, body, event.SourceWebhook)
 	if err != nil {
 		r := result{status: 500, outcome: outcome.PersistFailed, env: env, err: err, ing: res, stage: stagePersist}
 		if errors.Is(err, ingest.ErrEnqueue) {
@@ -234,10 +313,29 @@ func signatureOutcome(err error) outcome.Outcome {
 	return outcome.RejectedSignature
 }
 
+func providerOutcome(err error) outcome.Outcome {
+	switch {
+	case errors.Is(err, provider.ErrMissingSignature):
+		return outcome.RejectedMissingSignature
+	case errors.Is(err, provider.ErrMalformedSignature):
+		return outcome.RejectedMalformedSignature
+	case errors.Is(err, provider.ErrTooOld):
+		return outcome.RejectedStaleTimestamp
+	case errors.Is(err, provider.ErrTooNew):
+		return outcome.RejectedFutureTimestamp
+	case errors.Is(err, event.ErrMissingID):
+		return outcome.RejectedMissingID
+	case errors.Is(err, event.ErrMalformed):
+		return outcome.RejectedMalformed
+	}
+	return outcome.RejectedSignature
+}
+
 // Response bodies: generic on purpose.
 var bodies = map[int]string{
 	200: `{"received":true}`,
 	400: `{"error":"invalid webhook request"}`,
+	404: `{"error":"not found"}`,
 	413: `{"error":"payload too large"}`,
 	500: `{"error":"temporarily unable to accept the event; retry"}`,
 	503: `{"error":"temporarily unable to accept the event; retry"}`,
@@ -266,6 +364,9 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 		slog.Int("status_code", r.status),
 		slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
 	)
+	if r.provider != "" {
+		attrs = append(attrs, slog.String("provider", r.provider))
+	}
 	if r.env.ID != "" {
 		attrs = append(attrs, slog.String("event_id", r.env.ID), slog.String("event_type", r.env.Type))
 	}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 )
@@ -65,6 +67,12 @@ type Options struct {
 	WebhookSecret string
 	// APIKey, when set, is stored under the template's ApiKeyParameter.
 	APIKey string
+	// ProviderSecrets are the other providers' signing secrets by name
+	// (github, shopify, standard), each comma-separated for several. A
+	// provider with one is served: its secrets parameter (the template's
+	// <Provider>WebhookSecretsParameter) is set to the stage's own name
+	// unless Overrides sets it, and the secrets are stored there.
+	ProviderSecrets map[string]string
 	// Env overrides function environment variables (STRIPE_API_BASE, ...).
 	Env map[string]string
 	// Effects are the team's effects, handed to the three functions as
@@ -112,7 +120,8 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.APIKey == "" && opts.Env["STRIPE_API_BASE"] != "" {
 		opts.APIKey = placeholderAPIKey
 	}
-	t, err := template.Load(opts.Template, opts.Overrides)
+	overrides := providerOverrides(opts)
+	t, err := template.Load(opts.Template, overrides)
 	if err != nil {
 		return nil, err
 	}
@@ -357,5 +366,38 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 	if err := put("WebhookSecretsParameter", opts.WebhookSecret); err != nil {
 		return err
 	}
+	for _, name := range provider.Names {
+		if err := put(ProviderSecretsParameter(name), opts.ProviderSecrets[name]); err != nil {
+			return err
+		}
+	}
 	return put("ApiKeyParameter", opts.APIKey)
+}
+
+// ProviderSecretsParameter is the template parameter naming a provider's
+// secrets parameter: GithubWebhookSecretsParameter, ...
+func ProviderSecretsParameter(name string) string {
+	return strings.ToUpper(name[:1]) + name[1:] + "WebhookSecretsParameter"
+}
+
+// providerOverrides returns opts.Overrides with the secrets parameter of
+// each provider that has secrets set to the stage's own name, unless it
+// is set already: the template's conditions then serve it, as a
+// deployment with the parameter set would.
+func providerOverrides(opts Options) map[string]string {
+	out := maps.Clone(opts.Overrides)
+	if out == nil {
+		out = map[string]string{}
+	}
+	stage := out["Stage"]
+	if stage == "" {
+		stage = "dev"
+	}
+	for _, name := range provider.Names {
+		param := ProviderSecretsParameter(name)
+		if opts.ProviderSecrets[name] != "" && out[param] == "" {
+			out[param] = "/webhook-inbox/" + stage + "/" + name + "/webhook-secrets"
+		}
+	}
+	return out
 }

@@ -58,7 +58,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, `{"status":"ok"}`)
 		return
 	}
-	route, ok := g.match(r)
+	route, params, ok := g.match(r)
 	if !ok {
 		writeJSON(w, http.StatusNotFound, `{"message":"Not Found"}`)
 		return
@@ -73,6 +73,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := Event(r, body, route)
+	req.PathParameters = params
 	timeout := min(route.Timeout, integrationTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -95,13 +96,48 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	write(w, resp)
 }
 
-func (g *Gateway) match(r *http.Request) (Route, bool) {
+// match finds r's route as API Gateway does: a route whose path is r's
+// exactly wins over one with path parameters ("/webhooks/{provider}"),
+// whose values it returns by name.
+func (g *Gateway) match(r *http.Request) (Route, map[string]string, bool) {
 	for _, rt := range g.Routes {
 		if strings.EqualFold(rt.Method, r.Method) && rt.Path == r.URL.Path {
-			return rt, true
+			return rt, nil, true
 		}
 	}
-	return Route{}, false
+	for _, rt := range g.Routes {
+		if !strings.EqualFold(rt.Method, r.Method) {
+			continue
+		}
+		if params, ok := matchPath(rt.Path, r.URL.Path); ok {
+			return rt, params, true
+		}
+	}
+	return Route{}, nil, false
+}
+
+// matchPath matches path against a route path with {name} segments, each
+// matching one non-empty segment.
+func matchPath(pattern, path string) (map[string]string, bool) {
+	ps, segs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(segs) || !strings.Contains(pattern, "{") {
+		return nil, false
+	}
+	params := map[string]string{}
+	for i, p := range ps {
+		name, ok := strings.CutPrefix(p, "{")
+		if name, ok2 := strings.CutSuffix(name, "}"); ok && ok2 {
+			if segs[i] == "" {
+				return nil, false
+			}
+			params[name] = segs[i]
+			continue
+		}
+		if p != segs[i] {
+			return nil, false
+		}
+	}
+	return params, true
 }
 
 // invoke calls h, turning a panic into an error as the Lambda runtime does,

@@ -111,3 +111,36 @@ func TestGatewayAnswersLikeAPIGateway(t *testing.T) {
 		t.Errorf("healthz when ready: got %d", rec.Code)
 	}
 }
+
+func TestPathParameters(t *testing.T) {
+	var got events.APIGatewayV2HTTPRequest
+	h := func(name string) Handler {
+		return func(_ context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
+			got = req
+			return events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: name}, nil
+		}
+	}
+	g := &Gateway{Routes: []Route{
+		{Method: "POST", Path: "/webhooks/{provider}", Handler: h("param"), Timeout: time.Second},
+		{Method: "POST", Path: "/webhooks/stripe", Handler: h("exact"), Timeout: time.Second},
+	}}
+	for _, tc := range []struct {
+		path, wantBody, wantParam string
+		wantCode                  int
+	}{
+		{"/webhooks/stripe", "exact", "", 200},
+		{"/webhooks/github", "param", "github", 200},
+		{"/webhooks/", "", "", 404},
+		{"/webhooks/github/x", "", "", 404},
+	} {
+		got = events.APIGatewayV2HTTPRequest{}
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, httptest.NewRequest("POST", tc.path, strings.NewReader("{}")))
+		if rec.Code != tc.wantCode || rec.Body.String() != tc.wantBody && tc.wantCode == 200 {
+			t.Errorf("%s: got %d %q, want %d %q", tc.path, rec.Code, rec.Body.String(), tc.wantCode, tc.wantBody)
+		}
+		if got.PathParameters["provider"] != tc.wantParam {
+			t.Errorf("%s: path parameter: got %q, want %q", tc.path, got.PathParameters["provider"], tc.wantParam)
+		}
+	}
+}

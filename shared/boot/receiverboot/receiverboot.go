@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
@@ -31,6 +32,14 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	maxBody := r.Integer("MAX_BODY_BYTES", receiver.DefaultMaxBodyBytes)
 	budget := r.Duration("RECEIVER_BUDGET", receiver.DefaultBudget)
 	secret := r.Secret("STRIPE_WEBHOOK_SECRET", true)
+	// Each other provider is served only when its secret is configured:
+	// its local variable, or its parameter's name.
+	others := map[string]*secrets.Secret{}
+	for _, name := range provider.Names {
+		if s := r.Secret(boot.WebhookSecretVariable(name), false); s != nil {
+			others[name] = s
+		}
+	}
 	if err := r.Err("receiver"); err != nil {
 		return nil, err
 	}
@@ -38,6 +47,21 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		logger = slog.Default()
 	}
 	ingester := boot.NewIngester(cfg, c, boot.HandledTypes(env, effects))
+	providers := map[string]receiver.Provider{}
+	for name, s := range others {
+		in := *ingester
+		in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
+		l := &lazyVerifier{secret: s, build: func(raw string) (provider.Verifier, error) {
+			return provider.New(name, secrets.List(raw), provider.Options{Tolerance: opts.Tolerance, FutureSkew: opts.FutureSkew})
+		}}
+		if s.InHand() {
+			// A local variable costs no network call: a bad one fails now.
+			if _, err := l.verifier(ctx); err != nil {
+				return nil, err
+			}
+		}
+		providers[name] = receiver.Provider{Verifier: l.verifier, Ingester: &in}
+	}
 	h := &Handler{secret: secret, logger: logger, build: func(raw string) (*receiver.Handler, error) {
 		v, err := signature.New(secrets.List(raw), opts)
 		if err != nil {
@@ -51,6 +75,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			MaxBodyBytes: maxBody,
 			Budget:       budget,
 			Logger:       logger,
+			Providers:    providers,
 		}), nil
 	}}
 	if secret.InHand() {
@@ -116,4 +141,35 @@ func (h *Handler) receiver(ctx context.Context) (*receiver.Handler, error) {
 	r = h.h
 	h.mu.Unlock()
 	return r, nil
+}
+
+// lazyVerifier is a provider's verifier, built when its secrets are first
+// read (on the first delivery for that provider) and kept. A read that
+// failed is not kept, and a value that builds no verifier is forgotten,
+// so a fixed parameter is picked up without a redeploy, as for Stripe's.
+type lazyVerifier struct {
+	secret *secrets.Secret
+	build  func(raw string) (provider.Verifier, error)
+
+	mu sync.Mutex
+	v  provider.Verifier
+}
+
+func (l *lazyVerifier) verifier(ctx context.Context) (provider.Verifier, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.v != nil {
+		return l.v, nil
+	}
+	raw, err := l.secret.Value(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("receiver: signing secrets: %w", err)
+	}
+	v, err := l.build(raw)
+	if err != nil {
+		l.secret.Forget()
+		return nil, fmt.Errorf("receiver: signing secrets from %s: %w", l.secret.Name(), err)
+	}
+	l.v = v
+	return v, nil
 }

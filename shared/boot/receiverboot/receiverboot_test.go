@@ -144,3 +144,60 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept)", n)
 	}
 }
+
+// TestProvidersAreServedOnlyWithTheirSecrets: a provider is served once its
+// local secret variable (or its parameter) is set; without it, 404.
+func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
+	base := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_a"}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	// Signed with another secret: 400 from a served provider, before any
+	// AWS call; 404 from one not served.
+	req := func(name string) events.APIGatewayV2HTTPRequest {
+		return events.APIGatewayV2HTTPRequest{Body: `{}`, PathParameters: map[string]string{"provider": name},
+			Headers: map[string]string{"x-hub-signature-256": "sha256=" + strings.Repeat("0", 64), "x-shopify-hmac-sha256": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+				"webhook-id": "m", "webhook-timestamp": "1", "webhook-signature": "v1,AAAA"}}
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want map[string]int
+	}{
+		{"none", with(), map[string]int{"github": 404, "shopify": 404, "standard": 404}},
+		{"github", with("GITHUB_WEBHOOK_SECRET", "gh"), map[string]int{"github": 400, "shopify": 404, "standard": 404}},
+		{"all", with("GITHUB_WEBHOOK_SECRET", "gh", "SHOPIFY_WEBHOOK_SECRET", "shp", "STANDARD_WEBHOOK_SECRET", "whsec_YQ=="), map[string]int{"github": 400, "shopify": 400, "standard": 400}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for name, want := range tc.want {
+				resp, err := h.Handle(context.Background(), req(name))
+				if err != nil || resp.StatusCode != want {
+					t.Errorf("%s: got %d, %v; want %d", name, resp.StatusCode, err, want)
+				}
+			}
+		})
+	}
+	// A Standard Webhooks secret that is no whsec_ value fails the cold
+	// start, naming the variable but not the value.
+	_, err := New(context.Background(), envMap(with("STANDARD_WEBHOOK_SECRET", "plain-secret-value")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err == nil || strings.Contains(err.Error(), "plain-secret-value") || !strings.Contains(err.Error(), "STANDARD_WEBHOOK_SECRET") {
+		t.Errorf("bad standard secret: got %v, want an error naming the variable, not the value", err)
+	}
+	// In Lambda, a provider's plain variable fails the cold start, as
+	// Stripe's does.
+	_, err = New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "GITHUB_WEBHOOK_SECRET") {
+		t.Errorf("plain variable in Lambda: got %v, want it refused", err)
+	}
+}

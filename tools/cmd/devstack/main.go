@@ -21,6 +21,8 @@ import (
 	"syscall"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
@@ -76,7 +78,7 @@ func run() int {
 	}
 
 	env := map[string]string{}
-	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY",
+	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "GITHUB_EVENT_TYPES", "SHOPIFY_EVENT_TYPES", "STANDARD_EVENT_TYPES", "RETRY_BACKOFF_BASE", "PROCESSOR_CONCURRENCY",
 		"FORWARD_URL", "FORWARD_SECRET",
 		"RECONCILE_SINCE", "RECONCILE_OVERLAP", "RECONCILE_SETTLE", "RECONCILE_STUCK_AFTER", "RECONCILE_MAX_PAGES"} {
 		if v := os.Getenv(k); v != "" {
@@ -84,16 +86,19 @@ func run() int {
 		}
 	}
 	stack, err := devstack.Start(ctx, devstack.Options{
-		Template:       filepath.Join(root, "template.yaml"),
-		Overrides:      overrides,
-		Prefix:         *prefix,
-		Addr:           *addr,
-		WebhookSecret:  os.Getenv("STRIPE_WEBHOOK_SECRET"),
-		APIKey:         os.Getenv("STRIPE_API_KEY"),
-		Env:            env,
-		ReconcileEvery: *reconcileEvery,
-		AWS:            cfg,
-		Logger:         log,
+		Template:      filepath.Join(root, "template.yaml"),
+		Overrides:     overrides,
+		Prefix:        *prefix,
+		Addr:          *addr,
+		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		APIKey:        os.Getenv("STRIPE_API_KEY"),
+		// Setting GITHUB_WEBHOOK_SECRET, SHOPIFY_WEBHOOK_SECRET or
+		// STANDARD_WEBHOOK_SECRET serves that provider.
+		ProviderSecrets: providerSecrets(),
+		Env:             env,
+		ReconcileEvery:  *reconcileEvery,
+		AWS:             cfg,
+		Logger:          log,
 	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "devstack:", err)
@@ -104,6 +109,17 @@ func run() int {
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
 	stack.Close()
 	return 0
+}
+
+// providerSecrets reads the other providers' local-only secret variables.
+func providerSecrets() map[string]string {
+	out := map[string]string{}
+	for _, name := range provider.Names {
+		if v := os.Getenv(boot.WebhookSecretVariable(name)); v != "" {
+			out[name] = v
+		}
+	}
+	return out
 }
 
 func banner(s *devstack.Stack, emu *emulator.Emulator) {
@@ -120,6 +136,7 @@ func banner(s *devstack.Stack, emu *emulator.Emulator) {
 	fmt.Fprintf(os.Stderr, `
 webhook-inbox local stack is up
   webhook endpoint  %s/webhooks/stripe
+                    (and /webhooks/github, shopify, standard with their *_WEBHOOK_SECRET set)
   health            %s/healthz
   AWS emulator      %s%s
   events table      %s

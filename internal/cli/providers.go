@@ -1,0 +1,187 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+)
+
+// samples are realistic deliveries of the providers other than Stripe,
+// shaped like each provider's documentation: testdata/samples/<provider>/
+// <type>.json, where a Shopify topic's "/" is a directory.
+//
+//go:embed testdata/samples
+var samples embed.FS
+
+// checkProvider refuses a --provider that names none.
+func checkProvider(name string) error {
+	if name == event.ProviderStripe || provider.Known(name) {
+		return nil
+	}
+	return usagef("--provider %q: want stripe, %s", name, strings.Join(provider.Names, ", "))
+}
+
+// sampleTypes lists the types send has a sample of for provider.
+func sampleTypes(name string) []string {
+	var out []string
+	root := path.Join("testdata/samples", name)
+	_ = fs.WalkDir(samples, root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			out = append(out, strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".json"))
+		}
+		return nil
+	})
+	slices.Sort(out)
+	return out
+}
+
+// providerSecrets returns the provider's signing secrets: --secret-file,
+// else <PROVIDER>_WEBHOOK_SECRET. --dev names Stripe's development secret
+// only: the local stack serves another provider only with a secret chosen
+// for it.
+func (a *app) providerSecrets(name string, s secretFlags) ([]string, error) {
+	variable := boot.WebhookSecretVariable(name)
+	switch {
+	case len(s.plain) > 0:
+		return nil, usagef("--secret is not accepted: set %s, or pass --secret-file FILE (- for stdin)", variable)
+	case s.dev:
+		return nil, usagef("--dev is the local stack's Stripe secret; for %s set %s (as for make dev) or pass --secret-file", name, variable)
+	case s.file != "":
+		return a.readSecretFile(s.file)
+	}
+	if v := secrets.List(a.getenv(variable)); len(v) > 0 {
+		return v, nil
+	}
+	return nil, usagef("no signing secret for %s: set %s (comma-separated during a rotation) or pass --secret-file FILE (- for stdin)", name, variable)
+}
+
+// providerURL is the provider's endpoint: --url as given, else the
+// Stripe endpoint's (--stage's output, WEBHOOK_URL or the local stack's)
+// with the provider's name in place of stripe.
+func (a *app) providerURL(ctx context.Context, name, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	u, err := a.resolve(ctx, "", outWebhookURL, "WEBHOOK_URL", DefaultWebhookURL)
+	if err != nil {
+		return "", err
+	}
+	base, ok := strings.CutSuffix(u, "/webhooks/stripe")
+	if !ok {
+		return "", usagef("the webhook URL %s does not end in /webhooks/stripe: pass --url for %s", u, name)
+	}
+	return base + "/webhooks/" + name, nil
+}
+
+// sendProvider signs and POSTs samples of a provider other than Stripe,
+// as that provider would (package provider's Sign).
+func (a *app) sendProvider(ctx context.Context, name string, types []string, o sendOpts) error {
+	if o.repeat < 1 {
+		return usageError{fmt.Errorf("--repeat must be at least 1")}
+	}
+	list, err := a.providerSecrets(name, o.secret)
+	if err != nil {
+		return err
+	}
+	url, err := a.providerURL(ctx, name, o.url)
+	if err != nil {
+		return err
+	}
+	type delivery struct {
+		id, typ string
+		body    []byte
+	}
+	var deliveries []delivery
+	for i, typ := range types {
+		body, err := samples.ReadFile(path.Join("testdata/samples", name, typ+".json"))
+		if err != nil {
+			return usagef("no %s sample of type %q (have: %s)", name, typ, strings.Join(sampleTypes(name), ", "))
+		}
+		id := o.id
+		switch {
+		case id == "":
+			id = newDeliveryID(name)
+		case len(types) > 1:
+			id = fmt.Sprintf("%s_%d", o.id, i+1)
+		}
+		for range o.repeat {
+			deliveries = append(deliveries, delivery{id: id, typ: typ, body: body})
+		}
+	}
+	if o.shuffle {
+		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
+	}
+	client := &http.Client{Timeout: 35 * time.Second}
+	failed := 0
+	for _, d := range deliveries {
+		// A delivery is signed with one secret: the current one, listed first.
+		headers, err := provider.Sign(name, list[0], provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", Body: d.body, Now: a.now()})
+		if err != nil {
+			return usageError{err}
+		}
+		status, body, err := postWith(ctx, client, url, d.body, headers)
+		if err != nil {
+			return fmt.Errorf("POST %s: %w\n(is the local stack running with %s set? start it with `make dev`, or pass --url)", url, err, boot.WebhookSecretVariable(name))
+		}
+		if status/100 != 2 {
+			failed++
+		}
+		if o.asJSON {
+			line, _ := json.Marshal(SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
+			fmt.Fprintln(a.stdout, string(line))
+		} else {
+			fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", d.id, d.typ, status, body)
+		}
+	}
+	if failed > 0 {
+		return fmt.Errorf("%d of %d deliveries were not accepted", failed, len(deliveries))
+	}
+	return nil
+}
+
+// newDeliveryID is a fresh id in the provider's own shape: a GUID for
+// GitHub and Shopify, msg_... for Standard Webhooks senders.
+func newDeliveryID(name string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	if name == provider.Standard {
+		return "msg_" + hex.EncodeToString(b[:12])
+	}
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// postWith POSTs body with the given headers.
+func postWith(ctx context.Context, client *http.Client, url string, body []byte, headers map[string]string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, strings.TrimSpace(string(b)), nil
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+)
+
+const standardTestSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5"
+
+// TestSendProvider sends each provider's samples to a stand-in that checks
+// them with the receiver's own verifiers.
+func TestSendProvider(t *testing.T) {
+	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret}
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
+		v, err := provider.New(name, []string{secrets[name]}, provider.Options{Now: func() time.Time { return now }})
+		if !ok || err != nil {
+			http.Error(w, `{"error":"not found"}`, 404)
+			return
+		}
+		b, _ := io.ReadAll(r.Body)
+		h := map[string]string{}
+		for k := range r.Header {
+			h[strings.ToLower(k)] = r.Header.Get(k)
+		}
+		env, err := v.Verify(b, h)
+		if err != nil {
+			http.Error(w, `{"error":"invalid webhook request"}`, 400)
+			return
+		}
+		mu.Lock()
+		got = append(got, name+" "+env.ID+" "+env.Type)
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{"received":true}`)
+	}))
+	defer srv.Close()
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		code      int
+		want      string
+	}{
+		{"github", secrets[provider.GitHub], []string{"send", "--provider", "github", "issues.opened", "--id", "d-1", "--repeat", "2", "--url", srv.URL + "/webhooks/github"}, 0, "d-1  issues.opened"},
+		{"github push", secrets[provider.GitHub], []string{"send", "--provider", "github", "push", "--id", "d-2", "--json", "--url", srv.URL + "/webhooks/github"}, 0, `"id":"d-2","type":"push","status":200`},
+		{"shopify", secrets[provider.Shopify], []string{"send", "--provider", "shopify", "orders/create", "--id", "e-1", "--url", srv.URL + "/webhooks/shopify"}, 0, "e-1  orders/create"},
+		{"standard", secrets[provider.Standard], []string{"send", "--provider", "standard", "user.created", "--id", "msg_1", "--url", srv.URL + "/webhooks/standard"}, 0, "msg_1  user.created"},
+		{"wrong secret", "other", []string{"send", "--provider", "github", "push", "--id", "d-3", "--url", srv.URL + "/webhooks/github"}, 1, "d-3  push"},
+		{"no sample", secrets[provider.GitHub], []string{"send", "--provider", "github", "nonsense", "--url", srv.URL}, 2, ""},
+		{"no secret", "", []string{"send", "--provider", "shopify", "orders/create", "--url", srv.URL}, 2, ""},
+		{"--dev is Stripe's", "", []string{"send", "--provider", "github", "--dev", "push", "--url", srv.URL}, 2, ""},
+		{"unknown provider", "", []string{"send", "--provider", "gitlab", "push", "--url", srv.URL}, 2, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := offline(t)
+			for _, n := range provider.Names {
+				if tc.env != "" && strings.Contains(strings.Join(tc.args, " "), "--provider "+n) {
+					c.env[strings.ToUpper(n)+"_WEBHOOK_SECRET"] = tc.env
+				}
+			}
+			r := c.run(ctx, tc.args...).must(t, tc.code)
+			if !strings.Contains(r.stdout, tc.want) {
+				t.Errorf("stdout: got %q, want it to contain %q", r.stdout, tc.want)
+			}
+		})
+	}
+	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created"
+	if g := strings.Join(got, ","); g != want {
+		t.Errorf("received: got %s, want %s", g, want)
+	}
+}
+
+// TestSendProviderURL: without --url, the provider's endpoint is the
+// Stripe endpoint's with the provider's name.
+func TestSendProviderURL(t *testing.T) {
+	var path string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		path = r.URL.Path
+		_, _ = io.WriteString(w, `{"received":true}`)
+	}))
+	defer srv.Close()
+	c := offline(t)
+	c.env["WEBHOOK_URL"] = srv.URL + "/webhooks/stripe"
+	c.env["SHOPIFY_WEBHOOK_SECRET"] = "s"
+	c.run(context.Background(), "send", "--provider", "shopify", "customers/create").must(t, 0)
+	if path != "/webhooks/shopify" {
+		t.Errorf("path: got %s, want /webhooks/shopify", path)
+	}
+}
+
+// TestEventByProvider: the same id from two providers is two records, and
+// --provider picks one.
+func TestEventByProvider(t *testing.T) {
+	w := newWorld(t, true)
+	ctx := context.Background()
+	body := []byte(`{"action":"opened","issue":{"number":1}}`)
+	gh := event.NewRecord(provider.GitHub, event.Envelope{ID: "evt_same", Type: "issues.opened"}, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, w.clock.Now())
+	if _, err := w.events.Create(ctx, &gh); err != nil {
+		t.Fatal(err)
+	}
+	shop := event.NewRecord(provider.Shopify, event.Envelope{ID: "evt_same", Type: "orders/create", Account: "s.myshopify.com", Created: 1796050800}, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, w.clock.Now())
+	if _, err := w.events.Create(ctx, &shop); err != nil {
+		t.Fatal(err)
+	}
+	c := w.cli()
+	r := c.run(ctx, "event", "evt_same", "--provider", "github", "--json").must(t, 0)
+	var j EventJSON
+	if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
+		t.Fatal(err)
+	}
+	if j.Provider != "github" || j.ID != "evt_same" || j.Type != "issues.opened" || j.Status != "received" || j.Attempts != 0 || j.Source != "webhook" {
+		t.Errorf("github record: got %+v", j)
+	}
+	r = c.run(ctx, "event", "evt_same", "--provider", "shopify").must(t, 0)
+	if !strings.Contains(r.stdout, "orders/create") || !strings.Contains(r.stdout, "s.myshopify.com") || !strings.Contains(r.stdout, "shopify") {
+		t.Errorf("shopify record: got %s", r.stdout)
+	}
+	// Stripe stays the default: no Stripe event has this id.
+	c.run(ctx, "event", "evt_same").must(t, 1)
+	c.run(ctx, "event", "evt_same", "--provider", "gitlab").must(t, 2)
+}

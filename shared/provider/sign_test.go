@@ -1,0 +1,41 @@
+package provider
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSignIsVerified: what Sign produces, each provider's verifier
+// accepts, and reads back the id and type it was given.
+func TestSignIsVerified(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, tc := range []struct {
+		name, secret, typ, body string
+	}{
+		{GitHub, "gh", "issues.opened", `{"action":"opened","issue":{"id":1}}`},
+		{GitHub, "gh", "push", `{"ref":"refs/heads/main"}`},
+		{Shopify, "shp", "orders/create", `{"id":450789469}`},
+		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
+	} {
+		t.Run(tc.name+" "+tc.typ, func(t *testing.T) {
+			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: []byte(tc.body), Now: now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := New(tc.name, []string{tc.secret}, Options{Now: func() time.Time { return now }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			env, err := v.Verify([]byte(tc.body), h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if env.ID != "id-1" || env.Type != tc.typ {
+				t.Errorf("got id %q type %q, want id-1 %q", env.ID, env.Type, tc.typ)
+			}
+		})
+	}
+	if _, err := Sign(Standard, "not whsec", Delivery{}); err == nil {
+		t.Error("standard with a secret that is not whsec_: got no error")
+	}
+}

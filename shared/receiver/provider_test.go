@@ -1,0 +1,181 @@
+package receiver
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+)
+
+const (
+	githubSecret   = "github local secret"
+	standardKey    = "standard local key"
+	standardSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5" // base64 of standardKey
+)
+
+func hmacOf(key, msg string) []byte {
+	m := hmac.New(sha256.New, []byte(key))
+	m.Write([]byte(msg))
+	return m.Sum(nil)
+}
+
+func githubRequest(body, sig string) events.APIGatewayV2HTTPRequest {
+	h := map[string]string{"content-type": "application/json", "x-github-delivery": "d-1", "x-github-event": "issues"}
+	if sig != "" {
+		h["x-hub-signature-256"] = sig
+	}
+	return events.APIGatewayV2HTTPRequest{Headers: h, Body: body, PathParameters: map[string]string{"provider": "github"}}
+}
+
+func githubSig(key, body string) string { return "sha256=" + hex.EncodeToString(hmacOf(key, body)) }
+
+func standardRequest(body string, at time.Time, key string) events.APIGatewayV2HTTPRequest {
+	ts := fmt.Sprint(at.Unix())
+	sig := "v1," + base64.StdEncoding.EncodeToString(hmacOf(key, "msg_1."+ts+"."+body))
+	return events.APIGatewayV2HTTPRequest{
+		Headers:        map[string]string{"content-type": "application/json", "webhook-id": "msg_1", "webhook-timestamp": ts, "webhook-signature": sig},
+		Body:           body,
+		PathParameters: map[string]string{"provider": "standard"},
+	}
+}
+
+// TestProviderAnswers: the Stripe table, for the providers beside it, and
+// the 404 for a provider not served.
+func TestProviderAnswers(t *testing.T) {
+	issue := `{"action":"opened","issue":{"number":1}}`
+	paid := `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`
+	existing := &event.Record{Provider: "github", ID: "d-1", Type: "issues.opened", Status: event.StatusProcessed, PayloadHash: ingest.Hash([]byte(issue)), Source: event.SourceWebhook}
+	stripeByPath := request(payload("evt_1", "invoice.paid", false), "")
+	stripeByPath.PathParameters = map[string]string{"provider": "stripe"}
+	unknown := githubRequest(issue, githubSig(githubSecret, issue))
+	unknown.PathParameters["provider"] = "gitlab"
+	unconfigured := githubRequest(issue, githubSig(githubSecret, issue))
+	unconfigured.PathParameters["provider"] = "shopify"
+	ignored := githubRequest(`{"zen":"Keep it logically awesome."}`, githubSig(githubSecret, `{"zen":"Keep it logically awesome."}`))
+	ignored.Headers["x-github-event"] = "ping"
+	noDelivery := githubRequest(issue, githubSig(githubSecret, issue))
+	delete(noDelivery.Headers, "x-github-delivery")
+	big := strings.Repeat(" ", 2000) + issue
+
+	tests := []struct {
+		name        string
+		req         events.APIGatewayV2HTTPRequest
+		existing    *event.Record
+		wantStatus  int
+		wantOutcome outcome.Outcome
+		wantType    string
+		wantSent    int
+	}{
+		{"github stored", githubRequest(issue, githubSig(githubSecret, issue)), nil, 200, outcome.Stored, "issues.opened", 1},
+		{"github duplicate", githubRequest(issue, githubSig(githubSecret, issue)), existing, 200, outcome.Duplicate, "", 0},
+		{"github type outside the allowlist", ignored, nil, 200, outcome.Ignored, "ping", 0},
+		{"github missing signature", githubRequest(issue, ""), nil, 400, outcome.RejectedMissingSignature, "", 0},
+		{"github malformed signature", githubRequest(issue, "sha1=abc"), nil, 400, outcome.RejectedMalformedSignature, "", 0},
+		{"github wrong secret", githubRequest(issue, githubSig("other", issue)), nil, 400, outcome.RejectedSignature, "", 0},
+		{"github malformed JSON", githubRequest(`{"action":`, githubSig(githubSecret, `{"action":`)), nil, 400, outcome.RejectedMalformed, "", 0},
+		{"github no delivery id", noDelivery, nil, 400, outcome.RejectedMissingID, "", 0},
+		{"github too large", githubRequest(big, githubSig(githubSecret, big)), nil, 413, outcome.RejectedTooLarge, "", 0},
+		{"standard stored", standardRequest(paid, now, standardKey), nil, 200, outcome.Stored, "invoice.paid", 1},
+		{"standard stale", standardRequest(paid, now.Add(-10*time.Minute), standardKey), nil, 400, outcome.RejectedStaleTimestamp, "", 0},
+		{"standard future", standardRequest(paid, now.Add(10*time.Minute), standardKey), nil, 400, outcome.RejectedFutureTimestamp, "", 0},
+		{"standard wrong key", standardRequest(paid, now, "other key"), nil, 400, outcome.RejectedSignature, "", 0},
+		{"unknown provider", unknown, nil, 404, outcome.RejectedUnknownProvider, "", 0},
+		{"provider without a secret", unconfigured, nil, 404, outcome.RejectedUnknownProvider, "", 0},
+		{"stripe by the path parameter: Stripe's checks", stripeByPath, nil, 400, outcome.RejectedMissingSignature, "", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &ingesttest.Store{Existing: tc.existing}
+			q := &ingesttest.Queue{}
+			var logs bytes.Buffer
+			h := newProviderHandler(t, st, q, &logs, nil)
+			resp, err := h.Handle(context.Background(), tc.req)
+			if err != nil {
+				t.Fatalf("Handle returned an error: %v", err)
+			}
+			if resp.StatusCode != tc.wantStatus {
+				t.Errorf("status: got %d, want %d", resp.StatusCode, tc.wantStatus)
+			}
+			line := lastLine(t, &logs)
+			if line["outcome"] != string(tc.wantOutcome) {
+				t.Errorf("logged outcome: got %v, want %s", line["outcome"], tc.wantOutcome)
+			}
+			assertMetrics(t, line, "requests", "latency")
+			wantStored := 0
+			if tc.wantType != "" {
+				wantStored = 1
+			}
+			if len(st.Created) != wantStored {
+				t.Fatalf("records created: got %d, want %d", len(st.Created), wantStored)
+			}
+			if wantStored == 1 {
+				r := st.Created[0]
+				if r.Provider != tc.req.PathParameters["provider"] || r.Type != tc.wantType {
+					t.Errorf("record: got provider %q type %q, want %q %q", r.Provider, r.Type, tc.req.PathParameters["provider"], tc.wantType)
+				}
+			}
+			if len(q.Sent) != tc.wantSent {
+				t.Errorf("messages sent: got %d, want %d", len(q.Sent), tc.wantSent)
+			}
+			if resp.StatusCode == 404 && line["provider"] == "gitlab" {
+				t.Error("an unknown provider's name, from the path, is logged")
+			}
+			for _, v := range tc.req.Headers {
+				if len(v) > 20 && strings.Contains(logs.String(), v) && strings.Contains(v, "=") {
+					t.Errorf("log contains the signature header %q", v)
+				}
+			}
+		})
+	}
+}
+
+// TestProviderSecretsUnreadable: a provider whose secrets cannot be read
+// fails the invocation, as Stripe's do, and stores nothing.
+func TestProviderSecretsUnreadable(t *testing.T) {
+	st := &ingesttest.Store{}
+	var logs bytes.Buffer
+	h := newProviderHandler(t, st, &ingesttest.Queue{}, &logs, errors.New("ssm: access denied"))
+	body := `{"action":"opened"}`
+	if _, err := h.Handle(context.Background(), githubRequest(body, githubSig(githubSecret, body))); err == nil {
+		t.Error("got no error, want the invocation to fail")
+	}
+	if len(st.Created) != 0 {
+		t.Errorf("records created: got %d, want 0", len(st.Created))
+	}
+}
+
+func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer, secretErr error) *Handler {
+	t.Helper()
+	h := newHandler(t, st, q, logs)
+	opts := provider.Options{Now: func() time.Time { return now }}
+	build := func(name string, secrets ...string) Provider {
+		v, err := provider.New(name, secrets, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Provider{
+			Verifier: func(context.Context) (provider.Verifier, error) { return v, secretErr },
+			Ingester: &ingest.Ingester{Store: st, Queue: q, Provider: name, Handled: func(t string) bool { return t != "ping" }, Now: func() time.Time { return now }},
+		}
+	}
+	h.cfg.Providers = map[string]Provider{
+		provider.GitHub:   build(provider.GitHub, "previous", githubSecret),
+		provider.Standard: build(provider.Standard, standardSecret),
+	}
+	return h
+}
