@@ -200,13 +200,14 @@ func (s *Server) Send(ctx context.Context, hook, guid, event, action string, pay
 
 // post sends one attempt to Target, signed, and returns its status code.
 func (s *Server) post(ctx context.Context, hook, guid, event string, payload []byte) int {
-	if s.cfg.Target == "" {
+	target := s.cfg.Target
+	if target == "" {
 		if s.cfg.RedeliveryStatus != 0 {
 			return s.cfg.RedeliveryStatus
 		}
 		return http.StatusOK
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.cfg.Target, bytes.NewReader(payload))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(payload))
 	if err != nil {
 		return 0
 	}
