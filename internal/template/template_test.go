@@ -1,6 +1,7 @@
 package template
 
 import (
+	"fmt"
 	"os"
 	"reflect"
 	"regexp"
@@ -338,6 +339,11 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"live forwarding signed", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": "/webhook-inbox/prod/f"}, ""},
 		{"test-mode forwarding unsigned", map[string]string{"ForwardUrl": "https://app.example.com/events"}, ""},
 		{"own parameters", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": f}, ""},
+		{"GitHub's secrets in Stripe's parameter", map[string]string{"GithubWebhookSecretsParameter": w}, "GithubSecretsHaveTheirOwnParameter"},
+		{"GitHub's and Shopify's secrets in one parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/x", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "GithubSecretsHaveTheirOwnParameter"},
+		{"Shopify's secrets in the forward secret's parameter", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": f, "ShopifyWebhookSecretsParameter": f}, "ShopifySecretsHaveTheirOwnParameter"},
+		{"Standard Webhooks secrets in the API key's parameter", map[string]string{"StandardWebhookSecretsParameter": a}, "StandardSecretsHaveTheirOwnParameter"},
+		{"every provider, each its own parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/github/webhook-secrets", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/shopify/webhook-secrets", "StandardWebhookSecretsParameter": "/webhook-inbox/dev/standard/webhook-secrets"}, ""},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)
 		switch {
@@ -346,6 +352,48 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%s: %v", tc.name, err)
 		}
+	}
+}
+
+// TestProviderSecretsReachOnlyTheReceiverWhenSet: each provider's
+// parameter variable, and the grant to read it, exist only when its
+// template parameter is set; the route serves every provider's path.
+func TestProviderSecretsReachOnlyTheReceiverWhenSet(t *testing.T) {
+	off := load(t, nil)
+	f, _ := off.Function("ReceiverFunction")
+	for _, v := range []string{"GITHUB_WEBHOOK_SECRETS_PARAMETER", "SHOPIFY_WEBHOOK_SECRETS_PARAMETER", "STANDARD_WEBHOOK_SECRETS_PARAMETER"} {
+		if _, ok := f.Environment[v]; ok {
+			t.Errorf("no provider set: %s = %v, want unset", v, f.Environment[v])
+		}
+	}
+	for _, sid := range []string{"ReadGithubSigningSecrets", "ReadShopifySigningSecrets", "ReadStandardSigningSecrets"} {
+		if _, ok := policySids(t, off, "ReceiverFunction")[sid]; ok {
+			t.Errorf("no provider set: the receiver has %s", sid)
+		}
+	}
+	paths := map[string]bool{}
+	for _, r := range f.Routes() {
+		paths[r.Method+" "+r.Path] = true
+	}
+	if !paths["POST /webhooks/stripe"] || !paths["POST /webhooks/{provider}"] {
+		t.Errorf("routes: got %v, want POST /webhooks/stripe and POST /webhooks/{provider}", paths)
+	}
+
+	const gh = "/webhook-inbox/dev/github/webhook-secrets"
+	on := load(t, map[string]string{"GithubWebhookSecretsParameter": gh})
+	f, _ = on.Function("ReceiverFunction")
+	if got := Scalar(f.Environment["GITHUB_WEBHOOK_SECRETS_PARAMETER"]); got != gh {
+		t.Errorf("GitHub set: GITHUB_WEBHOOK_SECRETS_PARAMETER = %q, want %s", got, gh)
+	}
+	if _, ok := f.Environment["SHOPIFY_WEBHOOK_SECRETS_PARAMETER"]; ok {
+		t.Error("GitHub set: SHOPIFY_WEBHOOK_SECRETS_PARAMETER is set too")
+	}
+	sids := policySids(t, on, "ReceiverFunction")
+	if st, ok := sids["ReadGithubSigningSecrets"]; !ok || !strings.Contains(fmt.Sprint(st["Resource"]), gh) {
+		t.Errorf("GitHub set: ReadGithubSigningSecrets = %v, want ssm:GetParameter on %s", st, gh)
+	}
+	if _, ok := sids["ReadShopifySigningSecrets"]; ok {
+		t.Error("GitHub set: the receiver may read Shopify's secrets too")
 	}
 }
 
