@@ -309,7 +309,7 @@ func (t *authTransport) appJWT(ctx context.Context, appID int64) (string, error)
 		if err != nil {
 			t.mu.Unlock()
 			// jwt's error does not quote the key.
-			return "", fmt.Errorf("App private key: %w", err)
+			return "", fmt.Errorf("app private key: %w", err)
 		}
 		t.pem, t.parsed = pem, key
 	}
