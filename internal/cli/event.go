@@ -104,6 +104,10 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	if err != nil {
 		return a.tableHint(events.Table, err)
 	}
+	if payload && prov != event.ProviderStripe && (rec.PayloadOmitted || len(rec.Payload) == 0) && !rec.PayloadErased {
+		// Only Stripe has an API to read an event back from.
+		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from", prov, id, prov)
+	}
 	if payload {
 		if rec.PayloadOmitted {
 			return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
@@ -158,7 +162,10 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 		{"lease", lease}, {"last_error", a.paint(red, j.LastError)}, {"last_error_at", when(rec.LastErrorAt)},
 		{"payload_hash", j.PayloadHash},
 	}...)
-	if rec.PayloadOmitted {
+	switch {
+	case rec.PayloadOmitted && prov != event.ProviderStripe:
+		pairs = append(pairs, [2]string{"payload", "not stored (too large); " + prov + " has no API to read it from"})
+	case rec.PayloadOmitted:
 		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
 	}
 	switch {

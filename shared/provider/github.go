@@ -41,10 +41,10 @@ func (g *github) Verify(body []byte, headers map[string]string) (event.Envelope,
 	if !g.keys.match(body, got) {
 		return event.Envelope{}, ErrNoMatch
 	}
-	var p struct {
+	p, err := decodeObject[struct {
 		Action string `json:"action"`
-	}
-	if err := decodeObject(body, &p); err != nil {
+	}](body)
+	if err != nil {
 		return event.Envelope{}, err
 	}
 	id, typ := Header(headers, headerGitHubDelivery), Header(headers, headerGitHubEvent)

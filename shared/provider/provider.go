@@ -121,19 +121,19 @@ func (m macs) match(body, got []byte) bool {
 	return ok
 }
 
-// decodeObject reads body, one JSON object, into v (a pointer to a
-// struct) with encoding/json, the rule every reader of a payload follows
-// (package event).
-func decodeObject(body []byte, v any) error {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(body, &raw); err != nil {
-		return fmt.Errorf("%w: %w", event.ErrMalformed, err)
+// decodeObject reads body, one JSON object, as a T (a struct) with
+// encoding/json, the rule every reader of a payload follows (package
+// event). One pass: anything but an object or null fails to decode into a
+// struct, and null leaves the pointer nil.
+func decodeObject[T any](body []byte) (T, error) {
+	var v *T
+	if err := json.Unmarshal(body, &v); err != nil {
+		var zero T
+		return zero, fmt.Errorf("%w: %w", event.ErrMalformed, err)
 	}
-	if raw == nil {
-		return fmt.Errorf("%w: top level is null", event.ErrMalformed)
+	if v == nil {
+		var zero T
+		return zero, fmt.Errorf("%w: top level is null", event.ErrMalformed)
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return fmt.Errorf("%w: %w", event.ErrMalformed, err)
-	}
-	return nil
+	return *v, nil
 }

@@ -263,3 +263,17 @@ func TestNew(t *testing.T) {
 		t.Error("no secret: got no error, want one")
 	}
 }
+
+func TestDecodeObjectTakesOneObjectOnly(t *testing.T) {
+	type shape struct {
+		Type string `json:"type"`
+	}
+	for _, body := range []string{`null`, `[]`, `"x"`, `1`, `{"type":1}`, `{"type":"a"`, ``} {
+		if _, err := decodeObject[shape]([]byte(body)); !errors.Is(err, event.ErrMalformed) {
+			t.Errorf("%q: got %v, want ErrMalformed", body, err)
+		}
+	}
+	if v, err := decodeObject[shape]([]byte(`{"type":"a","type":"b"}`)); err != nil || v.Type != "b" {
+		t.Errorf("repeated key: got %q, %v; want the last value, as encoding/json reads it everywhere", v.Type, err)
+	}
+}

@@ -46,10 +46,10 @@ func (s *shopify) Verify(body []byte, headers map[string]string) (event.Envelope
 	if !s.keys.match(body, got) {
 		return event.Envelope{}, ErrNoMatch
 	}
-	var p struct {
+	p, err := decodeObject[struct {
 		ID json.RawMessage `json:"id"`
-	}
-	if err := decodeObject(body, &p); err != nil {
+	}](body)
+	if err != nil {
 		return event.Envelope{}, err
 	}
 	id := Header(headers, headerShopifyEventID)

@@ -91,10 +91,10 @@ func (s *standard) Verify(body []byte, headers map[string]string) (event.Envelop
 	case signedAt > now+int64(s.opts.FutureSkew/time.Second):
 		return event.Envelope{}, fmt.Errorf("%w: signed %ds ahead", ErrTooNew, signedAt-now)
 	}
-	var p struct {
+	p, err := decodeObject[struct {
 		Type string `json:"type"`
-	}
-	if err := decodeObject(body, &p); err != nil {
+	}](body)
+	if err != nil {
 		return event.Envelope{}, err
 	}
 	if p.Type == "" {
