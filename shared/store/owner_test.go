@@ -26,6 +26,7 @@ func TestNoOtherPackageNamesTheEventsTable(t *testing.T) {
 			"received_at": "inboxctl's labels", "claimed_at": "inboxctl's labels", "processed_at": "inboxctl's labels",
 			"last_error": "inboxctl's labels", "last_error_at": "inboxctl's labels", "payload_hash": "inboxctl's labels",
 			"provider": "the route's path parameter ({provider}), log keys, inboxctl's flag and labels",
+			"cursor":   "GitHub's list query parameter (tools/githubfake)",
 		},
 		Except: map[string]string{
 			"pk": "the partition key of every table in template.yaml, which test fakes and effects' own items use",
