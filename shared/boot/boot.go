@@ -156,6 +156,9 @@ var secretParameters = map[string]string{
 	"GITHUB_WEBHOOK_SECRET":   "GITHUB_WEBHOOK_SECRETS_PARAMETER",
 	"SHOPIFY_WEBHOOK_SECRET":  "SHOPIFY_WEBHOOK_SECRETS_PARAMETER",
 	"STANDARD_WEBHOOK_SECRET": "STANDARD_WEBHOOK_SECRETS_PARAMETER",
+	// The reconciler's GitHub credentials (package githubapi).
+	"GITHUB_API_TOKEN":       "GITHUB_API_TOKEN_PARAMETER",
+	"GITHUB_APP_PRIVATE_KEY": "GITHUB_APP_PRIVATE_KEY_PARAMETER",
 }
 
 // WebhookSecretVariable is the local-only variable carrying provider's

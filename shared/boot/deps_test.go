@@ -19,6 +19,8 @@ const module = "github.com/webhook-inbox/webhook-inbox/"
 //     processor, and of stripe-go only the webhook signature check (with
 //     the root package and form, which it imports);
 //   - the processor does not link the reconciler;
+//   - only the reconciler links GitHub's API (go-github's package builds
+//     tables of every event type at init);
 //   - no function links stripe-go's client package (it imports every
 //     resource package of Stripe's API), the SDK's config package (every
 //     credential source; package awsenv reads what Lambda gives) or its
@@ -30,6 +32,7 @@ func TestDependencies(t *testing.T) {
 		t.Fatal(err)
 	}
 	const stripe = "github.com/stripe/stripe-go/v81"
+	const gogithub = "github.com/google/go-github/v75/github"
 	everywhere := []string{stripe + "/client", "github.com/aws/aws-sdk-go-v2/config", "github.com/aws/aws-sdk-go-v2/service/ssm"}
 	rules := map[string]struct {
 		forbidden []string
@@ -37,10 +40,10 @@ func TestDependencies(t *testing.T) {
 		stripe []string
 	}{
 		"receiver": {
-			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi"}, everywhere...),
+			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi", module + "shared/githubapi", gogithub}, everywhere...),
 			stripe:    []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
-		"processor":  {forbidden: append([]string{module + "shared/reconcile"}, everywhere...)},
+		"processor":  {forbidden: append([]string{module + "shared/reconcile", module + "shared/githubapi", gogithub}, everywhere...)},
 		"reconciler": {forbidden: everywhere},
 	}
 	for fn, rule := range rules {

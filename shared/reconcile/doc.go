@@ -62,12 +62,40 @@
 // of its sparse index, every shard), and their pointer is sent again; the
 // processor's claim makes a pointer sent twice harmless.
 //
+// # GitHub's missed deliveries
+//
+// GitHub does not retry a failed delivery; it keeps each hook's deliveries
+// for three days and redelivers one when asked. When Config.GitHubHooks
+// names hooks (repository, organization or GitHub App hooks, package
+// githubapi), each run, after Stripe's groups and whatever became of them,
+// lists each hook's deliveries newest first, cursor by cursor, down to its
+// checkpoint (store.Checkpoints, "github#<hook>", the same conditional
+// writes; the cursor is kept while a window is under way) minus the
+// overlap, never further back than GitHub keeps. A guid is redelivered
+// once per run, by its newest failed attempt, when none of its attempts in
+// the list got a 2xx, its newest attempt is older than the settle delay
+// (a younger one may still be under way), and the store has no record of
+// github#<guid> (store.Events.Existing, one call per page). GitHub then
+// signs and sends the delivery through the receiver like any other: the
+// reconciler never ingests a GitHub event itself, for it has no payload
+// GitHub signed. A redelivery that fails again is asked for again on a
+// later run, for as long as GitHub keeps the delivery.
+//
+// GitHub's rate limits (403 or 429, primary or secondary) are waited out
+// when they lift within Config.GitHubMaxWait, and otherwise stop the sweep
+// cleanly (Result.GitHubStopped = rate_limited) with a log line; the
+// checkpoint holds the last page fully handled. Redeliveries per run are
+// bounded (Config.GitHubMaxRedeliveries), under GitHub's secondary limit
+// on writes.
+//
 // # Reporting
 //
 // Every run ends with one JSON log line carrying its metrics in the
 // Embedded Metric Format (namespace WebhookInbox, dimension function =
 // reconciler): listed, missing_found, backfilled, stuck_requeued, pages,
-// run_duration, checkpoint_age, throttled, raced. missing_found above zero
+// run_duration, checkpoint_age, throttled, raced; with GitHub hooks
+// configured, also github_deliveries_listed, github_redelivered,
+// github_redelivery_refused and github_throttled. missing_found above zero
 // means webhooks are being lost upstream; the template alarms on it.
 // backfilled counts history a backfill ingested, never a loss.
 package reconcile

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -142,8 +143,18 @@ type Config struct {
 	// 429 in a row, and after MaxThrottles in a row the run stops.
 	ThrottleBackoff time.Duration
 	MaxThrottles    int
-	Logger          *slog.Logger
-	Now             func() time.Time
+	// GitHub and GitHubHooks, both set, turn on the redelivery of GitHub's
+	// missed deliveries (github.go); unset, a run is Stripe's alone and its
+	// log line is unchanged.
+	GitHub      GitHub
+	GitHubHooks []githubapi.Hook
+	// GitHubMaxWait: a GitHub rate limit that lifts within this is waited
+	// out; a longer one stops the sweep until a later run.
+	GitHubMaxWait time.Duration
+	// GitHubMaxRedeliveries bounds the redeliveries asked for per run.
+	GitHubMaxRedeliveries int
+	Logger                *slog.Logger
+	Now                   func() time.Time
 	// Runs, when set, keeps each run's result where operators read it;
 	// the log line is written either way.
 	Runs Runs
@@ -183,6 +194,9 @@ func New(cfg Config) (*Reconciler, error) {
 	if len(groups) == 0 {
 		missing = append(missing, "Types")
 	}
+	if (cfg.GitHub == nil) != (len(cfg.GitHubHooks) == 0) {
+		missing = append(missing, "GitHub with GitHubHooks")
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("reconcile: config without %s", strings.Join(missing, ", "))
 	}
@@ -198,6 +212,10 @@ func New(cfg Config) (*Reconciler, error) {
 	def(&cfg.DeadlineMargin, DefaultDeadlineMargin)
 	def(&cfg.ThrottleBackoff, DefaultThrottleBackoff)
 	cfg.FirstLookback = min(cfg.FirstLookback, Retention-retentionMargin)
+	def(&cfg.GitHubMaxWait, DefaultGitHubMaxWait)
+	if cfg.GitHubMaxRedeliveries <= 0 {
+		cfg.GitHubMaxRedeliveries = DefaultGitHubMaxRedeliveries
+	}
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
 	}
@@ -218,6 +236,9 @@ func New(cfg Config) (*Reconciler, error) {
 
 // Groups returns the groups of types the reconciler lists, in order.
 func (r *Reconciler) Groups() []Group { return r.groups }
+
+// GitHubHooks returns the GitHub hooks whose deliveries a run sweeps.
+func (r *Reconciler) GitHubHooks() []githubapi.Hook { return r.cfg.GitHubHooks }
 
 // Why a run stopped before reconciling every group up to the present
 // (Result.Stopped). Each is a clean stop: the checkpoint holds the last page
@@ -295,6 +316,19 @@ type Result struct {
 	// Stopped says why the run stopped early (Stop*), "" when it reached the
 	// present in every group.
 	Stopped string
+	// Deliveries counts the GitHub deliveries listed, GitHubPages the
+	// requests that listed them.
+	Deliveries, GitHubPages int
+	// Redelivered counts the redeliveries asked of GitHub: deliveries that
+	// failed and left no record here. RedeliveryRefused counts those GitHub
+	// refused (older than its three days).
+	Redelivered, RedeliveryRefused int
+	// GitHubThrottled counts GitHub's rate-limit answers (also in
+	// Throttled).
+	GitHubThrottled int
+	// GitHubStopped says why the GitHub sweep stopped early (Stop*), ""
+	// when it reached the present for every hook or is not configured.
+	GitHubStopped string
 	// CheckpointAge is how far behind the least advanced group's checkpoint
 	// is at the end of the run: Retention for a group that never completed
 	// a window.
@@ -373,6 +407,11 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 		rn.stopAt = dl.Add(-r.cfg.DeadlineMargin)
 	}
 	err := rn.do(ctx)
+	// GitHub's sweep runs whatever became of Stripe's: one provider's
+	// outage must not keep the other's deliveries from being repaired.
+	if len(r.cfg.GitHubHooks) > 0 && ctx.Err() == nil {
+		err = errors.Join(err, rn.github(ctx))
+	}
 	if err != nil && ctx.Err() != nil {
 		// The context ended mid-call: nothing is half-written (a checkpoint
 		// is written only after its page is fully handled), so this is a
@@ -771,10 +810,10 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	switch {
 	case err != nil:
 		ended, level = outcome.RunFailed, slog.LevelError
-	case res.Stopped != stopNone:
+	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
 		ended = outcome.RunPartial
 	}
-	if res.Missing > 0 && level < slog.LevelWarn {
+	if (res.Missing > 0 || res.Redelivered > 0) && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -784,6 +823,9 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	}
 	if res.Stopped != stopNone {
 		attrs = append(attrs, slog.String("stopped", res.Stopped))
+	}
+	if res.GitHubStopped != stopNone {
+		attrs = append(attrs, slog.String("github_stopped", res.GitHubStopped))
 	}
 	if rn.opts.Since > 0 {
 		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
@@ -801,7 +843,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if err != nil {
 		attrs = append(attrs, slog.String("error", err.Error()))
 	}
-	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}},
+	ms := []metrics.Metric{
 		metrics.C(MetricListed, res.Listed),
 		metrics.C(MetricMissing, res.Missing),
 		metrics.C(MetricBackfilled, res.Backfilled),
@@ -810,8 +852,18 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		metrics.C(MetricPages, res.Pages),
 		metrics.C(MetricThrottled, res.Throttled),
 		metrics.Ms(MetricDuration, res.Duration),
-		metrics.Metric{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
-	)...)
+		{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
+	}
+	// GitHub's metrics only where it is configured: a Stripe-only
+	// deployment's line stays as it was, in bytes too.
+	if len(r.cfg.GitHubHooks) > 0 {
+		ms = append(ms,
+			metrics.C(MetricDeliveries, res.Deliveries),
+			metrics.C(MetricRedelivered, res.Redelivered),
+			metrics.C(MetricRedeliveryRefused, res.RedeliveryRefused),
+			metrics.C(MetricGitHubThrottled, res.GitHubThrottled))
+	}
+	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}}, ms...)...)
 	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
 }
 
@@ -827,6 +879,11 @@ const (
 	MetricThrottled     = "throttled"
 	MetricDuration      = "run_duration"
 	MetricCheckpointAge = "checkpoint_age"
+	// GitHub's, on the line only when it is configured.
+	MetricDeliveries        = "github_deliveries_listed"
+	MetricRedelivered       = "github_redelivered"
+	MetricRedeliveryRefused = "github_redelivery_refused"
+	MetricGitHubThrottled   = "github_throttled"
 )
 
 func newRunID() string {

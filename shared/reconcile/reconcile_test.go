@@ -284,9 +284,12 @@ func (h *harness) checkpoint(r *reconcile.Reconciler, i int) store.Checkpoint {
 }
 
 // runLines returns the "reconcile run" log lines.
-func (h *harness) runLines() []map[string]any {
+func (h *harness) runLines() []map[string]any { return runLinesIn(h.logs.String()) }
+
+// runLinesIn returns the "reconcile run" lines of logs.
+func runLinesIn(logs string) []map[string]any {
 	var out []map[string]any
-	sc := bufio.NewScanner(strings.NewReader(h.logs.String()))
+	sc := bufio.NewScanner(strings.NewReader(logs))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var m map[string]any

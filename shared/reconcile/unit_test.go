@@ -544,3 +544,43 @@ func TestTheLambdaInputBackfills(t *testing.T) {
 		})
 	}
 }
+
+func TestTemplateRefusesGitHubSettingsThatCannotWork(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		overrides map[string]string
+		refused   string
+	}{
+		{"hooks without a credential", map[string]string{"GitHubHooks": "org:acme/34"}, "GitHubHooksNeedACredential"},
+		{"a token without hooks", map[string]string{"GitHubTokenParameter": "/webhook-inbox/dev/github/token"}, "GitHubCredentialsNeedGitHubHooks"},
+		{"the token in Stripe's API key", map[string]string{"GitHubHooks": "org:acme/34", "GitHubTokenParameter": "/webhook-inbox/dev/stripe/api-key"}, "GitHubTokenHasItsOwnParameter"},
+		{"the App's key in the token's parameter", map[string]string{"GitHubHooks": "org:acme/34,app:56",
+			"GitHubTokenParameter": "/webhook-inbox/dev/github/token", "GitHubAppKeyParameter": "/webhook-inbox/dev/github/token"}, "GitHubTokenHasItsOwnParameter"},
+		{"a repository hook with its token", map[string]string{"GitHubHooks": "repo:acme/shop/12", "GitHubTokenParameter": "/webhook-inbox/dev/github/token"}, ""},
+		{"GitHub off", nil, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tmpl, err := template.Load("../../template.yaml", tc.overrides)
+			if tc.refused != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.refused) {
+					t.Fatalf("got %v, want the rule %s to refuse it", err, tc.refused)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, err := tmpl.Function("ReconcilerFunction")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, hooks := f.Environment["GITHUB_HOOKS"]
+			_, token := f.Environment["GITHUB_API_TOKEN_PARAMETER"]
+			_, appKey := f.Environment["GITHUB_APP_PRIVATE_KEY_PARAMETER"]
+			on := tc.overrides != nil
+			if hooks != on || token != on || appKey {
+				t.Errorf("environment: GITHUB_HOOKS %v, token parameter %v, App key parameter %v; want the first two %v and no App key", hooks, token, appKey, on)
+			}
+		})
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -38,6 +39,16 @@ const (
 // (see firstLookback), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
 // RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
 // RECONCILE_DEADLINE_MARGIN.
+//
+// GitHub's missed deliveries are redelivered when GITHUB_HOOKS lists hooks
+// (repo:OWNER/REPO/HOOK_ID, org:ORG/HOOK_ID, app:APP_ID; see
+// githubapi.ParseHooks), with a token for repository and organization
+// hooks (GITHUB_API_TOKEN locally, else the SSM parameter
+// GITHUB_API_TOKEN_PARAMETER) and an App's private key for App hooks
+// (GITHUB_APP_PRIVATE_KEY, else GITHUB_APP_PRIVATE_KEY_PARAMETER), each
+// read at the first request that needs it; GITHUB_API_BASE for a stand-in
+// or GitHub Enterprise Server; GITHUB_MAX_REDELIVERIES per run. Without
+// GITHUB_HOOKS the reconciler is Stripe's alone.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*reconcile.Reconciler, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
@@ -64,10 +75,18 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	key := r.Secret("STRIPE_API_KEY", true)
+	gh := readGitHub(r)
 	if err := r.Err("reconciler"); err != nil {
 		return nil, err
 	}
 	var err error
+	if len(gh.hooks) > 0 {
+		rc.GitHubHooks, rc.GitHubMaxRedeliveries = gh.hooks, gh.maxRedeliveries
+		rc.GitHub, err = githubapi.New(githubapi.Config{Token: gh.token, AppKey: gh.appKey, BaseURL: gh.base})
+		if err != nil {
+			return nil, fmt.Errorf("boot reconciler: %w", err)
+		}
+	}
 	rc.Stripe, err = newLister(key, apiBase, limit)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
@@ -108,4 +127,52 @@ func firstLookback(r *boot.Reader) time.Duration {
 		return p
 	}
 	return reconcile.DefaultFirstLookback
+}
+
+// github is the GitHub part of the reconciler's configuration.
+type github struct {
+	hooks           []githubapi.Hook
+	token, appKey   func(context.Context) (string, error)
+	base            string
+	maxRedeliveries int
+}
+
+// readGitHub reads GITHUB_HOOKS and the credentials its hooks need: a
+// token only for repository and organization hooks, an App's key only for
+// App hooks, so a deployment holds no credential it does not use.
+func readGitHub(r *boot.Reader) github {
+	var g github
+	var err error
+	spec := r.Optional("GITHUB_HOOKS", "")
+	if g.hooks, err = githubapi.ParseHooks(spec); err != nil {
+		r.Fail(fmt.Errorf("GITHUB_HOOKS: %w", err))
+		return g
+	}
+	if len(g.hooks) == 0 {
+		return g
+	}
+	var tokenHooks, appHooks bool
+	for _, h := range g.hooks {
+		tokenHooks = tokenHooks || h.Kind != githubapi.KindApp
+		appHooks = appHooks || h.Kind == githubapi.KindApp
+	}
+	if tokenHooks {
+		if s := r.Secret("GITHUB_API_TOKEN", true); s != nil {
+			g.token = s.Value
+		}
+	}
+	if appHooks {
+		if s := r.Secret("GITHUB_APP_PRIVATE_KEY", true); s != nil {
+			g.appKey = s.Value
+		}
+	}
+	g.base = r.Checked("GITHUB_API_BASE", "", func(v string) error {
+		if v == "" {
+			return nil
+		}
+		_, err := githubapi.New(githubapi.Config{BaseURL: v})
+		return err
+	})
+	g.maxRedeliveries = r.Integer("GITHUB_MAX_REDELIVERIES", reconcile.DefaultGitHubMaxRedeliveries)
+	return g
 }

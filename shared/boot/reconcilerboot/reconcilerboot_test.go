@@ -48,3 +48,74 @@ func TestBuildsFromALocalKey(t *testing.T) {
 		t.Errorf("groups: got %d, want 2", n)
 	}
 }
+
+func TestGitHubIsOffWithoutHooks(t *testing.T) {
+	r, err := New(context.Background(), envMap(map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_API_KEY": "sk_test_local",
+		// A token alone turns nothing on.
+		"GITHUB_API_TOKEN": "github_pat_local",
+	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(r.GitHubHooks()); n != 0 {
+		t.Errorf("hooks: got %d, want none", n)
+	}
+}
+
+func TestGitHubHooksNeedTheirCredentials(t *testing.T) {
+	base := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_API_KEY": "sk_test_local"}
+	for _, tc := range []struct {
+		name      string
+		env       map[string]string
+		want      []string
+		notWanted []string
+		hooks     int
+	}{
+		{name: "bad hooks", env: map[string]string{"GITHUB_HOOKS": "repo:acme/12"}, want: []string{"GITHUB_HOOKS", `"repo:acme/12"`}},
+		{name: "repo hook without a token", env: map[string]string{"GITHUB_HOOKS": "repo:acme/shop/12"},
+			want: []string{"GITHUB_API_TOKEN_PARAMETER"}, notWanted: []string{"GITHUB_APP_PRIVATE_KEY_PARAMETER"}},
+		{name: "app hook without a key", env: map[string]string{"GITHUB_HOOKS": "app:56"},
+			want: []string{"GITHUB_APP_PRIVATE_KEY_PARAMETER"}, notWanted: []string{"GITHUB_API_TOKEN_PARAMETER"}},
+		{name: "plain http to another host", env: map[string]string{"GITHUB_HOOKS": "org:acme/34", "GITHUB_API_TOKEN": "t", "GITHUB_API_BASE": "http://github.example.com"},
+			want: []string{"GITHUB_API_BASE"}},
+		{name: "a parameter of another stage", env: map[string]string{"GITHUB_HOOKS": "org:acme/34", "STAGE": "staging", "GITHUB_API_TOKEN_PARAMETER": "/webhook-inbox/prod/github/token"},
+			want: []string{"GITHUB_API_TOKEN_PARAMETER=/webhook-inbox/prod/github/token is not one of stage staging"}},
+		{name: "every kind, each with its credential", env: map[string]string{
+			"GITHUB_HOOKS": "repo:acme/shop/12,org:acme/34,app:56", "GITHUB_API_TOKEN_PARAMETER": "/webhook-inbox/dev/github/token",
+			"GITHUB_APP_PRIVATE_KEY_PARAMETER": "/webhook-inbox/dev/github/app-key", "GITHUB_API_BASE": "http://127.0.0.1:1"}, hooks: 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			for k, v := range tc.env {
+				env[k] = v
+			}
+			r, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+			if tc.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if n := len(r.GitHubHooks()); n != tc.hooks {
+					t.Errorf("hooks: got %d, want %d", n, tc.hooks)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("got nil error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not mention %s:\n%v", w, err)
+				}
+			}
+			for _, w := range tc.notWanted {
+				if strings.Contains(err.Error(), w) {
+					t.Errorf("error mentions %s:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
