@@ -36,9 +36,13 @@ func TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings(t *testing.T) 
 	gh := githubfake.Start(githubfake.Config{Token: token, AppID: 56, AppKey: &key.PublicKey})
 	t.Cleanup(gh.Close)
 	repo := githubfake.RepoHook("acme", "shop", 12)
+	// Inside a first run's window: older than the settle delay (5 min),
+	// younger than one schedule period (the template's 10 min); what is
+	// older is history a new deployment leaves alone.
+	at := time.Now().Add(-7 * time.Minute)
 	failed := map[string]githubfake.Delivery{
-		repo:               gh.Record(repo, githubfake.Delivery{GUID: "rie-repo-" + randomHex(4), Event: "push", StatusCode: 502, DeliveredAt: time.Now().Add(-time.Hour)}),
-		githubfake.AppHook: gh.Record(githubfake.AppHook, githubfake.Delivery{GUID: "rie-app-" + randomHex(4), Event: "installation", StatusCode: 0, DeliveredAt: time.Now().Add(-time.Hour)}),
+		repo:               gh.Record(repo, githubfake.Delivery{GUID: "rie-repo-" + randomHex(4), Event: "push", StatusCode: 502, DeliveredAt: at}),
+		githubfake.AppHook: gh.Record(githubfake.AppHook, githubfake.Delivery{GUID: "rie-app-" + randomHex(4), Event: "installation", StatusCode: 0, DeliveredAt: at}),
 	}
 
 	stripe := stripefake.New()
@@ -46,7 +50,7 @@ func TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings(t *testing.T) 
 	stripe.RequireKey(s.apiKey)
 	// A Stripe event never delivered too: the run's policy is checked
 	// whole, its queue grant included.
-	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_rie_gh_" + randomHex(4), Created: time.Now().Add(-10 * time.Minute).Unix()})
+	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_rie_gh_" + randomHex(4), Created: at.Unix()})
 	if err != nil {
 		t.Fatal(err)
 	}
