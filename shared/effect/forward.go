@@ -86,21 +86,10 @@ func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteIt
 		}
 		req.Header.Set("Webhook-Inbox-Signature", signature.Sign(ev.Payload, f.Secret, now()))
 	}
-	client := http.Client{}
-	if f.Client != nil {
-		client = *f.Client
-	}
 	// A redirect comes back as the answer: see Forward.
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Do(req)
+	resp, err := egress.Send(f.Client, req)
 	if err != nil {
-		// *url.Error prints the whole target, query included: keep its
-		// cause (which classifies the failure) and name the host only.
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, fmt.Errorf("forward: POST to host %s: %w", req.URL.Host, err)
+		return nil, fmt.Errorf("forward: %w", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))

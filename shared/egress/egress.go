@@ -1,8 +1,10 @@
 package egress
 
 import (
+	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"strings"
 )
@@ -49,4 +51,27 @@ func safeScheme(u *url.URL) string {
 		return "(no scheme)"
 	}
 	return u.Scheme
+}
+
+// Send sends req once with client (http.DefaultClient's settings when
+// nil) and follows no redirect: a 3xx comes back as the answer, for the
+// caller to refuse, since following it would send the same secrets to a
+// host nobody configured. Its error names the request's host only:
+// *url.Error would print the whole URL, whose path or query may hold a
+// token; the cause it wraps still classifies the failure.
+func Send(client *http.Client, req *http.Request) (*http.Response, error) {
+	c := http.Client{}
+	if client != nil {
+		c = *client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	resp, err := c.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("%s to host %s: %w", req.Method, req.URL.Host, err)
+	}
+	return resp, nil
 }

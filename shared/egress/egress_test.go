@@ -1,6 +1,8 @@
 package egress
 
 import (
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -52,5 +54,33 @@ func TestCheckErrorsNeverShowTokens(t *testing.T) {
 				t.Errorf("Check(%q): error %q shows %q", raw, err, secret)
 			}
 		}
+	}
+}
+
+// TestSendFollowsNoRedirectAndNamesTheHostOnly: a 307 comes back as the
+// answer (nothing is re-sent to the Location), and a failed request's
+// error keeps the URL's path and query (a token) out.
+func TestSendFollowsNoRedirectAndNamesTheHostOnly(t *testing.T) {
+	var elsewhere int
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { elsewhere++ }))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, other.URL+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hook", strings.NewReader("{}"))
+	resp, err := Send(nil, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect || elsewhere != 0 {
+		t.Errorf("got %d with %d request(s) to the Location, want the 307 itself and none", resp.StatusCode, elsewhere)
+	}
+
+	req, _ = http.NewRequest(http.MethodPost, "http://127.0.0.1:1/hook?token=s3cret", strings.NewReader("{}"))
+	_, err = Send(nil, req)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "/hook") || !strings.Contains(err.Error(), "POST to host 127.0.0.1:1") {
+		t.Errorf("error %v: want the host only", err)
 	}
 }

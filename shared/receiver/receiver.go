@@ -34,7 +34,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -218,7 +217,7 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	// signing secrets (on the first request, or after a refusal) included.
 	ctx, cancel := h.budget(ctx)
 	defer cancel()
-	if err := h.cfg.Verifier.Verify(ctx, body, header(req.Headers, "stripe-signature")); err != nil {
+	if err := h.cfg.Verifier.Verify(ctx, body, provider.Header(req.Headers, "stripe-signature")); err != nil {
 		if errors.Is(err, signature.ErrNoSecrets) {
 			// Nothing is wrong with the delivery: the provider retries a
 			// 503, and the 5xx alarm sees it.
@@ -300,21 +299,6 @@ func (h *Handler) body(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	return b, nil
-}
-
-// header returns the named header. API Gateway's HTTP API and function URLs
-// lower-case header names; other integrations (a REST API, a direct
-// invocation) may not, and a signature must not be missed for its case.
-func header(headers map[string]string, name string) string {
-	if v, ok := headers[name]; ok {
-		return v
-	}
-	for k, v := range headers {
-		if strings.EqualFold(k, name) {
-			return v
-		}
-	}
-	return ""
 }
 
 func signatureOutcome(err error) outcome.Outcome {

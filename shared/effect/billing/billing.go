@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
 	"strings"
 	"time"
 
@@ -146,18 +145,9 @@ func (e *Effect) post(ctx context.Context, token, key string, body []byte) (int,
 	// end in a newline, which no header may carry.
 	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(token))
 	req.Header.Set("Idempotency-Key", key)
-	client := http.Client{}
-	if e.Client != nil {
-		client = *e.Client
-	}
-	client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	resp, err := client.Do(req)
+	resp, err := egress.Send(e.Client, req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return 0, fmt.Errorf("billing: POST to host %s: %w", u.Host, err)
+		return 0, fmt.Errorf("billing: %w", err)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
