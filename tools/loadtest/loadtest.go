@@ -342,6 +342,11 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			return "sk_test_load"
 		case "RECONCILE_SETTLE":
 			return "1s"
+		case "RECONCILE_SINCE":
+			// The deployment predates the run's events (created from 2
+			// hours back): what it never received is a loss to find, not
+			// history from before it.
+			return "3h"
 		case "RECONCILE_MAX_PAGES":
 			return "1000"
 		case "RECONCILE_STUCK_AFTER":
