@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"embed"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
@@ -142,12 +141,7 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 		if status/100 != 2 {
 			failed++
 		}
-		if o.asJSON {
-			line, _ := json.Marshal(SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
-			fmt.Fprintln(a.stdout, string(line))
-		} else {
-			fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", d.id, d.typ, status, body)
-		}
+		a.printSent(o.asJSON, SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, len(deliveries))

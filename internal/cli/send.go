@@ -150,17 +150,23 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		if status/100 != 2 {
 			failed++
 		}
-		if o.asJSON {
-			line, _ := json.Marshal(SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
-			fmt.Fprintln(a.stdout, string(line))
-		} else {
-			fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", d.id, d.typ, status, body)
-		}
+		a.printSent(o.asJSON, SendJSON{ID: d.id, Type: d.typ, Status: status, Body: body})
 	}
 	if failed > 0 {
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, len(deliveries))
 	}
 	return nil
+}
+
+// printSent prints one delivery's answer: a JSON line (SendJSON), or a
+// line for people.
+func (a *app) printSent(asJSON bool, r SendJSON) {
+	if asJSON {
+		line, _ := json.Marshal(r)
+		fmt.Fprintln(a.stdout, string(line))
+		return
+	}
+	fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", r.ID, r.Type, r.Status, r.Body)
 }
 
 func post(ctx context.Context, client *http.Client, url string, body []byte, sig string) (int, string, error) {
