@@ -52,6 +52,24 @@ type dlqFound struct {
 // found. The caller must release f.others, and any found message it does
 // not delete, even when findEvents fails.
 func (a *app) findEvents(ctx context.Context, client SQS, dlq string, ids []string) (*dlqFound, error) {
+	return a.findMessages(ctx, client, dlq, ids, eventIDOf)
+}
+
+// eventIDOf is the id of the event a dead-lettered message points to ("" for
+// a message that is no pointer).
+func eventIDOf(m sqstypes.Message) string {
+	if p, err := queue.Decode(aws.ToString(m.Body)); err == nil {
+		return p.ID
+	}
+	return ""
+}
+
+// messageIDOf is a message's own id: the console's redrive of one message.
+func messageIDOf(m sqstypes.Message) string { return aws.ToString(m.MessageId) }
+
+// findMessages is findEvents for any key of a message: it sorts the
+// messages whose keyOf is one of keys (in f.byEvent, by key) from the rest.
+func (a *app) findMessages(ctx context.Context, client SQS, dlq string, keys []string, keyOf func(sqstypes.Message) string) (*dlqFound, error) {
 	f := &dlqFound{byEvent: map[string][]sqstypes.Message{}}
 	seen := map[string]bool{}
 	deadline := a.now().Add(findBudget)
@@ -84,8 +102,8 @@ func (a *app) findEvents(ctx context.Context, client SQS, dlq string, ids []stri
 				continue
 			}
 			seen[id] = true
-			if p, err := queue.Decode(aws.ToString(m.Body)); err == nil && slices.Contains(ids, p.ID) {
-				f.byEvent[p.ID] = append(f.byEvent[p.ID], m)
+			if k := keyOf(m); k != "" && slices.Contains(keys, k) {
+				f.byEvent[k] = append(f.byEvent[k], m)
 				continue
 			}
 			f.others = append(f.others, m)
@@ -293,7 +311,36 @@ func (a *app) releaseFound(ctx context.Context, client SQS, dlq string, f *dlqFo
 // dead-letter queue to the webhook queue, as moveEach does (send, then
 // delete what was sent), and leaves every other message where it was.
 func (a *app) redriveEvents(ctx context.Context, client SQS, dlq, main string, ids []string) (moved int, missing []string, err error) {
-	found, err := a.findEvents(ctx, client, dlq, ids)
+	return a.redriveKeyed(ctx, client, dlq, main, ids, eventIDOf)
+}
+
+// redriveMessage moves the dead-lettered message id back to the webhook
+// queue: the console's "redrive" of one message. Moved is 0 when the
+// message is no longer in the dead-letter queue.
+func (a *app) redriveMessage(ctx context.Context, id string) (RedriveJSON, error) {
+	client, err := a.sqs(ctx)
+	if err != nil {
+		return RedriveJSON{}, err
+	}
+	main, dlq, err := a.queues(ctx, client)
+	if err != nil {
+		return RedriveJSON{}, err
+	}
+	res := RedriveJSON{Method: "receive_send_delete", From: dlq, To: main}
+	if res.Moved, _, err = a.redriveKeyed(ctx, client, dlq, main, []string{id}, messageIDOf); err != nil {
+		return res, err
+	}
+	if res.Remaining, err = approxMessages(ctx, client, dlq); err != nil {
+		return res, a.hint(err)
+	}
+	return res, nil
+}
+
+// redriveKeyed is redriveEvents for any key of a message (findMessages):
+// it moves the messages whose keyOf is one of keys and returns the keys no
+// message had.
+func (a *app) redriveKeyed(ctx context.Context, client SQS, dlq, main string, ids []string, keyOf func(sqstypes.Message) string) (moved int, missing []string, err error) {
+	found, err := a.findMessages(ctx, client, dlq, ids, keyOf)
 	defer func() { a.releaseFound(ctx, client, dlq, found) }()
 	if err != nil {
 		return 0, nil, err
