@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -143,49 +144,69 @@ type emulator struct {
 	done chan struct{}
 	// mu keeps one invocation in flight: two crash the emulator.
 	mu sync.Mutex
+
+	// What started it, to start it again on other ports when one it was
+	// given was taken before it bound it (see invoke).
+	rie, bootstrap string
+	env            map[string]string
+	runtimePort    int // fixed by the caller; 0 when chosen here
+	invoked        bool
+	restarts       int
 }
 
 // startEmulator starts bootstrap under the runtime emulator, bound to
 // 127.0.0.1 (both its invoke API and the runtime API), with exactly env as
 // the function's environment: nothing leaks in from the test process.
 func startEmulator(rie, bootstrap string, env map[string]string) (*emulator, error) {
-	runtimePort, err := awsemulator.FreePort()
-	if err != nil {
-		return nil, err
-	}
-	return startEmulatorOn(rie, bootstrap, env, runtimePort)
+	return startEmulatorOn(rie, bootstrap, env, 0)
 }
 
-// startEmulatorOn is startEmulator with the runtime API on runtimePort.
+// startEmulatorOn is startEmulator with the runtime API on runtimePort (0:
+// a free port).
 func startEmulatorOn(rie, bootstrap string, env map[string]string, runtimePort int) (*emulator, error) {
+	e := &emulator{rie: rie, bootstrap: bootstrap, env: env, runtimePort: runtimePort}
+	return e, e.launch()
+}
+
+// launch starts the emulator process on free ports.
+func (e *emulator) launch() error {
+	runtimePort := e.runtimePort
+	if runtimePort == 0 {
+		p, err := awsemulator.FreePort()
+		if err != nil {
+			return err
+		}
+		runtimePort = p
+	}
 	invokePort, err := awsemulator.FreePort()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cmd := exec.Command(rie,
+	cmd := exec.Command(e.rie,
 		"--runtime-interface-emulator-address", fmt.Sprintf("127.0.0.1:%d", invokePort),
 		"--runtime-api-address", fmt.Sprintf("127.0.0.1:%d", runtimePort),
 		"--log-level", "error",
-		bootstrap)
-	cmd.Dir = filepath.Dir(bootstrap)
-	keys := make([]string, 0, len(env))
-	for k := range env {
+		e.bootstrap)
+	cmd.Dir = filepath.Dir(e.bootstrap)
+	keys := make([]string, 0, len(e.env))
+	for k := range e.env {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	cmd.Env = []string{}
 	for _, k := range keys {
-		cmd.Env = append(cmd.Env, k+"="+env[k])
+		cmd.Env = append(cmd.Env, k+"="+e.env[k])
 	}
-	e := &emulator{url: fmt.Sprintf("http://127.0.0.1:%d", invokePort), cmd: cmd, out: &testenv.Buffer{}, done: make(chan struct{})}
+	e.url, e.cmd, e.out, e.done = fmt.Sprintf("http://127.0.0.1:%d", invokePort), cmd, &testenv.Buffer{}, make(chan struct{})
 	cmd.Stdout, cmd.Stderr = e.out, e.out
 	// Killed with the test binary, whatever happens to it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", rie, err)
+		return fmt.Errorf("start %s: %w", e.rie, err)
 	}
-	go func() { _ = cmd.Wait(); close(e.done) }()
-	return e, nil
+	done := e.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	return nil
 }
 
 // start is startEmulator for a test; the emulator stops with the test.
@@ -208,6 +229,7 @@ func (e *emulator) invoke(ctx context.Context, payload []byte) (int, []byte, err
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, e.url+"/2015-03-31/functions/function/invocations", bytes.NewReader(payload))
 		resp, err := http.DefaultClient.Do(req)
 		if err == nil {
+			e.invoked = true
 			defer resp.Body.Close()
 			body, err := io.ReadAll(resp.Body)
 			return resp.StatusCode, body, err
@@ -217,6 +239,16 @@ func (e *emulator) invoke(ctx context.Context, payload []byte) (int, []byte, err
 		}
 		select {
 		case <-e.done:
+			// A port chosen free was taken by another process before the
+			// emulator bound it: nothing ran yet, so start it again on
+			// other ports, as a new cold start.
+			if !e.invoked && e.restarts < 3 && strings.Contains(e.out.String(), "address already in use") {
+				e.restarts++
+				if err := e.launch(); err != nil {
+					return 0, nil, fmt.Errorf("invoke: restart the emulator: %w", err)
+				}
+				continue
+			}
 			return 0, nil, fmt.Errorf("invoke: the emulator exited:\n%s", e.out.String())
 		case <-ctx.Done():
 			return 0, nil, fmt.Errorf("invoke: emulator not listening: %w", ctx.Err())
@@ -296,4 +328,37 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// TestATakenPortRestartsTheEmulatorBeforeItsFirstInvocation: when another
+// process binds the runtime API's port between FreePort and the emulator
+// (seen in CI), the first invocation starts the emulator again on other
+// ports instead of failing the test that only wanted a cold start.
+func TestATakenPortRestartsTheEmulatorBeforeItsFirstInvocation(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	e := &emulator{rie: rieBinary(t), bootstrap: hostBootstrap(t, helloID), env: runtimeEnv(helloID, 3, testenv.Endpoint(t)),
+		runtimePort: taken.Addr().(*net.TCPAddr).Port}
+	if err := e.launch(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.stop)
+	<-e.done
+	if !strings.Contains(e.out.String(), "address already in use") {
+		t.Fatalf("the emulator on a taken port: want it to exit with address already in use, got:\n%s", e.out.String())
+	}
+	e.runtimePort = 0 // chosen by startEmulator from now on
+	status, body := e.call(t, []byte(`{}`))
+	if status != http.StatusOK || e.restarts != 1 {
+		t.Fatalf("after a taken port: got %d %s after %d restarts, want 200 after 1\n%s", status, body, e.restarts, e.out.String())
+	}
+	// Once a function ran, its exit is a failure to report, never hidden by
+	// a restart.
+	e.stop()
+	if _, _, err := e.invoke(context.Background(), []byte(`{}`)); err == nil || !strings.Contains(err.Error(), "exited") {
+		t.Fatalf("invoke after the function ran and stopped: got %v, want the exit reported", err)
+	}
 }

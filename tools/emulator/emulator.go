@@ -13,7 +13,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -180,17 +179,6 @@ func WaitReady(ctx context.Context, url string, timeout time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-}
-
-// FreePort returns a TCP port free on 127.0.0.1 a moment ago, for a server
-// a test or the local stack starts.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("emulator: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // Config returns an AWS configuration for the emulators at e, each service
