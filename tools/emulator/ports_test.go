@@ -8,16 +8,17 @@ import (
 
 func TestFreePortIsBelowTheEphemeralRangeAndBindable(t *testing.T) {
 	lo, hi := belowEphemeral()
-	if hi <= lo {
-		t.Fatalf("no ports below the ephemeral range [%d, %d): FreePort would take ephemeral ports", lo, hi)
-	}
+	// A machine whose ephemeral range starts at 10000 or lower leaves
+	// nothing to choose from: FreePort falls back to the kernel's choice,
+	// which must still be bindable.
+	below := hi > lo
 	seen := map[int]bool{}
 	for i := 0; i < 20; i++ {
 		port, err := FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if port < lo || port >= hi {
+		if below && (port < lo || port >= hi) {
 			t.Fatalf("port %d outside [%d, %d): the kernel would hand it out as a source port", port, lo, hi)
 		}
 		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
