@@ -104,8 +104,9 @@ func (k *Keyring) use(raw string) (*Verifier, error) {
 	}
 	v, err := New(secrets.List(raw), k.opts)
 	if err != nil {
-		k.secret.Forget()
-		return nil, fmt.Errorf("%w: %s holds no usable secret: %v", ErrNoSecrets, k.secret.Name(), err)
+		err = fmt.Errorf("%w: %s holds no usable secret: %v", ErrNoSecrets, k.secret.Name(), err)
+		k.secret.Forget(err)
+		return nil, err
 	}
 	k.raw, k.v = raw, v
 	return v, nil

@@ -159,8 +159,9 @@ func (k *providerKeys) use(raw string) (provider.Verifier, error) {
 	}
 	v, err := k.build(raw)
 	if err != nil {
-		k.secret.Forget()
-		return nil, fmt.Errorf("%w: %s holds no usable secret: %v", signature.ErrNoSecrets, k.secret.Name(), err)
+		err = fmt.Errorf("%w: %s holds no usable secret: %v", signature.ErrNoSecrets, k.secret.Name(), err)
+		k.secret.Forget(err)
+		return nil, err
 	}
 	k.raw, k.v = raw, v
 	return v, nil
