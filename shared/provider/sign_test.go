@@ -26,7 +26,7 @@ func TestSignIsVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, err := v.Verify([]byte(tc.body), h)
+			env, err := verify(v, []byte(tc.body), h)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +21,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 const (
@@ -172,11 +172,11 @@ type fixedKeys struct {
 	err error
 }
 
-func (k fixedKeys) Verify(_ context.Context, body []byte, headers map[string]string) (event.Envelope, error) {
+func (k fixedKeys) Verify(ctx context.Context, r provider.Request) (provider.Verified, error) {
 	if k.err != nil {
-		return event.Envelope{}, fmt.Errorf("%w: %v", signature.ErrNoSecrets, k.err)
+		return provider.Verified{}, fmt.Errorf("%w: %v", provider.ErrNoSecrets, k.err)
 	}
-	return k.v.Verify(body, headers)
+	return k.v.Verify(ctx, r)
 }
 
 func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer, secretErr error) *Handler {
@@ -191,11 +191,34 @@ func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *byt
 		return Provider{
 			Verifier: fixedKeys{v: v, err: secretErr},
 			Ingester: &ingest.Ingester{Store: st, Queue: q, Provider: name, Handled: func(t string) bool { return t != "ping" }, Now: func() time.Time { return now }},
+			Bodies:   &memBodies{},
 		}
 	}
-	h.cfg.Providers = map[string]Provider{
-		provider.GitHub:   build(provider.GitHub, "previous", githubSecret),
-		provider.Standard: build(provider.Standard, standardSecret),
-	}
+	h.cfg.Providers[provider.GitHub] = build(provider.GitHub, "previous", githubSecret)
+	h.cfg.Providers[provider.Standard] = build(provider.Standard, standardSecret)
 	return h
+}
+
+// memBodies is an in-memory Bodies.
+type memBodies struct {
+	mu     sync.Mutex
+	owners map[string]string
+	err    error
+}
+
+func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return "", b.err
+	}
+	if b.owners == nil {
+		b.owners = map[string]string{}
+	}
+	k := provider + "#" + key
+	if owner, ok := b.owners[k]; ok {
+		return owner, nil
+	}
+	b.owners[k] = id
+	return id, nil
 }

@@ -31,9 +31,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
@@ -432,7 +432,7 @@ func (m *meter) deliver(ctx context.Context, body []byte, timed bool) (int, erro
 	m.bodies = append(m.bodies, body)
 	req := httptest.NewRequest(m.route.Method, "https://webhooks.example"+m.route.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", signature.Sign(body, m.secret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, m.secret, time.Now()))
 	ev := gateway.Event(req, body, gateway.Route{Method: m.route.Method, Path: m.route.Path})
 	ictx, cancel := m.invocation(ctx, devstack.ReceiverID)
 	defer cancel()

@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -98,9 +100,9 @@ func (s *ssmStub) count() int {
 // While the secrets cannot be read, or the value holds no secret, each
 // request is answered 503 with the generic body (outcome
 // secrets_unavailable, logged and counted), never an invocation error
-// (which API Gateway turns into an opaque 500), and the next request reads
-// again: a parameter fixed in Parameter Store is picked up without a
-// redeploy.
+// (which API Gateway turns into an opaque 500), and a request after
+// secrets.FailureBackoff reads again: a parameter fixed in Parameter Store
+// is picked up without a redeploy.
 func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	stub := &ssmStub{status: http.StatusBadRequest}
 	srv := httptest.NewServer(stub)
@@ -123,7 +125,7 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	// A delivery signed with another secret: answered 400 once the
 	// receiver can verify signatures, without any other AWS call.
 	body := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
-	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": signature.Sign([]byte(body), "whsec_other", time.Now())}}
+	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": provider.SignStripe([]byte(body), "whsec_other", time.Now())}}
 
 	unavailable := func(what string) {
 		t.Helper()
@@ -148,8 +150,23 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		t.Errorf("secrets unreadable: logs %q, want the read's error", logs.String())
 	}
 	stub.set(" , ", 0)
-	unavailable("no secret in the value")
+	// Read again once the backoff has passed, and answered 503 until then.
+	readAgain := func(what string) {
+		t.Helper()
+		before := stub.count()
+		testenv.Eventually(t, 3*secrets.FailureBackoff, what, func() bool {
+			unavailable(what)
+			time.Sleep(100 * time.Millisecond)
+			return stub.count() > before
+		})
+	}
+	readAgain("no secret in the value")
 	stub.set("whsec_right", 0)
+	testenv.Eventually(t, 3*secrets.FailureBackoff, "the fixed secrets to be read", func() bool {
+		resp, err := h.Handle(context.Background(), req)
+		time.Sleep(100 * time.Millisecond)
+		return err == nil && resp.StatusCode == http.StatusBadRequest
+	})
 	for range 2 {
 		resp, err := h.Handle(context.Background(), req)
 		if err != nil || resp.StatusCode != http.StatusBadRequest {
