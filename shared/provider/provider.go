@@ -139,6 +139,11 @@ type Options struct {
 	// Livemode is the mode this deployment serves, for the providers whose
 	// events say which: an event of the other mode is ErrWrongMode.
 	Livemode bool
+	// Settings are one provider's own settings beyond its secrets, by the
+	// names its Spec.Settings lists (the URL a sender signs, a configurable
+	// sender's header name); the receiver reads each from the variable
+	// SettingVariable names.
+	Settings map[string]string
 	// Now is the clock; time.Now when nil.
 	Now func() time.Time
 }
@@ -160,6 +165,18 @@ type Spec struct {
 	// Sign returns the headers the provider sends with d, signed with
 	// secret: for inboxctl send and for tests, never for checking.
 	Sign func(secret string, d Delivery) (map[string]string, error)
+	// Settings names the settings New reads from Options.Settings, if
+	// any: what a provider needs beyond its secrets (the notification URL
+	// a sender signs with the body, the header a configurable sender
+	// signs in). None of today's providers has one.
+	Settings []string
+}
+
+// SettingVariable is the variable holding provider's setting:
+// <PROVIDER>_WEBHOOK_<SETTING> (SQUARE_WEBHOOK_URL for a provider square's
+// setting URL).
+func SettingVariable(provider, setting string) string {
+	return strings.ToUpper(provider) + "_WEBHOOK_" + strings.ToUpper(setting)
 }
 
 // All is the table of providers, in the order operators read them.

@@ -3,6 +3,7 @@ package receiverboot
 import (
 	"context"
 	"log/slog"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,7 +66,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		if !ok {
 			continue
 		}
-		k, err := provider.NewKeyring(name, s, opts)
+		k, err := provider.NewKeyring(name, s, settings(env, name, opts))
 		if err != nil {
 			return nil, err
 		}
@@ -90,4 +91,21 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		Budget:       budget,
 		Logger:       logger,
 	}), nil
+}
+
+// settings returns opts with the named provider's own settings
+// (provider.Spec.Settings), each read from its variable
+// (provider.SettingVariable); opts when it has none.
+func settings(env boot.Env, name string, opts provider.Options) provider.Options {
+	spec, err := provider.Lookup(name)
+	if err != nil || len(spec.Settings) == 0 {
+		return opts
+	}
+	opts.Settings = map[string]string{}
+	for _, s := range spec.Settings {
+		if v := strings.TrimSpace(env(provider.SettingVariable(name, s))); v != "" {
+			opts.Settings[s] = v
+		}
+	}
+	return opts
 }

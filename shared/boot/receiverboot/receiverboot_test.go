@@ -234,3 +234,20 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 		t.Errorf("plain variable in Lambda: got %v, want it refused", err)
 	}
 }
+
+// TestAProvidersSettingsAreReadFromItsVariables: a provider whose Spec
+// names settings gets each from <NAME>_WEBHOOK_<SETTING>; others get
+// none.
+func TestAProvidersSettingsAreReadFromItsVariables(t *testing.T) {
+	all := provider.All
+	t.Cleanup(func() { provider.All = all })
+	provider.All = append(append([]provider.Spec(nil), all...), provider.Spec{Name: "square", Settings: []string{"url", "header"}})
+	env := envMap(map[string]string{"SQUARE_WEBHOOK_URL": " https://hooks.example.com/webhooks/square ", "GITHUB_WEBHOOK_URL": "x"})
+	got := settings(env, "square", provider.Options{Tolerance: time.Minute})
+	if got.Tolerance != time.Minute || len(got.Settings) != 1 || got.Settings["url"] != "https://hooks.example.com/webhooks/square" {
+		t.Errorf("square: got %+v, want the url setting, trimmed, beside the options given", got)
+	}
+	if got := settings(env, provider.GitHub, provider.Options{}); got.Settings != nil {
+		t.Errorf("github: got settings %v, want none (its Spec names none)", got.Settings)
+	}
+}
