@@ -163,7 +163,7 @@ loadtest: venv
 # exceeded" when the time runs out mid-execution on a busy machine
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 100000x
-FUZZ_TARGETS := ./shared/event:FuzzDecodeEnvelope ./shared/signature:FuzzVerify ./shared/receiver:FuzzHandle
+FUZZ_TARGETS := ./shared/event:FuzzDecodeEnvelope ./shared/provider:FuzzVerify ./shared/receiver:FuzzHandle
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "== $$fn ($$pkg, $(FUZZTIME))"; \

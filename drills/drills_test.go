@@ -17,7 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
@@ -177,10 +177,10 @@ func TestDrill4QueueUnavailable(t *testing.T) {
 func TestDrill5InvalidSignature(t *testing.T) {
 	p := newPipeline(t, nil, nil)
 	body, env := build(t, "invoice.paid", stripefixture.Options{})
-	if s := p.deliverSigned(body, signature.Sign(body, "whsec_forged", time.Now())); s != 400 {
+	if s := p.deliverSigned(body, provider.SignStripe(body, "whsec_forged", time.Now())); s != 400 {
 		t.Fatalf("forged signature: got %d, want 400", s)
 	}
-	if s := p.deliverSigned(body, signature.Sign(body, "whsec_local_development_only", time.Now().Add(-time.Hour))); s != 400 {
+	if s := p.deliverSigned(body, provider.SignStripe(body, "whsec_local_development_only", time.Now().Add(-time.Hour))); s != 400 {
 		t.Fatalf("replayed old signature: got %d, want 400", s)
 	}
 	time.Sleep(time.Second)
@@ -351,7 +351,7 @@ func TestRandomKillsLoseNothing(t *testing.T) {
 		}
 		// The provider retries a delivery until it gets a 2xx.
 		for attempt := 0; ; attempt++ {
-			s, _ := p.tryDeliver(e.body, signature.Sign(e.body, devstack.DefaultWebhookSecret, time.Now()))
+			s, _ := p.tryDeliver(e.body, provider.SignStripe(e.body, devstack.DefaultWebhookSecret, time.Now()))
 			if s == 200 {
 				break
 			}

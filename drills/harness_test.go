@@ -21,7 +21,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
@@ -194,7 +194,7 @@ func newPipeline(t *testing.T, env map[string]string, params map[string]string, 
 
 // deliver POSTs body signed with the local stack's secret, as Stripe would.
 func (p *pipeline) deliver(body []byte) int {
-	return p.deliverSigned(body, signature.Sign(body, devstack.DefaultWebhookSecret, time.Now()))
+	return p.deliverSigned(body, provider.SignStripe(body, devstack.DefaultWebhookSecret, time.Now()))
 }
 
 func (p *pipeline) deliverSigned(body []byte, sig string) int {

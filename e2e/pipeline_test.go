@@ -17,7 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
@@ -30,7 +30,7 @@ func deliver(t *testing.T, url string, body []byte, secret string) (int, string)
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/webhooks/stripe", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("Stripe-Signature", signature.Sign(body, secret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, secret, time.Now()))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("POST: %v", err)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
@@ -57,16 +57,16 @@ func TestReplayedAndFarFutureDeliveriesAreRejected(t *testing.T) {
 		outcome outcome.Outcome
 	}{
 		{"a fresh t= in front of a captured header", func(body []byte, now time.Time) []string {
-			return []string{fmt.Sprintf("t=%d,", now.Unix()) + signature.Sign(body, secret, now.Add(-120*24*time.Hour))}
-		}, outcome.RejectedMalformedSignature},
+			return []string{fmt.Sprintf("t=%d,", now.Unix()) + provider.SignStripe(body, secret, now.Add(-120*24*time.Hour))}
+		}, outcome.RejectedReplay},
 		{"the header sent twice", func(body []byte, now time.Time) []string {
 			return []string{
 				fmt.Sprintf("t=%d,v1=%s", now.Unix(), strings.Repeat("0", 64)),
-				signature.Sign(body, secret, now.Add(-120*24*time.Hour)),
+				provider.SignStripe(body, secret, now.Add(-120*24*time.Hour)),
 			}
-		}, outcome.RejectedMalformedSignature},
+		}, outcome.RejectedReplay},
 		{"signed 2^40 s in the future", func(body []byte, now time.Time) []string {
-			return []string{signature.Sign(body, secret, time.Unix(now.Unix()+1<<40, 0))}
+			return []string{provider.SignStripe(body, secret, time.Unix(now.Unix()+1<<40, 0))}
 		}, outcome.RejectedFutureTimestamp},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,7 +25,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devconsole"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
@@ -387,7 +387,7 @@ func deliver(t *testing.T, url string, body []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, url+"/webhooks/stripe", bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("Stripe-Signature", signature.Sign(body, devstack.DefaultWebhookSecret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, devstack.DefaultWebhookSecret, time.Now()))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)

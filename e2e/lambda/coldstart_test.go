@@ -16,8 +16,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
@@ -106,7 +106,7 @@ func BenchmarkColdStart(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			return httpAPIEvent(b, body, signature.Sign(body, s.secret, time.Now()), false)
+			return httpAPIEvent(b, body, provider.SignStripe(body, s.secret, time.Now()), false)
 		case processorID:
 			// A pointer to an event with no record: one claim attempt, the
 			// processor's smallest complete answer.

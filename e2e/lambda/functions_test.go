@@ -28,8 +28,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
@@ -250,7 +250,7 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 	}
 
 	// The cold start and the first delivery.
-	status, out := fn.call(t, httpAPIEvent(t, body, signature.Sign(body, s.secret, time.Now()), false))
+	status, out := fn.call(t, httpAPIEvent(t, body, provider.SignStripe(body, s.secret, time.Now()), false))
 	var answer map[string]any
 	decodeAnswer(t, status, out, &answer)
 	want := map[string]any{
@@ -289,7 +289,7 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 	// treat as text: the same event, acknowledged again, and no new read
 	// of the secrets.
 	mark := s.rec.Len()
-	status, out = fn.call(t, httpAPIEvent(t, body, signature.Sign(body, s.secret, time.Now()), true))
+	status, out = fn.call(t, httpAPIEvent(t, body, provider.SignStripe(body, s.secret, time.Now()), true))
 	decodeAnswer(t, status, out, &answer)
 	if answer["statusCode"] != float64(200) {
 		t.Errorf("redelivery: got %s, want statusCode 200", out)
@@ -302,7 +302,7 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 
 	// A forged delivery: a 400 with a generic body, and no AWS call.
 	mark = s.rec.Len()
-	status, out = fn.call(t, httpAPIEvent(t, body, signature.Sign(body, "whsec_forged", time.Now()), false))
+	status, out = fn.call(t, httpAPIEvent(t, body, provider.SignStripe(body, "whsec_forged", time.Now()), false))
 	decodeAnswer(t, status, out, &answer)
 	if answer["statusCode"] != float64(400) || answer["body"] != `{"error":"invalid webhook request"}` {
 		t.Errorf("forged delivery: got %s, want statusCode 400 and the generic body", out)

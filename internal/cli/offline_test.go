@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
@@ -44,7 +44,7 @@ type verifyCase struct {
 func verifyCases(t *testing.T) []verifyCase {
 	b := string(body(t, "invoice.paid", stripefixture.Options{ID: "evt_verify", ObjectID: "in_verify", Customer: "cus_verify", Created: now.Unix()}))
 	secret := "whsec_golden"
-	sig := func(payload string, at time.Time) string { return signature.Sign([]byte(payload), secret, at) }
+	sig := func(payload string, at time.Time) string { return provider.SignStripe([]byte(payload), secret, at) }
 	captured := sig(b, now.Add(-120*24*time.Hour))
 	fresh := fmt.Sprintf("t=%d", now.Unix())
 	return []verifyCase{
@@ -61,7 +61,7 @@ func verifyCases(t *testing.T) []verifyCase {
 		{name: "verify_base64", body: base64.StdEncoding.EncodeToString([]byte(b)), envSecret: secret, header: sig(b, now), code: 1},
 		{name: "verify_rotation", body: b, fileSecret: "whsec_new\n" + secret + "\n", header: sig(b, now), args: []string{"--json"}, code: 0},
 		{name: "verify_secret_from_stdin", body: b, bodyFile: true, stdinSecret: secret + "\n", header: sig(b, now), code: 0},
-		{name: "verify_dev_secret", body: b, dev: true, envSecret: secret, header: signature.Sign([]byte(b), devstack.DefaultWebhookSecret, now), code: 0},
+		{name: "verify_dev_secret", body: b, dev: true, envSecret: secret, header: provider.SignStripe([]byte(b), devstack.DefaultWebhookSecret, now), code: 0},
 		{name: "verify_pasted_header_line", body: b, envSecret: secret, header: "Stripe-Signature: " + sig(b, now), code: 0},
 		{name: "verify_space_in_header", body: b, envSecret: secret, header: strings.Replace(sig(b, now), ",", ", ", 1), code: 1},
 		{name: "verify_replayed_fresh_t", body: b, envSecret: secret, header: fresh + "," + captured, code: 1},
@@ -156,15 +156,15 @@ func TestVerifyAgreesWithTheReceiver(t *testing.T) {
 			if err := json.Unmarshal([]byte(r.stdout), &j); err != nil {
 				t.Fatalf("verify --json: %v\n%s", err, r.stdout)
 			}
-			o := verifyOpts{tolerance: signature.DefaultTolerance, skew: signature.DefaultFutureSkew, ignoreAge: tc.ignoreAge}
-			v, err := signature.New(secrets, o.signatureOptions(func() time.Time { return now }))
+			o := verifyOpts{tolerance: provider.DefaultTolerance, skew: provider.DefaultFutureSkew, ignoreAge: tc.ignoreAge}
+			v, err := provider.New(provider.Stripe, secrets, o.signatureOptions(func() time.Time { return now }))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// The receiver gets the header's value; a pasted name is not
 			// part of it.
-			got := v.Verify([]byte(tc.body), headerValue(tc.header))
-			want := signature.Problem(j.Problem).Err()
+			_, got := v.Verify(context.Background(), provider.Request{Body: []byte(tc.body), Headers: map[string]string{"stripe-signature": headerValue(tc.header)}})
+			want := provider.Problem(j.Problem).Err()
 			if j.Valid != (got == nil) || !errors.Is(got, want) || (want == nil) != (got == nil) {
 				t.Errorf("verify says %s (valid=%v), the receiver's Verifier says %v", j.Problem, j.Valid, got)
 			}
@@ -187,13 +187,13 @@ func compact(t *testing.T, s string) string {
 func TestSendGolden(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
-	v, err := signature.New([]string{devstack.DefaultWebhookSecret}, signature.Options{Now: func() time.Time { return now }})
+	v, err := provider.New(provider.Stripe, []string{devstack.DefaultWebhookSecret}, provider.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if err := v.Verify(b, r.Header.Get("Stripe-Signature")); err != nil {
+		if _, err := v.Verify(r.Context(), provider.Request{Body: b, Headers: map[string]string{"stripe-signature": r.Header.Get("Stripe-Signature")}}); err != nil {
 			http.Error(w, `{"error":"bad signature"}`, 400)
 			return
 		}

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 )
@@ -30,10 +29,10 @@ var samples embed.FS
 
 // checkProvider refuses a --provider that names none.
 func checkProvider(name string) error {
-	if name == event.ProviderStripe || provider.Known(name) {
+	if provider.Known(name) {
 		return nil
 	}
-	return usagef("--provider %q: want stripe, %s", name, strings.Join(provider.Names, ", "))
+	return usagef("--provider %q: want %s", name, strings.Join(provider.Names, ", "))
 }
 
 // sampleTypes lists the types send has a sample of for provider.

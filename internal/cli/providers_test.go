@@ -36,7 +36,8 @@ func TestSendProvider(t *testing.T) {
 		for k := range r.Header {
 			h[strings.ToLower(k)] = r.Header.Get(k)
 		}
-		env, err := v.Verify(b, h)
+		out, err := v.Verify(r.Context(), provider.Request{Body: b, Headers: h})
+		env := out.Envelope
 		if err != nil {
 			http.Error(w, `{"error":"invalid webhook request"}`, 400)
 			return

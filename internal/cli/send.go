@@ -13,7 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
@@ -143,7 +143,7 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 	client := &http.Client{Timeout: 35 * time.Second}
 	failed := 0
 	for _, d := range deliveries {
-		status, body, err := post(ctx, client, url, d.body, signature.Sign(d.body, secret, a.now()))
+		status, body, err := post(ctx, client, url, d.body, provider.SignStripe(d.body, secret, a.now()))
 		if err != nil {
 			return fmt.Errorf("POST %s: %w\n(is the local stack running? start it with `make dev`, or pass --url)", url, err)
 		}

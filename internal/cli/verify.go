@@ -8,11 +8,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 )
 
 // VerifyJSON is the stable JSON shape of inboxctl verify --json. Problem is
-// one of the signature.Problem values ("none" when valid); MatchedSecret
+// one of the provider.Problem values ("none" when valid); MatchedSecret
 // counts from 1 (0: none matched).
 type VerifyJSON struct {
 	Valid         bool     `json:"valid"`
@@ -76,16 +76,16 @@ Exit code 0 when the delivery verifies, 1 when it does not.`,
 	o.secret.register(cmd)
 	f.StringVar(&o.header, "header", "", "the Stripe-Signature header, as received")
 	f.StringVar(&o.file, "file", "", "read the body from this file instead of stdin")
-	f.DurationVar(&o.tolerance, "tolerance", signature.DefaultTolerance, "how old a signature may be (the receiver's SIGNATURE_TOLERANCE)")
-	f.DurationVar(&o.skew, "future-skew", signature.DefaultFutureSkew, "how far ahead a timestamp may be (SIGNATURE_FUTURE_SKEW)")
+	f.DurationVar(&o.tolerance, "tolerance", provider.DefaultTolerance, "how old a signature may be (the receiver's SIGNATURE_TOLERANCE)")
+	f.DurationVar(&o.skew, "future-skew", provider.DefaultFutureSkew, "how far ahead a timestamp may be (SIGNATURE_FUTURE_SKEW)")
 	f.BoolVar(&o.ignoreAge, "ignore-age", false, "check the signature only, not the timestamp's age (for deliveries captured earlier)")
 	f.BoolVar(&o.asJSON, "json", false, "print the diagnosis as JSON (VerifyJSON in docs/cli.md)")
 	return cmd
 }
 
 // signatureOptions are the receiver's checks as verify's flags set them.
-func (o verifyOpts) signatureOptions(now func() time.Time) signature.Options {
-	opts := signature.Options{Tolerance: o.tolerance, FutureSkew: o.skew, Now: now}
+func (o verifyOpts) signatureOptions(now func() time.Time) provider.Options {
+	opts := provider.Options{Tolerance: o.tolerance, FutureSkew: o.skew, Now: now}
 	if o.ignoreAge {
 		// A century either way: the timestamp still has to parse.
 		opts.Tolerance, opts.FutureSkew = 100*365*24*time.Hour, 100*365*24*time.Hour
@@ -122,7 +122,7 @@ func (a *app) verify(o verifyOpts) error {
 	if len(body) > maxPayload {
 		return usagef("the body is larger than %d bytes: that is not a Stripe event", maxPayload)
 	}
-	d := signature.Diagnose(body, headerValue(o.header), secrets, o.signatureOptions(a.now))
+	d := provider.DiagnoseStripe(body, headerValue(o.header), secrets, o.signatureOptions(a.now))
 	var age int64 // in seconds, as the receiver counts: d.Age saturates
 	if !d.Timestamp.IsZero() {
 		age = a.now().Unix() - d.Timestamp.Unix()

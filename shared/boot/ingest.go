@@ -8,13 +8,21 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
 // NewIngester builds the ingest path shared by the receiver and the
 // reconciler.
 func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.Ingester {
+	return NewIngesterOn(c.Events(dynamodb.NewFromConfig(cfg)), cfg, c, handled)
+}
+
+// NewIngesterOn is NewIngester storing into events, for a function that
+// uses the events table for more than ingesting (the receiver's body
+// claims).
+func NewIngesterOn(events *store.Events, cfg aws.Config, c Common, handled func(string) bool) *ingest.Ingester {
 	return &ingest.Ingester{
-		Store:    c.Events(dynamodb.NewFromConfig(cfg)),
+		Store:    events,
 		Queue:    &queue.Queue{Client: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		Provider: event.ProviderStripe,
 		Handled:  handled,

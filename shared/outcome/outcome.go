@@ -35,6 +35,11 @@ const (
 	// RejectedFutureTimestamp: the signed timestamp is further ahead than
 	// the allowed skew (400).
 	RejectedFutureTimestamp Outcome = "rejected_future_timestamp"
+	// RejectedReplay: the delivery carries a signature made for another
+	// one: a body already accepted under another event id, from a provider
+	// whose signature does not cover the id (GitHub, Shopify), or a Stripe
+	// header with a second timestamp (400).
+	RejectedReplay Outcome = "rejected_replay"
 	// RejectedMalformed: the body is not valid base64, or not one JSON event
 	// object (400).
 	RejectedMalformed Outcome = "rejected_malformed"
@@ -120,7 +125,7 @@ const (
 var Receiver = []Outcome{
 	Stored, Requeued, Duplicate, Ignored,
 	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
-	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedMalformed,
+	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedReplay, RejectedMalformed,
 	RejectedMissingID, RejectedWrongMode, RejectedUnknownProvider, RejectedTooLarge,
 	PersistFailed, EnqueueFailed, Throttled, Timeout, SecretsUnavailable,
 }

@@ -1,17 +1,45 @@
-// Package provider verifies the webhook deliveries of the providers other
-// than Stripe (GitHub, Shopify, Standard Webhooks senders) and reads from
-// each the envelope the pipeline routes and stores: the event id, its type
-// and, where the provider gives them, its time and its object.
+// Package provider is the one vocabulary for verifying webhook deliveries,
+// whoever sends them: Stripe, GitHub, Shopify, Standard Webhooks senders.
+// It checks each delivery's signature over the raw body, exactly as
+// received, in constant time against every configured secret, and reads
+// from it the envelope the pipeline routes and stores: the event id, its
+// type and, where the provider gives them, its time, account and object.
 //
-// Stripe keeps its own package (shared/signature) and its own envelope
-// (event.DecodeEnvelope): its header parser, tolerance, future skew and
-// mode checks are Stripe's alone.
+// # One interface, one table
 //
-// Each provider is one file: a Verifier that checks the signature over the
-// raw body in constant time against every configured secret, then reads
-// the id and type. Adding a provider is adding a file like these, its name
-// to Names and New, and a test with the provider's own published values
-// (docs/providers.md). The Standard Webhooks signature is checked by the
-// specification's own Go library; GitHub's and Shopify's are one HMAC-SHA256
-// each, compared with hmac.Equal, for which no library is needed.
+// Every provider is a Verifier, and one row (Spec) of the table All: its
+// name, its Check (what can be refused before any secret is read), its
+// constructor and its signer (for inboxctl send and tests). The Keyring
+// is a Verifier too: it reads a provider's secrets from Parameter Store on
+// first use, refuses what Check refuses before reading anything, reads
+// again when a signature matches none of them (a rotation) and backs off
+// while they cannot be read. The errors are this package's sentinels (and
+// event.ErrMalformed, event.ErrMissingID for an envelope), and Outcome is
+// the one switch from them to the receiver's outcomes. Options (tolerance,
+// future skew, mode, clock) and their defaults are the same for every
+// provider.
+//
+// Each provider is one file: stripe.go, github.go, shopify.go,
+// standard.go. Stripe's parser of its header and DiagnoseStripe (inboxctl
+// verify) are in files of their own, and their names say Stripe.
+//
+// # What each signature covers
+//
+// A provider's verifier returns Verified.ReplayKey when its signature does
+// not cover the event's id (GitHub and Shopify sign the body only): the
+// receiver then accepts one event id per key, so a captured body sent
+// again under a fresh id is refused (ErrReplay), for as long as the
+// records are kept. Stripe and Standard Webhooks sign a timestamp with the
+// body (and Standard Webhooks the id): a replay is older than the
+// tolerance, or a duplicate of its id. docs/providers.md says, provider by
+// provider, which fields are signed and which the inbox trusts.
+//
+// # Libraries
+//
+// Stripe's signatures are compared by stripe-go (webhook.
+// ValidatePayloadIgnoringTolerance, after a strict parse of the header:
+// StripeHeader says why), the Standard Webhooks signature by the
+// specification's own Go library; GitHub's and Shopify's are one
+// HMAC-SHA256 each, compared with hmac.Equal, for which no library is
+// needed.
 package provider

@@ -1,8 +1,10 @@
 package provider
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,75 +12,224 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 )
 
-// Names of the providers served at /webhooks/{provider} beside Stripe's.
-const (
-	GitHub   = "github"
-	Shopify  = "shopify"
-	Standard = "standard"
-)
-
-// Names lists the providers of this package, in the order operators read
-// them.
-var Names = []string{GitHub, Shopify, Standard}
-
-// Verifier verifies one delivery against its raw body and its headers (as
-// API Gateway passes them: lower-cased names, though any case is found),
-// and returns its envelope.
+// Verifier verifies one delivery against its raw body and its headers and
+// returns what it says. It is the one interface every provider's check
+// implements, and so does the Keyring that reads a provider's secrets.
+// Its error wraps one of the package's sentinels, event.ErrMalformed or
+// event.ErrMissingID, and Outcome names the answer to each.
+// Implementations are safe for concurrent use.
 type Verifier interface {
-	Verify(body []byte, headers map[string]string) (event.Envelope, error)
+	Verify(ctx context.Context, r Request) (Verified, error)
 }
 
-// Errors of Verify besides event.ErrMalformed and event.ErrMissingID.
-// Callers answer every one with the same generic 400.
+// Request is one delivery as it arrived.
+type Request struct {
+	// Body is the raw body, byte for byte as the provider signed it
+	// (decoded when API Gateway passed it in base64).
+	Body []byte
+	// Headers are the request's headers as API Gateway passes them
+	// (lower-cased names; Header finds any case). API Gateway joins a
+	// repeated header's values with commas.
+	Headers map[string]string
+	// Host, Path and Query say where it was posted: API Gateway's domain
+	// name, the raw path and the raw query string (no "?"), for the
+	// providers that sign the URL (URL).
+	Host, Path, Query string
+}
+
+// Header returns the request's named header, whatever the case of its
+// name.
+func (r Request) Header(name string) string { return Header(r.Headers, name) }
+
+// URL is the URL the delivery was posted to, as the sender saw it:
+// https://Host Path ?Query.
+func (r Request) URL() string {
+	u := "https://" + r.Host + r.Path
+	if r.Query != "" {
+		u += "?" + r.Query
+	}
+	return u
+}
+
+// Verified is what a verified delivery says.
+type Verified struct {
+	// Envelope is the event the delivery carries: its id, type and,
+	// where the provider gives them, its time, account and object.
+	Envelope event.Envelope
+	// ReplayKey is set when the signature does not cover the event's id:
+	// the hex SHA-256 of what names the event among the signed parts
+	// (GitHub: the body; Shopify: the topic and the body). The receiver
+	// accepts one event id per key, for as long as the records are kept
+	// (docs/providers.md says what each provider's signature covers and
+	// why). Empty when the signature covers the id, or a signed
+	// timestamp bounds the delivery's age.
+	ReplayKey string
+}
+
+// Errors of Verify besides event.ErrMalformed and event.ErrMissingID. The
+// receiver answers each with the same generic 400 (ErrNoSecrets: 503), and
+// says which one in its log line and metric (Outcome).
 var (
 	ErrMissingSignature   = errors.New("provider: no signature header")
 	ErrMalformedSignature = errors.New("provider: malformed signature header")
 	ErrNoMatch            = errors.New("provider: no signature matches a configured secret")
 	ErrTooOld             = errors.New("provider: signed timestamp older than the tolerance")
 	ErrTooNew             = errors.New("provider: signed timestamp too far in the future")
+	// ErrReplay: the delivery carries a signature made for another one: a
+	// Stripe header with a second timestamp, or a body signed once and
+	// already accepted as another event (Verified.ReplayKey).
+	ErrReplay = errors.New("provider: the signature was made for another delivery")
+	// ErrWrongMode: a live event at a test deployment, or the reverse, for
+	// the providers whose events say which (Stripe's livemode).
+	ErrWrongMode = errors.New("provider: the event's mode is not this deployment's")
+	// ErrNoSecrets: the signing secrets cannot be had (their parameter
+	// cannot be read, or holds no secret). Nothing is wrong with the
+	// delivery: the receiver answers 503 (secrets_unavailable), so the
+	// provider retries it.
+	ErrNoSecrets = errors.New("provider: the signing secrets cannot be read")
 )
 
-// Defaults for Options, the receiver's (shared/signature's) own.
+// Outcome is the receiver's outcome for a delivery Verify refused with
+// err: the one switch from this vocabulary's errors to outcomes
+// (docs/outcomes.md). An error it does not know is a signature that did
+// not verify.
+func Outcome(err error) outcome.Outcome {
+	switch {
+	case errors.Is(err, ErrNoSecrets):
+		return outcome.SecretsUnavailable
+	case errors.Is(err, ErrMissingSignature):
+		return outcome.RejectedMissingSignature
+	// Before ErrMalformedSignature: a Stripe header with a second
+	// timestamp is both.
+	case errors.Is(err, ErrReplay):
+		return outcome.RejectedReplay
+	case errors.Is(err, ErrMalformedSignature):
+		return outcome.RejectedMalformedSignature
+	case errors.Is(err, ErrTooOld):
+		return outcome.RejectedStaleTimestamp
+	case errors.Is(err, ErrTooNew):
+		return outcome.RejectedFutureTimestamp
+	case errors.Is(err, ErrWrongMode):
+		return outcome.RejectedWrongMode
+	case errors.Is(err, event.ErrMissingID):
+		return outcome.RejectedMissingID
+	case errors.Is(err, event.ErrMalformed):
+		return outcome.RejectedMalformed
+	}
+	return outcome.RejectedSignature
+}
+
+// Defaults for Options.
 const (
 	DefaultTolerance  = 300 * time.Second
 	DefaultFutureSkew = 60 * time.Second
 )
 
-// Options tune the verifiers of providers that sign a timestamp (Standard
-// Webhooks). Zero values take the defaults.
+// Options tune every provider's verifier. Zero values take the defaults.
 type Options struct {
-	Tolerance  time.Duration
+	// Tolerance is how old a signed timestamp may be, in whole seconds,
+	// for the providers that sign one (Stripe, Standard Webhooks).
+	Tolerance time.Duration
+	// FutureSkew is how far ahead of the clock a signed timestamp may be,
+	// in whole seconds.
 	FutureSkew time.Duration
-	Now        func() time.Time
+	// Livemode is the mode this deployment serves, for the providers whose
+	// events say which: an event of the other mode is ErrWrongMode.
+	Livemode bool
+	// Settings are one provider's own settings beyond its secrets, by the
+	// names its Spec.Settings lists (the URL a sender signs, a configurable
+	// sender's header name); the receiver reads each from the variable
+	// SettingVariable names.
+	Settings map[string]string
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Spec is one provider: its row in the table (All).
+type Spec struct {
+	// Name is the provider's name: /webhooks/{provider}, the prefix of its
+	// records' keys, its variables' (GITHUB_WEBHOOK_SECRET, ...).
+	Name string
+	// Check reads r's signature without any secret and fails as Verify
+	// would when no secret can make it verify: no signature header, one
+	// that cannot be a signature. The Keyring calls it before it reads
+	// the secrets, so such requests cost no read of Parameter Store.
+	Check func(r Request) error
+	// New returns the provider's verifier for secrets (at least one, each
+	// trimmed and non-empty: the current one and, during a rotation, the
+	// previous one).
+	New func(secrets []string, opts Options) (Verifier, error)
+	// Sign returns the headers the provider sends with d, signed with
+	// secret: for inboxctl send and for tests, never for checking.
+	Sign func(secret string, d Delivery) (map[string]string, error)
+	// Settings names the settings New reads from Options.Settings, if
+	// any: what a provider needs beyond its secrets (the notification URL
+	// a sender signs with the body, the header a configurable sender
+	// signs in). None of today's providers has one.
+	Settings []string
+}
+
+// SettingVariable is the variable holding provider's setting:
+// <PROVIDER>_WEBHOOK_<SETTING> (SQUARE_WEBHOOK_URL for a provider square's
+// setting URL).
+func SettingVariable(provider, setting string) string {
+	return strings.ToUpper(provider) + "_WEBHOOK_" + strings.ToUpper(setting)
+}
+
+// All is the table of providers, in the order operators read them.
+// Adding a provider is one file holding its Spec and one row here.
+var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec}
+
+// Names lists the providers' names, in All's order.
+var Names = func() []string {
+	out := make([]string, len(All))
+	for i, s := range All {
+		out[i] = s.Name
+	}
+	return out
+}()
+
+// Lookup returns the named provider's Spec.
+func Lookup(name string) (Spec, error) {
+	for _, s := range All {
+		if s.Name == name {
+			return s, nil
+		}
+	}
+	return Spec{}, fmt.Errorf("provider: unknown provider %q (want one of %s)", name, strings.Join(Names, ", "))
+}
+
+// Known reports whether name is a provider's.
+func Known(name string) bool {
+	_, err := Lookup(name)
+	return err == nil
 }
 
 // New returns the verifier of the named provider for secrets (at least
-// one; the current one and, during a rotation, the previous one).
+// one; blank entries are dropped).
 func New(name string, secrets []string, opts Options) (Verifier, error) {
-	if len(secrets) == 0 {
+	spec, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	clean := cleanSecrets(secrets)
+	if len(clean) == 0 {
 		return nil, fmt.Errorf("provider %s: no signing secret", name)
 	}
-	switch name {
-	case GitHub:
-		return newGitHub(secrets), nil
-	case Shopify:
-		return newShopify(secrets), nil
-	case Standard:
-		return newStandard(secrets, opts)
-	}
-	return nil, fmt.Errorf("provider: unknown provider %q (want one of %s)", name, strings.Join(Names, ", "))
+	return spec.New(clean, opts)
 }
 
-// Known reports whether name is a provider of this package.
-func Known(name string) bool {
-	for _, n := range Names {
-		if n == name {
-			return true
+func cleanSecrets(secrets []string) []string {
+	var clean []string
+	for _, s := range secrets {
+		if s = strings.TrimSpace(s); s != "" {
+			clean = append(clean, s)
 		}
 	}
-	return false
+	return clean
 }
 
 // Header returns the named header, whatever the case of its name: API
@@ -93,6 +244,55 @@ func Header(headers map[string]string, name string) string {
 		}
 	}
 	return ""
+}
+
+// window is the accepted range of signed timestamps around the clock's
+// now.
+type window struct {
+	tolerance, skew int64 // seconds
+	now             func() time.Time
+}
+
+func (o Options) window() window {
+	w := window{tolerance: int64(o.Tolerance / time.Second), skew: int64(o.FutureSkew / time.Second), now: o.Now}
+	if o.Tolerance <= 0 {
+		w.tolerance = int64(DefaultTolerance / time.Second)
+	}
+	if o.FutureSkew <= 0 {
+		w.skew = int64(DefaultFutureSkew / time.Second)
+	}
+	if w.now == nil {
+		w.now = time.Now
+	}
+	return w
+}
+
+// check returns nil when ts (Unix seconds) is inside the window, else
+// ErrTooOld or ErrTooNew with the distance. Both sides are compared in
+// whole seconds, never as time.Duration values (which saturate about 292
+// years out, where a far-future timestamp once looked fresh): now is a
+// present-day Unix time and the bounds are at most a time.Duration in
+// seconds, so neither now-tolerance nor now+skew can overflow, whatever
+// ts is.
+func (w window) check(ts int64) error {
+	now := w.now().Unix()
+	switch {
+	case ts < now-w.tolerance:
+		return fmt.Errorf("%w: signed %s ago", ErrTooOld, seconds(now-ts))
+	case ts > now+w.skew:
+		return fmt.Errorf("%w: signed %s ahead", ErrTooNew, seconds(ts-now))
+	}
+	return nil
+}
+
+// seconds formats n seconds as a duration when one can hold it (about 292
+// years), else in seconds and years.
+func seconds(n int64) string {
+	if n >= 0 && n < int64(1<<63-1)/int64(time.Second) {
+		return (time.Duration(n) * time.Second).String()
+	}
+	const year = 31_557_600 // a Julian year, in seconds
+	return fmt.Sprintf("%ds (about %d years)", n, n/year)
 }
 
 // macs holds HMAC-SHA256 keys and tells whether a MAC matches any of them.
@@ -119,6 +319,19 @@ func (m macs) match(body, got []byte) bool {
 		}
 	}
 	return ok
+}
+
+// replayKey is the hex SHA-256 of parts, each but the last followed by a
+// newline (no provider's header value holds one).
+func replayKey(parts ...[]byte) string {
+	h := sha256.New()
+	for i, p := range parts {
+		h.Write(p)
+		if i < len(parts)-1 {
+			h.Write([]byte{'\n'})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // decodeObject reads body, one JSON object, as a T (a struct) with

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -15,9 +16,9 @@ import (
 
 // GitHub's documented example ("Validating webhook deliveries").
 const (
-	githubSecret    = "It's a Secret to Everybody"
-	githubBody      = "Hello, World!"
-	githubSignature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
+	githubSecret             = "It's a Secret to Everybody"
+	githubBody               = "Hello, World!"
+	githubPublishedSignature = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
 )
 
 // The Standard Webhooks library's own test vector.
@@ -33,7 +34,7 @@ const (
 // body is no JSON object, so a verified delivery goes on to be refused as
 // malformed: the signature passed, which is what the example tests.
 func TestGitHubPublishedExample(t *testing.T) {
-	headers := map[string]string{"x-hub-signature-256": githubSignature, "x-github-delivery": "d1", "x-github-event": "ping"}
+	headers := map[string]string{"x-hub-signature-256": githubPublishedSignature, "x-github-delivery": "d1", "x-github-event": "ping"}
 	for _, tc := range []struct {
 		name    string
 		secrets []string
@@ -48,7 +49,7 @@ func TestGitHubPublishedExample(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = v.Verify([]byte(githubBody), headers)
+			_, err = verify(v, []byte(githubBody), headers)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
@@ -88,7 +89,7 @@ func TestStandardPublishedVector(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = v.Verify([]byte(standardBody), tc.headers)
+			_, err = verify(v, []byte(standardBody), tc.headers)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
@@ -106,7 +107,7 @@ func TestStandardEnvelope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := v.Verify(body, map[string]string{"webhook-id": "msg_1", "webhook-timestamp": "1614265330", "webhook-signature": sig})
+	env, err := verify(v, body, map[string]string{"webhook-id": "msg_1", "webhook-timestamp": "1614265330", "webhook-signature": sig})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +155,7 @@ func TestShopify(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := v.Verify([]byte(body), base())
+	env, err := verify(v, []byte(body), base())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestShopify(t *testing.T) {
 
 	noEventID := base()
 	delete(noEventID, "x-shopify-event-id")
-	if env, err := v.Verify([]byte(body), noEventID); err != nil || env.ID != "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" {
+	if env, err := verify(v, []byte(body), noEventID); err != nil || env.ID != "b54557e4-bdd9-4b37-8a5f-bf7d70bcd043" {
 		t.Errorf("without X-Shopify-Event-Id: got id %q, %v; want the webhook id", env.ID, err)
 	}
 
@@ -192,7 +193,7 @@ func TestShopify(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := base()
 			tc.change(h)
-			_, err := v.Verify([]byte(tc.body), h)
+			_, err := verify(v, []byte(tc.body), h)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
@@ -220,7 +221,7 @@ func TestGitHub(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := v.Verify([]byte(body), base())
+	env, err := verify(v, []byte(body), base())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +231,7 @@ func TestGitHub(t *testing.T) {
 	push := `{"ref":"refs/heads/main"}`
 	h := base()
 	h["x-hub-signature-256"], h["x-github-event"] = githubSign(secret, push), "push"
-	if env, err := v.Verify([]byte(push), h); err != nil || env.Type != "push" {
+	if env, err := verify(v, []byte(push), h); err != nil || env.Type != "push" {
 		t.Errorf("push without action: got type %q, %v; want push", env.Type, err)
 	}
 	for _, tc := range []struct {
@@ -248,12 +249,19 @@ func TestGitHub(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := base()
 			tc.change(h)
-			_, err := v.Verify([]byte(body), h)
+			_, err := verify(v, []byte(body), h)
 			if !errors.Is(err, tc.want) {
 				t.Errorf("got %v, want %v", err, tc.want)
 			}
 		})
 	}
+}
+
+// verify verifies a delivery of body with headers and returns its
+// envelope.
+func verify(v Verifier, body []byte, headers map[string]string) (event.Envelope, error) {
+	out, err := v.Verify(context.Background(), Request{Body: body, Headers: headers})
+	return out.Envelope, err
 }
 
 func TestNew(t *testing.T) {
@@ -280,11 +288,10 @@ func TestDecodeObjectTakesOneObjectOnly(t *testing.T) {
 }
 
 // TestEveryProviderIsInTheTablesVocabulary: event.Providers (the console's
-// filter, the reconciler's stuck sweep) names Stripe and every provider
-// served here, so a record of any of them can be listed and swept.
+// filter, the reconciler's stuck sweep) names every provider of the table,
+// Stripe first, so a record of any of them can be listed and swept.
 func TestEveryProviderIsInTheTablesVocabulary(t *testing.T) {
-	want := append([]string{event.ProviderStripe}, Names...)
-	if !slices.Equal(event.Providers, want) {
-		t.Errorf("event.Providers = %v, want %v", event.Providers, want)
+	if !slices.Equal(event.Providers, Names) || Names[0] != event.ProviderStripe {
+		t.Errorf("event.Providers = %v, want the table's names %v, Stripe first", event.Providers, Names)
 	}
 }

@@ -1,6 +1,9 @@
 package provider
 
 import (
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,6 +13,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
+// Shopify is Shopify's webhooks (an app's subscriptions).
+const Shopify = "shopify"
+
 // Shopify's delivery headers.
 const (
 	headerShopifyHMAC        = "x-shopify-hmac-sha256"
@@ -18,14 +24,41 @@ const (
 	headerShopifyTopic       = "x-shopify-topic"
 	headerShopifyShopDomain  = "x-shopify-shop-domain"
 	headerShopifyTriggeredAt = "x-shopify-triggered-at"
+	headerShopifyAPIVersion  = "x-shopify-api-version"
 )
 
+var shopifySpec = Spec{Name: Shopify, Check: checkShopify, New: newShopify, Sign: signShopify}
+
 // shopify verifies Shopify's webhooks: X-Shopify-Hmac-Sha256 is the base64
-// HMAC-SHA256 of the raw body under the app's client secret. Shopify signs
-// no timestamp either: a replay is caught by the event id.
+// HMAC-SHA256 of the raw body under the app's client secret. Nothing else
+// is signed (not the event id, the topic, the shop or the time) and no
+// timestamp either. Shopify sends one order's body under two topics at
+// once (orders/create and orders/paid), so the topic and the body name the
+// event: Verified.ReplayKey is their hash. The topic is unsigned: whoever
+// captured a body can name it under another topic once (docs/providers.md).
 type shopify struct{ keys macs }
 
-func newShopify(secrets []string) *shopify { return &shopify{keys: newMACs(secrets)} }
+func newShopify(secrets []string, _ Options) (Verifier, error) {
+	return &shopify{keys: newMACs(secrets)}, nil
+}
+
+// shopifySignature reads X-Shopify-Hmac-Sha256: the MAC it carries.
+func shopifySignature(r Request) ([]byte, error) {
+	sig := r.Header(headerShopifyHMAC)
+	if sig == "" {
+		return nil, ErrMissingSignature
+	}
+	got, err := base64.StdEncoding.DecodeString(sig)
+	if err != nil || len(got) != sha256.Size {
+		return nil, fmt.Errorf("%w: not the base64 of 32 bytes", ErrMalformedSignature)
+	}
+	return got, nil
+}
+
+func checkShopify(r Request) error {
+	_, err := shopifySignature(r)
+	return err
+}
 
 // Verify checks the signature, then reads the id (X-Shopify-Event-Id, the
 // same across retries and subscriptions, else X-Shopify-Webhook-Id), the
@@ -34,41 +67,37 @@ func newShopify(secrets []string) *shopify { return &shopify{keys: newMACs(secre
 // (X-Shopify-Triggered-At, kept as its created time) and the object: the
 // payload's id, of the topic's resource ("orders/create" is about an
 // order).
-func (s *shopify) Verify(body []byte, headers map[string]string) (event.Envelope, error) {
-	sig := Header(headers, headerShopifyHMAC)
-	if sig == "" {
-		return event.Envelope{}, ErrMissingSignature
+func (s *shopify) Verify(_ context.Context, r Request) (Verified, error) {
+	got, err := shopifySignature(r)
+	if err != nil {
+		return Verified{}, err
 	}
-	got, err := base64.StdEncoding.DecodeString(sig)
-	if err != nil || len(got) != 32 {
-		return event.Envelope{}, fmt.Errorf("%w: not the base64 of 32 bytes", ErrMalformedSignature)
-	}
-	if !s.keys.match(body, got) {
-		return event.Envelope{}, ErrNoMatch
+	if !s.keys.match(r.Body, got) {
+		return Verified{}, ErrNoMatch
 	}
 	p, err := decodeObject[struct {
 		ID json.RawMessage `json:"id"`
-	}](body)
+	}](r.Body)
 	if err != nil {
-		return event.Envelope{}, err
+		return Verified{}, err
 	}
-	id := Header(headers, headerShopifyEventID)
+	id := r.Header(headerShopifyEventID)
 	if id == "" {
-		id = Header(headers, headerShopifyWebhookID)
+		id = r.Header(headerShopifyWebhookID)
 	}
-	topic := Header(headers, headerShopifyTopic)
+	topic := r.Header(headerShopifyTopic)
 	if id == "" || topic == "" {
-		return event.Envelope{}, event.ErrMissingID
+		return Verified{}, event.ErrMissingID
 	}
-	env := event.Envelope{ID: id, Type: topic, Account: Header(headers, headerShopifyShopDomain)}
-	if t, err := time.Parse(time.RFC3339Nano, Header(headers, headerShopifyTriggeredAt)); err == nil {
+	env := event.Envelope{ID: id, Type: topic, Account: r.Header(headerShopifyShopDomain)}
+	if t, err := time.Parse(time.RFC3339Nano, r.Header(headerShopifyTriggeredAt)); err == nil {
 		env.Created = t.Unix()
 	}
 	if oid := objectID(p.ID); oid != "" {
 		env.ObjectID = oid
 		env.ObjectType, _, _ = strings.Cut(topic, "/")
 	}
-	return env, nil
+	return Verified{Envelope: env, ReplayKey: replayKey([]byte(topic), r.Body)}, nil
 }
 
 // objectID renders a payload's id, a JSON number or string, as text; ""
@@ -83,4 +112,20 @@ func objectID(raw json.RawMessage) string {
 		return s
 	}
 	return ""
+}
+
+// signShopify signs d as Shopify does: d.Type is the topic, d.Shop the
+// shop's domain.
+func signShopify(secret string, d Delivery) (map[string]string, error) {
+	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(d.Body)
+	return map[string]string{
+		headerShopifyTopic:       d.Type,
+		headerShopifyEventID:     d.ID,
+		headerShopifyWebhookID:   d.ID,
+		headerShopifyShopDomain:  d.Shop,
+		headerShopifyTriggeredAt: d.Now.UTC().Format(time.RFC3339Nano),
+		headerShopifyAPIVersion:  "2025-10",
+		headerShopifyHMAC:        base64.StdEncoding.EncodeToString(m.Sum(nil)),
+	}, nil
 }

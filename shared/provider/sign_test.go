@@ -6,17 +6,21 @@ import (
 )
 
 // TestSignIsVerified: what Sign produces, each provider's verifier
-// accepts, and reads back the id and type it was given.
+// accepts, and reads back the id and type it was given; every row of the
+// table has a case.
 func TestSignIsVerified(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
+	covered := map[string]bool{}
 	for _, tc := range []struct {
 		name, secret, typ, body string
 	}{
+		{Stripe, "whsec_sign", "invoice.paid", `{"id":"id-1","object":"event","type":"invoice.paid","livemode":false}`},
 		{GitHub, "gh", "issues.opened", `{"action":"opened","issue":{"id":1}}`},
 		{GitHub, "gh", "push", `{"ref":"refs/heads/main"}`},
 		{Shopify, "shp", "orders/create", `{"id":450789469}`},
 		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
 	} {
+		covered[tc.name] = true
 		t.Run(tc.name+" "+tc.typ, func(t *testing.T) {
 			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: []byte(tc.body), Now: now})
 			if err != nil {
@@ -26,7 +30,7 @@ func TestSignIsVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, err := v.Verify([]byte(tc.body), h)
+			env, err := verify(v, []byte(tc.body), h)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -34,6 +38,11 @@ func TestSignIsVerified(t *testing.T) {
 				t.Errorf("got id %q type %q, want id-1 %q", env.ID, env.Type, tc.typ)
 			}
 		})
+	}
+	for _, name := range Names {
+		if !covered[name] {
+			t.Errorf("%s: no case: add a delivery its Sign makes", name)
+		}
 	}
 	if _, err := Sign(Standard, "not whsec", Delivery{}); err == nil {
 		t.Error("standard with a secret that is not whsec_: got no error")

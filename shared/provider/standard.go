@@ -1,41 +1,39 @@
 package provider
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
+// Standard is the Standard Webhooks senders (Svix-based senders among
+// them).
+const Standard = "standard"
+
+var standardSpec = Spec{Name: Standard, Check: checkStandard, New: newStandard, Sign: signStandard}
+
 // standard verifies Standard Webhooks deliveries with the specification's
 // own library: webhook-signature holds space-separated "v1,<base64>"
 // entries, each an HMAC-SHA256 of "id.timestamp.body" under the key a
-// whsec_ secret encodes. The library's own timestamp check is fixed at five
-// minutes either way on the wall clock; the receiver's tolerance and future
-// skew are checked here instead, after the signature, on an injectable
-// clock.
+// whsec_ secret encodes. The id and the timestamp are signed, so no
+// ReplayKey: a replay is its id's duplicate, or too old. The library's own
+// timestamp check is fixed at five minutes either way on the wall clock;
+// the receiver's tolerance and future skew are checked here instead, after
+// the signature, on an injectable clock.
 type standard struct {
-	hooks []*standardwebhooks.Webhook
-	opts  Options
+	hooks  []*standardwebhooks.Webhook
+	window window
 }
 
-func newStandard(secrets []string, opts Options) (*standard, error) {
-	s := &standard{opts: opts}
-	if s.opts.Tolerance <= 0 {
-		s.opts.Tolerance = DefaultTolerance
-	}
-	if s.opts.FutureSkew <= 0 {
-		s.opts.FutureSkew = DefaultFutureSkew
-	}
-	if s.opts.Now == nil {
-		s.opts.Now = time.Now
-	}
+func newStandard(secrets []string, opts Options) (Verifier, error) {
+	s := &standard{window: opts.window()}
 	for i, secret := range secrets {
 		if !strings.HasPrefix(secret, "whsec_") {
 			return nil, fmt.Errorf("provider standard: secret %d is not a whsec_ value", i+1)
@@ -50,22 +48,37 @@ func newStandard(secrets []string, opts Options) (*standard, error) {
 	return s, nil
 }
 
+// standardHeaders reads the three headers: the id, the signed timestamp
+// and the signatures.
+func standardHeaders(r Request) (id, ts, sig string, signedAt int64, err error) {
+	id = r.Header(standardwebhooks.HeaderWebhookID)
+	ts = r.Header(standardwebhooks.HeaderWebhookTimestamp)
+	sig = r.Header(standardwebhooks.HeaderWebhookSignature)
+	if sig == "" {
+		return "", "", "", 0, ErrMissingSignature
+	}
+	if id == "" {
+		return "", "", "", 0, event.ErrMissingID
+	}
+	signedAt, perr := strconv.ParseInt(ts, 10, 64)
+	if perr != nil {
+		return "", "", "", 0, fmt.Errorf("%w: webhook-timestamp is not Unix seconds", ErrMalformedSignature)
+	}
+	return id, ts, sig, signedAt, nil
+}
+
+func checkStandard(r Request) error {
+	_, _, _, _, err := standardHeaders(r)
+	return err
+}
+
 // Verify checks the signature under every secret, then the signed
 // timestamp against the window, then reads the type from the payload's
 // "type". The id is webhook-id, the created time webhook-timestamp.
-func (s *standard) Verify(body []byte, headers map[string]string) (event.Envelope, error) {
-	id := Header(headers, standardwebhooks.HeaderWebhookID)
-	ts := Header(headers, standardwebhooks.HeaderWebhookTimestamp)
-	sig := Header(headers, standardwebhooks.HeaderWebhookSignature)
-	if sig == "" {
-		return event.Envelope{}, ErrMissingSignature
-	}
-	if id == "" {
-		return event.Envelope{}, event.ErrMissingID
-	}
-	signedAt, err := strconv.ParseInt(ts, 10, 64)
+func (s *standard) Verify(_ context.Context, r Request) (Verified, error) {
+	id, ts, sig, signedAt, err := standardHeaders(r)
 	if err != nil {
-		return event.Envelope{}, fmt.Errorf("%w: webhook-timestamp is not Unix seconds", ErrMalformedSignature)
+		return Verified{}, err
 	}
 	h := http.Header{}
 	h.Set(standardwebhooks.HeaderWebhookID, id)
@@ -73,34 +86,48 @@ func (s *standard) Verify(body []byte, headers map[string]string) (event.Envelop
 	h.Set(standardwebhooks.HeaderWebhookSignature, sig)
 	matched := false
 	for _, wh := range s.hooks {
-		err := wh.VerifyIgnoringTimestamp(body, h)
+		err := wh.VerifyIgnoringTimestamp(r.Body, h)
 		switch {
 		case err == nil:
 			matched = true
 		case errors.Is(err, standardwebhooks.ErrInvalidHeaders):
-			return event.Envelope{}, fmt.Errorf("%w: %w", ErrMalformedSignature, err)
+			return Verified{}, fmt.Errorf("%w: %w", ErrMalformedSignature, err)
 		}
 	}
 	if !matched {
-		return event.Envelope{}, ErrNoMatch
+		return Verified{}, ErrNoMatch
 	}
-	now := s.opts.Now().Unix()
-	switch {
-	case signedAt < now-int64(s.opts.Tolerance/time.Second):
-		return event.Envelope{}, fmt.Errorf("%w: signed %ds ago", ErrTooOld, now-signedAt)
-	case signedAt > now+int64(s.opts.FutureSkew/time.Second):
-		return event.Envelope{}, fmt.Errorf("%w: signed %ds ahead", ErrTooNew, signedAt-now)
+	if err := s.window.check(signedAt); err != nil {
+		return Verified{}, err
 	}
 	p, err := decodeObject[struct {
 		Type string `json:"type"`
-	}](body)
+	}](r.Body)
 	if err != nil {
-		return event.Envelope{}, err
+		return Verified{}, err
 	}
 	if p.Type == "" {
-		return event.Envelope{}, event.ErrMissingID
+		return Verified{}, event.ErrMissingID
 	}
 	// The specification promises no order and names no object: created is
 	// the signed send time, which orders nothing across retries.
-	return event.Envelope{ID: id, Type: p.Type, Created: signedAt}, nil
+	return Verified{Envelope: event.Envelope{ID: id, Type: p.Type, Created: signedAt}}, nil
+}
+
+// signStandard signs d as a Standard Webhooks sender does, with the
+// specification's library.
+func signStandard(secret string, d Delivery) (map[string]string, error) {
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil || !strings.HasPrefix(secret, "whsec_") {
+		return nil, fmt.Errorf("provider standard: the secret is not a whsec_ value")
+	}
+	sig, err := wh.Sign(d.ID, d.Now, d.Body)
+	if err != nil {
+		return nil, fmt.Errorf("provider standard: sign: %w", err)
+	}
+	return map[string]string{
+		standardwebhooks.HeaderWebhookID:        d.ID,
+		standardwebhooks.HeaderWebhookTimestamp: strconv.FormatInt(d.Now.Unix(), 10),
+		standardwebhooks.HeaderWebhookSignature: sig,
+	}, nil
 }

@@ -13,8 +13,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -41,7 +41,7 @@ func BenchmarkReceiver(b *testing.B) {
 		b.Run(size.name+"/receiver", func(b *testing.B) {
 			h := benchHandler(b)
 			req := events.APIGatewayV2HTTPRequest{
-				Headers: map[string]string{"content-type": "application/json", "stripe-signature": signature.Sign(body, secret, now)},
+				Headers: map[string]string{"content-type": "application/json", "stripe-signature": provider.SignStripe(body, secret, now)},
 				Body:    string(body),
 			}
 			ctx := context.Background()
@@ -71,19 +71,21 @@ func BenchmarkReceiver(b *testing.B) {
 
 func benchHandler(tb testing.TB) *Handler {
 	tb.Helper()
-	v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
+	v, err := testKeyring(secret+",whsec_previous", provider.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return New(Config{
-		Verifier: v,
-		Ingester: &ingest.Ingester{
-			Store:    &store.Events{DB: cannedDynamoDB{}, Table: "events", Retention: 90 * 24 * time.Hour},
-			Queue:    &queue.Queue{Client: cannedSQS{}, URL: "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"},
-			Provider: event.ProviderStripe,
-		},
-		APIVersion: stripe.APIVersion,
-		Logger:     slog.New(slog.NewJSONHandler(io.Discard, nil)),
+		Providers: map[string]Provider{provider.Stripe: {
+			Verifier: v,
+			Ingester: &ingest.Ingester{
+				Store:    &store.Events{DB: cannedDynamoDB{}, Table: "events", Retention: 90 * 24 * time.Hour},
+				Queue:    &queue.Queue{Client: cannedSQS{}, URL: "https://sqs.us-east-1.amazonaws.com/123456789012/webhooks"},
+				Provider: event.ProviderStripe,
+			},
+			APIVersion: stripe.APIVersion,
+		}},
+		Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 }
 

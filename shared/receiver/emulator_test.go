@@ -31,16 +31,21 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
-const whsec = "whsec_emulator_test"
+// The signing secrets of the emulator tests' receivers.
+const (
+	whsec         = "whsec_emulator_test"
+	githubSecret  = "github emulator test secret"
+	shopifySecret = "shopify emulator test secret"
+)
 
 // rig is a receiver over freshly provisioned resources.
 type rig struct {
@@ -67,19 +72,33 @@ func newRig(t *testing.T) *rig {
 // it) and c, as receiverboot.New does.
 func (r *rig) handler(cfg aws.Config, c boot.Common, budget time.Duration) *receiver.Handler {
 	r.t.Helper()
+	events := c.Events(dynamodb.NewFromConfig(cfg))
+	served := map[string]receiver.Provider{}
+	for name, secret := range map[string]string{provider.Stripe: whsec, provider.GitHub: githubSecret, provider.Shopify: shopifySecret} {
+		k, err := provider.NewKeyring(name, secrets.Fixed("test secret", secret), provider.Options{})
+		if err != nil {
+			r.t.Fatal(err)
+		}
+		in := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(func(string) string { return "" }, nil))
+		p := receiver.Provider{Verifier: k, Ingester: in, Bodies: events}
+		if name == provider.Stripe {
+			p.APIVersion = stripe.APIVersion
+		} else {
+			in.Provider, in.Handled = name, nil
+		}
+		served[name] = p
+	}
 	return receiver.New(receiver.Config{
-		Verifier:   signature.NewKeyring(secrets.Fixed("test secret", whsec), signature.Options{}),
-		Ingester:   boot.NewIngester(cfg, c, boot.HandledTypes(func(string) string { return "" }, nil)),
-		APIVersion: stripe.APIVersion,
-		Budget:     budget,
-		Logger:     slogJSON(r.logs),
+		Providers: served,
+		Budget:    budget,
+		Logger:    slogJSON(r.logs),
 	})
 }
 
 func delivery(body []byte) events.APIGatewayV2HTTPRequest {
 	// As API Gateway passes it: lower-cased headers, base64 body.
 	return events.APIGatewayV2HTTPRequest{
-		Headers:         map[string]string{"content-type": "application/json; charset=utf-8", "stripe-signature": signature.Sign(body, whsec, time.Now())},
+		Headers:         map[string]string{"content-type": "application/json; charset=utf-8", "stripe-signature": provider.SignStripe(body, whsec, time.Now())},
 		Body:            base64.StdEncoding.EncodeToString(body),
 		IsBase64Encoded: true,
 	}

@@ -17,8 +17,8 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -93,14 +93,14 @@ func FuzzHandle(f *testing.F) {
 		signedAt := now.Add(time.Duration(skewSeconds) * time.Second)
 		switch sigMode {
 		case sigCurrent:
-			hdr = signature.Sign(body, secret, signedAt)
+			hdr = provider.SignStripe(body, secret, signedAt)
 		case sigPrevious:
-			hdr = signature.Sign(body, "whsec_previous", signedAt)
+			hdr = provider.SignStripe(body, "whsec_previous", signedAt)
 		case sigWrong:
-			hdr = signature.Sign(body, "whsec_not_ours", signedAt)
+			hdr = provider.SignStripe(body, "whsec_not_ours", signedAt)
 		case sigAround:
 			before, after, _ := strings.Cut(hdr, "|")
-			hdr = before + signature.Sign(body, secret, signedAt) + after
+			hdr = before + provider.SignStripe(body, secret, signedAt) + after
 		}
 		req := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": hdr}, Body: string(body)}
 		if b64 {
@@ -129,14 +129,16 @@ func FuzzHandle(f *testing.F) {
 		}
 
 		var logs bytes.Buffer
-		v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
+		v, err := testKeyring(secret+",whsec_previous", provider.Options{Now: func() time.Time { return now }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		handled := func(typ string) bool { return !strings.HasPrefix(typ, "charge.") }
 		h := New(Config{
-			Verifier:     v,
-			Ingester:     &ingest.Ingester{Store: evs, Queue: &queue.Queue{Client: sq, URL: "q"}, Provider: event.ProviderStripe, Handled: handled, Now: func() time.Time { return now }},
+			Providers: map[string]Provider{provider.Stripe: {
+				Verifier: v,
+				Ingester: &ingest.Ingester{Store: evs, Queue: &queue.Queue{Client: sq, URL: "q"}, Provider: event.ProviderStripe, Handled: handled, Now: func() time.Time { return now }},
+			}},
 			MaxBodyBytes: fuzzMaxBody,
 			Budget:       time.Second,
 			Logger:       slog.New(slog.NewJSONHandler(&logs, nil)),
@@ -164,7 +166,7 @@ func FuzzHandle(f *testing.F) {
 
 		// What the answer must be, step by step.
 		age := now.Sub(signedAt)
-		signedOK := (sigMode == sigCurrent || sigMode == sigPrevious || sigMode == sigAround) && age <= signature.DefaultTolerance && -age <= signature.DefaultFutureSkew
+		signedOK := (sigMode == sigCurrent || sigMode == sigPrevious || sigMode == sigAround) && age <= provider.DefaultTolerance && -age <= provider.DefaultFutureSkew
 		switch {
 		case len(body) > fuzzMaxBody:
 			want(t, resp.StatusCode, 413)

@@ -10,17 +10,18 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 const (
@@ -172,11 +173,11 @@ type fixedKeys struct {
 	err error
 }
 
-func (k fixedKeys) Verify(_ context.Context, body []byte, headers map[string]string) (event.Envelope, error) {
+func (k fixedKeys) Verify(ctx context.Context, r provider.Request) (provider.Verified, error) {
 	if k.err != nil {
-		return event.Envelope{}, fmt.Errorf("%w: %v", signature.ErrNoSecrets, k.err)
+		return provider.Verified{}, fmt.Errorf("%w: %v", provider.ErrNoSecrets, k.err)
 	}
-	return k.v.Verify(body, headers)
+	return k.v.Verify(ctx, r)
 }
 
 func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer, secretErr error) *Handler {
@@ -191,11 +192,101 @@ func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *byt
 		return Provider{
 			Verifier: fixedKeys{v: v, err: secretErr},
 			Ingester: &ingest.Ingester{Store: st, Queue: q, Provider: name, Handled: func(t string) bool { return t != "ping" }, Now: func() time.Time { return now }},
+			Bodies:   &memBodies{},
 		}
 	}
-	h.cfg.Providers = map[string]Provider{
-		provider.GitHub:   build(provider.GitHub, "previous", githubSecret),
-		provider.Standard: build(provider.Standard, standardSecret),
-	}
+	h.cfg.Providers[provider.GitHub] = build(provider.GitHub, "previous", githubSecret)
+	h.cfg.Providers[provider.Standard] = build(provider.Standard, standardSecret)
 	return h
+}
+
+// memBodies is an in-memory Bodies.
+type memBodies struct {
+	mu     sync.Mutex
+	owners map[string]string
+	err    error
+}
+
+func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.err != nil {
+		return "", b.err
+	}
+	if b.owners == nil {
+		b.owners = map[string]string{}
+	}
+	k := provider + "#" + key
+	if owner, ok := b.owners[k]; ok {
+		return owner, nil
+	}
+	b.owners[k] = id
+	return id, nil
+}
+
+// TestProviderBodyClaims: a provider whose signature does not cover the
+// event's id has its body claimed before anything is stored. A body that
+// is another event's is 400 rejected_replay, stores nothing, and its line
+// names that event; a claim that cannot be written is the provider's
+// retry (5xx), as a record that cannot be written is.
+func TestProviderBodyClaims(t *testing.T) {
+	issue := `{"action":"opened","issue":{"number":1}}`
+	for _, tc := range []struct {
+		name        string
+		owners      map[string]string // claims already there, by the issue's id
+		err         error
+		noBodies    bool
+		wantStatus  int
+		wantOutcome outcome.Outcome
+		wantStored  int
+		wantLog     map[string]any
+	}{
+		{name: "a new body", wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1},
+		{name: "the body of this very delivery id", owners: map[string]string{"d-1": "d-1"}, wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1},
+		{name: "the body of another delivery", owners: map[string]string{"d-1": "d-0"}, wantStatus: 400, wantOutcome: outcome.RejectedReplay,
+			wantLog: map[string]any{"replay_of": "d-0", "event_id": "d-1"}},
+		{name: "the claim fails", err: errors.New("connection refused"), wantStatus: 500, wantOutcome: outcome.PersistFailed,
+			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
+		{name: "the claim is throttled", err: &retry.MaxAttemptsError{Attempt: 3, Err: throttling()}, wantStatus: 503, wantOutcome: outcome.Throttled,
+			wantLog: map[string]any{"failed_at": "persist"}},
+		{name: "no store of bodies", noBodies: true, wantStatus: 500, wantOutcome: outcome.PersistFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := &ingesttest.Store{}
+			var logs bytes.Buffer
+			h := newProviderHandler(t, st, &ingesttest.Queue{}, &logs, nil)
+			p := h.cfg.Providers[provider.GitHub]
+			b := &memBodies{err: tc.err}
+			req := githubRequest(issue, githubSig(githubSecret, issue))
+			if tc.owners != nil {
+				// What GitHub's verifier names this body by.
+				v, err := p.Verifier.Verify(context.Background(), provider.Request{Body: []byte(issue), Headers: req.Headers})
+				if err != nil {
+					t.Fatal(err)
+				}
+				b.owners = map[string]string{provider.GitHub + "#" + v.ReplayKey: tc.owners["d-1"]}
+			}
+			p.Bodies = b
+			if tc.noBodies {
+				p.Bodies = nil
+			}
+			h.cfg.Providers[provider.GitHub] = p
+			resp, err := h.Handle(context.Background(), req)
+			if err != nil || resp.StatusCode != tc.wantStatus {
+				t.Fatalf("got %d, %v; want %d", resp.StatusCode, err, tc.wantStatus)
+			}
+			line := lastLine(t, &logs)
+			if line["outcome"] != string(tc.wantOutcome) {
+				t.Errorf("logged outcome: got %v, want %s", line["outcome"], tc.wantOutcome)
+			}
+			for k, want := range tc.wantLog {
+				if line[k] != want {
+					t.Errorf("log field %s: got %v, want %v", k, line[k], want)
+				}
+			}
+			if len(st.Created) != tc.wantStored {
+				t.Errorf("records created: got %d, want %d", len(st.Created), tc.wantStored)
+			}
+		})
+	}
 }

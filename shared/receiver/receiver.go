@@ -12,17 +12,25 @@
 //	200  stored and enqueued; a duplicate (by the stored record's status);
 //	     a type outside the allowlist, recorded as ignored
 //	400  missing, malformed or non-matching signature; stale or future
-//	     timestamp; malformed JSON or base64; no event id or type; wrong mode
+//	     timestamp; a replay (a body already accepted as another event, or
+//	     a Stripe header with a second timestamp); malformed JSON or
+//	     base64; no event id or type; wrong mode
 //	404  the path names no provider, or one with no secret configured
 //	413  body over the size limit
 //	500  the record could not be stored, or its pointer not enqueued
 //	503  DynamoDB or SQS throttled us; the signing secrets cannot be read
 //	504  the time budget (or the Lambda deadline) ran out
 //
-// Stripe's deliveries arrive at /webhooks/stripe; the other providers' at
-// /webhooks/{provider} (package provider verifies them), each with its own
-// ingester, so its records are keyed by its name and its allowlist is its
-// own. Stripe's checks (mode, API version) are Stripe's alone.
+// Every provider is served the same way: its deliveries arrive at
+// /webhooks/{provider} (Stripe's at /webhooks/stripe), are verified by its
+// provider.Verifier, and go into the pipeline through its own ingester,
+// so its records are keyed by its name and its allowlist is its own. What
+// differs between providers is package provider's: what each signs, its
+// envelope, Stripe's mode check. When a provider's signature does not
+// cover the event's id (provider.Verified.ReplayKey), the receiver first
+// claims the signed body for the event's id (Bodies): a body already
+// claimed by another id is a replay, answered 400 (rejected_replay) and
+// stored nowhere.
 //
 // Every 5xx makes the provider retry, and nothing was acknowledged. Each
 // request's log line names its outcome (package outcome; docs/outcomes.md
@@ -33,6 +41,7 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -44,7 +53,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 // Defaults for Config.
@@ -59,24 +67,12 @@ const (
 // the request still gets its 504 and its log line.
 const answerReserve = 500 * time.Millisecond
 
-// Verifier checks a delivery's signature header against its raw body;
-// *signature.Keyring implements it. An error wrapping
-// signature.ErrNoSecrets means it cannot check now (its secrets cannot be
-// read), which is answered 503; any other error is the delivery's fault.
-type Verifier interface {
-	Verify(ctx context.Context, payload []byte, header string) error
-}
-
 // Config configures a Handler.
 type Config struct {
-	Verifier Verifier
-	Ingester *ingest.Ingester
-	// Livemode is the mode this deployment serves; events of the other mode
-	// are rejected.
-	Livemode bool
-	// APIVersion is the provider API version the code is built for; events
-	// of another version are accepted and counted.
-	APIVersion   string
+	// Providers are the providers served, by name (the path's
+	// {provider}; /webhooks/stripe is Stripe's): only those with a secret
+	// configured. Any other name is answered 404.
+	Providers    map[string]Provider
 	MaxBodyBytes int
 	// Budget bounds all AWS calls of one request, retries included, well
 	// inside API Gateway's 30 s limit and the provider's own timeout. The
@@ -86,28 +82,35 @@ type Config struct {
 	Budget time.Duration
 	Logger *slog.Logger
 	Now    func() time.Time
-	// Providers are the providers served beside Stripe, by the name the
-	// path's {provider} gives: only those with a secret configured. Any
-	// other name is answered 404.
-	Providers map[string]Provider
 }
 
-// Provider is one provider served beside Stripe.
+// Provider is one provider served.
 type Provider struct {
-	// Verifier verifies a delivery against the provider's secrets, read
-	// on first use. An error wrapping signature.ErrNoSecrets means they
-	// cannot be had: the delivery is answered 503 (secrets_unavailable),
-	// and the provider retries it.
-	Verifier ProviderVerifier
+	// Verifier verifies a delivery against the provider's secrets
+	// (provider.Keyring: read on first use). An error wrapping
+	// provider.ErrNoSecrets means they cannot be had: the delivery is
+	// answered 503 (secrets_unavailable), and the provider retries it.
+	Verifier provider.Verifier
 	// Ingester stores the provider's events under its name, with its own
 	// allowlist.
 	Ingester *ingest.Ingester
+	// Bodies claims the signed bodies of deliveries whose signature does
+	// not cover the event's id (provider.Verified.ReplayKey); required for
+	// a provider whose verifier sets one. *store.Events implements it.
+	Bodies Bodies
+	// APIVersion is the provider API version the code is built for
+	// (Stripe's); events of another version are accepted and counted.
+	// Empty checks nothing.
+	APIVersion string
 }
 
-// ProviderVerifier verifies one provider's delivery (its raw body and its
-// headers) and returns its envelope.
-type ProviderVerifier interface {
-	Verify(ctx context.Context, body []byte, headers map[string]string) (event.Envelope, error)
+// Bodies remembers which event each signed body is. *store.Events
+// implements it.
+type Bodies interface {
+	// ClaimBody records that the body provider signed, named by key (a
+	// provider.Verified.ReplayKey), is event id's, unless it is another
+	// event's already, and returns the event it is.
+	ClaimBody(ctx context.Context, provider, key, id string, now time.Time) (owner string, err error)
 }
 
 // pathParameter is the route's path parameter naming the provider.
@@ -151,28 +154,32 @@ type result struct {
 	// stage is where a 5xx failed: throttling and timeouts have their own
 	// outcomes, and this still says which call it was.
 	stage string
-	// provider is the provider other than Stripe the request was for.
+	// provider is the provider the request was for, when the path names
+	// one.
 	provider string
+	// apiVersion is the event's API version when it is not the one the
+	// code is built for.
+	apiVersion string
+	// replayOf is the event a replayed body is.
+	replayOf string
 }
 
 // Handle answers one delivery.
 func (h *Handler) Handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) (events.APIGatewayV2HTTPResponse, error) {
 	start := h.cfg.Now()
-	var r result
-	if name := req.PathParameters[pathParameter]; name != "" && name != event.ProviderStripe {
-		r = h.handleProvider(ctx, req, name)
-	} else {
-		r = h.handle(ctx, req)
-	}
+	r := h.handle(ctx, req)
 	h.log(ctx, req, r, h.cfg.Now().Sub(start))
 	return answer(r.status), nil
 }
 
 var errUnknownProvider = errors.New("receiver: no such provider, or none of its secrets configured")
 
-// handleProvider answers a delivery of a provider other than Stripe, as
-// handle answers Stripe's.
-func (h *Handler) handleProvider(ctx context.Context, req events.APIGatewayV2HTTPRequest, name string) result {
+func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) result {
+	name := req.PathParameters[pathParameter]
+	if name == "" {
+		// /webhooks/stripe, Stripe's route since before there were others.
+		name = provider.Stripe
+	}
 	p, ok := h.cfg.Providers[name]
 	if !ok {
 		// The name comes from the path: logged only when it is one we know.
@@ -182,30 +189,16 @@ func (h *Handler) handleProvider(ctx context.Context, req events.APIGatewayV2HTT
 		}
 		return r
 	}
-	body, err := h.body(req)
-	if errors.Is(err, errTooLarge) {
-		return result{status: 413, outcome: outcome.RejectedTooLarge, err: err, provider: name}
-	}
-	if err != nil {
-		return result{status: 400, outcome: outcome.RejectedMalformed, err: err, provider: name}
-	}
-	// The budget covers every AWS call of the request, the read of the
-	// signing secrets included.
-	ctx, cancel := h.budget(ctx)
-	defer cancel()
-	env, err := p.Verifier.Verify(ctx, body, req.Headers)
-	if errors.Is(err, signature.ErrNoSecrets) {
-		return result{status: 503, outcome: outcome.SecretsUnavailable, err: err, stage: stageSecrets, provider: name}
-	}
-	if err != nil {
-		return result{status: 400, outcome: providerOutcome(err), err: err, provider: name}
-	}
-	r := h.ingest(ctx, p.Ingester, env, body)
+	r := h.deliver(ctx, req, p, name)
 	r.provider = name
+	if p.APIVersion != "" && r.env.APIVersion != "" && r.env.APIVersion != p.APIVersion {
+		r.apiVersion = r.env.APIVersion
+	}
 	return r
 }
 
-func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest) result {
+// deliver answers a delivery for provider p, named name.
+func (h *Handler) deliver(ctx context.Context, req events.APIGatewayV2HTTPRequest, p Provider, name string) result {
 	body, err := h.body(req)
 	if errors.Is(err, errTooLarge) {
 		return result{status: 413, outcome: outcome.RejectedTooLarge, err: err}
@@ -217,27 +210,47 @@ func (h *Handler) handle(ctx context.Context, req events.APIGatewayV2HTTPRequest
 	// signing secrets (on the first request, or after a refusal) included.
 	ctx, cancel := h.budget(ctx)
 	defer cancel()
-	if err := h.cfg.Verifier.Verify(ctx, body, provider.Header(req.Headers, "stripe-signature")); err != nil {
-		if errors.Is(err, signature.ErrNoSecrets) {
+	v, err := p.Verifier.Verify(ctx, provider.Request{
+		Body: body, Headers: req.Headers,
+		Host: req.RequestContext.DomainName, Path: req.RawPath, Query: req.RawQueryString,
+	})
+	if err != nil {
+		r := result{status: 400, outcome: provider.Outcome(err), env: v.Envelope, err: err}
+		if errors.Is(err, provider.ErrNoSecrets) {
 			// Nothing is wrong with the delivery: the provider retries a
 			// 503, and the 5xx alarm sees it.
-			return result{status: 503, outcome: outcome.SecretsUnavailable, err: err, stage: stageSecrets}
+			r.status, r.stage = 503, stageSecrets
 		}
-		return result{status: 400, outcome: signatureOutcome(err), err: err}
+		return r
 	}
-	env, err := event.DecodeEnvelope(body)
-	if err != nil {
-		o := outcome.RejectedMalformed
-		if errors.Is(err, event.ErrMissingID) {
-			o = outcome.RejectedMissingID
+	if v.ReplayKey != "" {
+		if r, replay := h.claim(ctx, p, name, v); replay {
+			return r
 		}
-		return result{status: 400, outcome: o, err: err}
 	}
-	if env.Livemode != h.cfg.Livemode {
-		return result{status: 400, outcome: outcome.RejectedWrongMode, env: env, err: errWrongMode}
-	}
-	return h.ingest(ctx, h.cfg.Ingester, env, body)
+	return h.ingest(ctx, p.Ingester, v.Envelope, body)
 }
+
+// claim claims v's signed body for its event (Provider.Bodies), and
+// reports whether that answers the request: a body that is another
+// event's already (a replay), or a claim that could not be written (the
+// answer is then a 5xx, and the provider retries).
+func (h *Handler) claim(ctx context.Context, p Provider, name string, v provider.Verified) (result, bool) {
+	if p.Bodies == nil {
+		return result{status: 500, outcome: outcome.PersistFailed, env: v.Envelope, stage: stagePersist, err: errNoBodies}, true
+	}
+	owner, err := p.Bodies.ClaimBody(ctx, name, v.ReplayKey, v.Envelope.ID, h.cfg.Now())
+	if err != nil {
+		return failed(ctx, result{status: 500, outcome: outcome.PersistFailed, env: v.Envelope, err: err, stage: stagePersist}), true
+	}
+	if owner != v.Envelope.ID {
+		err := fmt.Errorf("%w: its signed body is event %s's", provider.ErrReplay, owner)
+		return result{status: 400, outcome: outcome.RejectedReplay, env: v.Envelope, err: err, replayOf: owner}, true
+	}
+	return result{}, false
+}
+
+var errNoBodies = errors.New("receiver: the provider's signature does not cover its ids, and no store of bodies is configured")
 
 // ingest puts a verified event into the pipeline through in, and answers
 // for what happened. ctx carries the request's budget.
@@ -248,15 +261,21 @@ func (h *Handler) ingest(ctx context.Context, in *ingest.Ingester, env event.Env
 		if errors.Is(err, ingest.ErrEnqueue) {
 			r.outcome, r.stage = outcome.EnqueueFailed, stageEnqueue
 		}
-		switch {
-		case fault.Throttled(err):
-			r.status, r.outcome = 503, outcome.Throttled
-		case fault.Timeout(err) || ctx.Err() != nil:
-			r.status, r.outcome = 504, outcome.Timeout
-		}
-		return r
+		return failed(ctx, r)
 	}
 	return result{status: 200, outcome: res.Outcome, env: env, ing: res}
+}
+
+// failed is r, a failed AWS call's 500, as throttling (503) or a timeout
+// (504) when it was one.
+func failed(ctx context.Context, r result) result {
+	switch {
+	case fault.Throttled(r.err):
+		r.status, r.outcome = 503, outcome.Throttled
+	case fault.Timeout(r.err) || ctx.Err() != nil:
+		r.status, r.outcome = 504, outcome.Timeout
+	}
+	return r
 }
 
 // budget bounds the AWS calls of one request: Budget from now, or the
@@ -273,7 +292,6 @@ func (h *Handler) budget(ctx context.Context) (context.Context, context.CancelFu
 var (
 	errTooLarge  = errors.New("receiver: body over the size limit")
 	errBadBase64 = errors.New("receiver: body is not valid base64")
-	errWrongMode = errors.New("receiver: event livemode does not match this deployment's mode")
 )
 
 // body returns the raw bytes that were signed: the body as API Gateway
@@ -299,38 +317,6 @@ func (h *Handler) body(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
 		return nil, errTooLarge
 	}
 	return b, nil
-}
-
-func signatureOutcome(err error) outcome.Outcome {
-	switch {
-	case errors.Is(err, signature.ErrMissingHeader):
-		return outcome.RejectedMissingSignature
-	case errors.Is(err, signature.ErrMalformedHeader):
-		return outcome.RejectedMalformedSignature
-	case errors.Is(err, signature.ErrTooOld):
-		return outcome.RejectedStaleTimestamp
-	case errors.Is(err, signature.ErrTooNew):
-		return outcome.RejectedFutureTimestamp
-	}
-	return outcome.RejectedSignature
-}
-
-func providerOutcome(err error) outcome.Outcome {
-	switch {
-	case errors.Is(err, provider.ErrMissingSignature):
-		return outcome.RejectedMissingSignature
-	case errors.Is(err, provider.ErrMalformedSignature):
-		return outcome.RejectedMalformedSignature
-	case errors.Is(err, provider.ErrTooOld):
-		return outcome.RejectedStaleTimestamp
-	case errors.Is(err, provider.ErrTooNew):
-		return outcome.RejectedFutureTimestamp
-	case errors.Is(err, event.ErrMissingID):
-		return outcome.RejectedMissingID
-	case errors.Is(err, event.ErrMalformed):
-		return outcome.RejectedMalformed
-	}
-	return outcome.RejectedSignature
 }
 
 // Response bodies: generic on purpose.
@@ -366,11 +352,16 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 		slog.Int("status_code", r.status),
 		slog.Float64("latency_ms", float64(latency.Microseconds())/1000),
 	)
-	if r.provider != "" {
+	// Stripe's lines carry no provider: it is the default, and the field
+	// would lengthen the busiest line.
+	if r.provider != "" && r.provider != provider.Stripe {
 		attrs = append(attrs, slog.String("provider", r.provider))
 	}
 	if r.env.ID != "" {
 		attrs = append(attrs, slog.String("event_id", r.env.ID), slog.String("event_type", r.env.Type))
+	}
+	if r.replayOf != "" {
+		attrs = append(attrs, slog.String("replay_of", r.replayOf))
 	}
 	if r.err != nil {
 		msg := r.err.Error()
@@ -392,8 +383,8 @@ func (h *Handler) log(ctx context.Context, req events.APIGatewayV2HTTPRequest, r
 		attrs = append(attrs, slog.String("failed_at", r.stage))
 		ms = append(ms, metrics.C("enqueue_failures", 1))
 	}
-	if r.env.APIVersion != "" && h.cfg.APIVersion != "" && r.env.APIVersion != h.cfg.APIVersion {
-		attrs = append(attrs, slog.String("api_version", r.env.APIVersion))
+	if r.apiVersion != "" {
+		attrs = append(attrs, slog.String("api_version", r.apiVersion))
 		ms = append(ms, metrics.C("api_version_mismatch", 1))
 	}
 	// These metrics are their own log fields (value 1): a second field of

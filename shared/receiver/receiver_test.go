@@ -20,8 +20,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 )
 
 const secret = "whsec_test_secret"
@@ -71,7 +71,7 @@ func throttling() error {
 
 func TestAnswers(t *testing.T) {
 	good := payload("evt_1", "customer.subscription.created", false)
-	sign := func(b []byte) string { return signature.Sign(b, secret, now) }
+	sign := func(b []byte) string { return provider.SignStripe(b, secret, now) }
 	base64Req := request(nil, sign(good))
 	base64Req.Body = base64.StdEncoding.EncodeToString(good)
 	base64Req.IsBase64Encoded = true
@@ -80,7 +80,7 @@ func TestAnswers(t *testing.T) {
 	}
 	conflicting := existing(event.StatusProcessed)
 	conflicting.PayloadHash = ingest.Hash([]byte("another payload"))
-	captured := signature.Sign(good, secret, now.Add(-120*24*time.Hour))
+	captured := provider.SignStripe(good, secret, now.Add(-120*24*time.Hour))
 	fresh := fmt.Sprintf("t=%d", now.Unix())
 	capitalized := request(good, "")
 	capitalized.Headers["Stripe-Signature"] = sign(good)
@@ -93,7 +93,7 @@ func TestAnswers(t *testing.T) {
 		queueErr    error
 		store       ingest.Store
 		queue       ingest.Queue
-		verifier    Verifier
+		verifier    provider.Verifier
 		wantStatus  int
 		wantOutcome outcome.Outcome
 		wantStored  int
@@ -117,15 +117,16 @@ func TestAnswers(t *testing.T) {
 		{name: "missing signature header", req: request(good, ""), wantStatus: 400, wantOutcome: outcome.RejectedMissingSignature},
 		{name: "malformed signature header", req: request(good, "garbage"), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
 		{name: "signature header without a timestamp", req: request(good, "v1="+strings.Repeat("ab", 32)), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "no matching signature", req: request(good, signature.Sign(good, "whsec_wrong", now)), wantStatus: 400, wantOutcome: outcome.RejectedSignature},
+		{name: "no matching signature", req: request(good, provider.SignStripe(good, "whsec_wrong", now)), wantStatus: 400, wantOutcome: outcome.RejectedSignature},
 		{name: "body altered after signing", req: request(append(bytes.Clone(good), ' '), sign(good)), wantStatus: 400, wantOutcome: outcome.RejectedSignature},
-		{name: "stale timestamp", req: request(good, signature.Sign(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedStaleTimestamp},
-		{name: "future timestamp", req: request(good, signature.Sign(good, secret, now.Add(10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
-		// A delivery signed 120 days ago, replayed with a second, fresh t=.
-		{name: "replay: a fresh t= in front of a captured header", req: request(good, fresh+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "replay: a fresh t= behind a captured header", req: request(good, captured+","+fresh), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "replay: the header sent twice, joined with a comma", req: request(good, fresh+",v1="+strings.Repeat("0", 64)+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "far-future timestamp (2^40 s ahead)", req: request(good, signature.Sign(good, secret, time.Unix(now.Unix()+1<<40, 0))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
+		{name: "stale timestamp", req: request(good, provider.SignStripe(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedStaleTimestamp},
+		{name: "future timestamp", req: request(good, provider.SignStripe(good, secret, now.Add(10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
+		// A delivery signed 120 days ago, replayed with a second, fresh t=:
+		// a replay, whatever else the header says.
+		{name: "replay: a fresh t= in front of a captured header", req: request(good, fresh+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
+		{name: "replay: a fresh t= behind a captured header", req: request(good, captured+","+fresh), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
+		{name: "replay: the header sent twice, joined with a comma", req: request(good, fresh+",v1="+strings.Repeat("0", 64)+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
+		{name: "far-future timestamp (2^40 s ahead)", req: request(good, provider.SignStripe(good, secret, time.Unix(now.Unix()+1<<40, 0))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
 		{name: "malformed JSON", req: request([]byte(`{"id":`), sign([]byte(`{"id":`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
 		{name: "bad base64", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true}, wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
 		{name: "missing event id", req: request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))), wantStatus: 400, wantOutcome: outcome.RejectedMissingID},
@@ -176,7 +177,9 @@ func TestAnswers(t *testing.T) {
 			var logs bytes.Buffer
 			h := newHandler(t, s, q, &logs)
 			if tc.verifier != nil {
-				h.cfg.Verifier = tc.verifier
+				p := h.cfg.Providers[provider.Stripe]
+				p.Verifier = tc.verifier
+				h.cfg.Providers[provider.Stripe] = p
 			}
 			resp, err := h.Handle(context.Background(), tc.req)
 			if err != nil {
@@ -223,14 +226,16 @@ func TestAnswers(t *testing.T) {
 
 func newHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffer) *Handler {
 	t.Helper()
-	v, err := testKeyring(secret+",whsec_previous", signature.Options{Now: func() time.Time { return now }})
+	v, err := testKeyring(secret+",whsec_previous", provider.Options{Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return New(Config{
-		Verifier:     v,
-		Ingester:     &ingest.Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return !strings.HasPrefix(t, "charge.") }, Now: func() time.Time { return now }},
-		APIVersion:   "2025-02-24.acacia",
+		Providers: map[string]Provider{provider.Stripe: {
+			Verifier:   v,
+			Ingester:   &ingest.Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return !strings.HasPrefix(t, "charge.") }, Now: func() time.Time { return now }},
+			APIVersion: "2025-02-24.acacia",
+		}},
 		MaxBodyBytes: 1024,
 		Budget:       50 * time.Millisecond,
 		Logger:       slog.New(slog.NewJSONHandler(logs, nil)),
@@ -328,7 +333,7 @@ func TestAPIVersionMismatchIsAcceptedAndCounted(t *testing.T) {
 	var logs bytes.Buffer
 	st := &ingesttest.Store{}
 	h := newHandler(t, st, &ingesttest.Queue{}, &logs)
-	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, secret, now)))
+	resp, _ := h.Handle(context.Background(), request(body, provider.SignStripe(body, secret, now)))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status: got %d, want 200 (another API version must never be rejected)", resp.StatusCode)
 	}
@@ -344,7 +349,7 @@ func TestAPIVersionMismatchIsAcceptedAndCounted(t *testing.T) {
 func TestPreviousSecretIsAccepted(t *testing.T) {
 	body := payload("evt_rot", "invoice.paid", false)
 	h := newHandler(t, &ingesttest.Store{}, &ingesttest.Queue{}, &bytes.Buffer{})
-	resp, _ := h.Handle(context.Background(), request(body, signature.Sign(body, "whsec_previous", now)))
+	resp, _ := h.Handle(context.Background(), request(body, provider.SignStripe(body, "whsec_previous", now)))
 	if resp.StatusCode != 200 {
 		t.Fatalf("status: got %d, want 200", resp.StatusCode)
 	}
@@ -370,7 +375,7 @@ func TestLambdaDeadlineIsHonoured(t *testing.T) {
 			h.cfg.Budget = time.Hour
 			invocation, cancel := context.WithTimeout(context.Background(), answerReserve+200*time.Millisecond)
 			defer cancel()
-			resp, err := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+			resp, err := h.Handle(invocation, request(body, provider.SignStripe(body, secret, now)))
 			if invocation.Err() != nil {
 				t.Fatal("Handle returned after the invocation's deadline: Lambda would have killed it without an answer")
 			}
@@ -392,17 +397,20 @@ func TestDeadlineAlreadyTooClose(t *testing.T) {
 	h := newHandler(t, blockingStore{}, &ingesttest.Queue{}, &logs)
 	invocation, cancel := context.WithTimeout(context.Background(), answerReserve/2)
 	defer cancel()
-	resp, _ := h.Handle(invocation, request(body, signature.Sign(body, secret, now)))
+	resp, _ := h.Handle(invocation, request(body, provider.SignStripe(body, secret, now)))
 	if invocation.Err() != nil || resp.StatusCode != 504 {
 		t.Fatalf("got %d (invocation expired: %v), want 504 before the deadline", resp.StatusCode, invocation.Err() != nil)
 	}
 }
 
-// testKeyring is a Keyring of secrets in hand (comma-separated), checked
-// as the receiver's wiring checks a local variable.
-func testKeyring(list string, opts signature.Options) (*signature.Keyring, error) {
-	k := signature.NewKeyring(secrets.Fixed("test secrets", list), opts)
-	return k, k.Check(context.Background())
+// testKeyring is a Keyring of Stripe's secrets in hand (comma-separated),
+// checked as the receiver's wiring checks a local variable.
+func testKeyring(list string, opts provider.Options) (*provider.Keyring, error) {
+	k, err := provider.NewKeyring(provider.Stripe, secrets.Fixed("test secrets", list), opts)
+	if err != nil {
+		return nil, err
+	}
+	return k, k.Load(context.Background())
 }
 
 // paramStore is Parameter Store answering every read with value, or
@@ -416,12 +424,21 @@ func (p paramStore) GetParameter(context.Context, string) (secrets.Parameter, er
 	return secrets.Parameter{Name: "/p", Type: "SecureString", Value: p.value}, nil
 }
 
-// unreadable is a Keyring whose parameter cannot be read (code).
-func unreadable(code string) *signature.Keyring {
-	return signature.NewKeyring(secrets.FromParameter(func() secrets.SSM { return paramStore{code: code} }, "/webhook-inbox/dev/stripe/webhook-secrets"), signature.Options{Now: func() time.Time { return now }})
+// unreadable is a Keyring of Stripe's secrets whose parameter cannot be
+// read (code).
+func unreadable(code string) *provider.Keyring {
+	return paramKeyring(paramStore{code: code})
 }
 
-// holding is a Keyring whose parameter holds value.
-func holding(value string) *signature.Keyring {
-	return signature.NewKeyring(secrets.FromParameter(func() secrets.SSM { return paramStore{value: value} }, "/webhook-inbox/dev/stripe/webhook-secrets"), signature.Options{Now: func() time.Time { return now }})
+// holding is a Keyring of Stripe's secrets whose parameter holds value.
+func holding(value string) *provider.Keyring {
+	return paramKeyring(paramStore{value: value})
+}
+
+func paramKeyring(ps paramStore) *provider.Keyring {
+	k, err := provider.NewKeyring(provider.Stripe, secrets.FromParameter(func() secrets.SSM { return ps }, "/webhook-inbox/dev/stripe/webhook-secrets"), provider.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		panic(err) // Stripe is in the table
+	}
+	return k
 }

@@ -3,6 +3,7 @@ package secrets
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -13,11 +14,21 @@ import (
 // of forged deliveries or refused calls costs one read per interval.
 const RefreshInterval = time.Minute
 
+// FailureBackoff is the least time between two reads of a secret while it
+// cannot be had: after a read that failed (a missing parameter, access
+// denied, Parameter Store down) or returned a value its user could not
+// use (Forget), Value returns that failure, without reading, until this
+// long after that read began. However many requests need it meanwhile, a
+// secret that cannot be read costs at most one read per FailureBackoff,
+// and a parameter fixed in Parameter Store is picked up within it.
+const FailureBackoff = 5 * time.Second
+
 // Secret is a secret read on first use and kept for the life of the
 // process, unless it is refused (Refresh). It is safe for concurrent use:
 // callers that ask while a read is in flight wait for that read and share
 // its answer, so a batch of events that all need the secret costs one
-// read. A failed read is not kept: the next caller reads again.
+// read. A failed read is remembered for FailureBackoff, then the next
+// caller reads again.
 type Secret struct {
 	name   string
 	read   func(context.Context) (string, error)
@@ -30,6 +41,11 @@ type Secret struct {
 	// waits RefreshInterval from it.
 	readAt time.Time
 	flight *flight
+	// failed is, while no value is kept, why the last read (started at
+	// failedAt) gave none: Value returns it until FailureBackoff has
+	// passed.
+	failed   error
+	failedAt time.Time
 }
 
 type flight struct {
@@ -76,13 +92,22 @@ func (s *Secret) Name() string { return s.name }
 func (s *Secret) InHand() bool { return s.inHand }
 
 // Value returns the secret, reading it on the first call. Its error names
-// the parameter, never a value; ctx bounds this caller's wait only.
+// the parameter, never a value; ctx bounds this caller's wait only. While
+// the secret cannot be had, Value reads it at most once per
+// FailureBackoff, and returns the last failure meanwhile.
 func (s *Secret) Value(ctx context.Context) (string, error) {
 	s.mu.Lock()
 	if s.value != "" {
 		v := s.value
 		s.mu.Unlock()
 		return v, nil
+	}
+	if s.failed != nil && s.flight == nil && !s.inHand {
+		if again := s.failedAt.Add(FailureBackoff); s.now().Before(again) {
+			err := s.failed
+			s.mu.Unlock()
+			return "", fmt.Errorf("%w (not read again before %s)", err, again.UTC().Format(time.RFC3339))
+		}
 	}
 	return s.readLocked(ctx)
 }
@@ -144,8 +169,11 @@ func (s *Secret) readLocked(ctx context.Context) (string, error) {
 	s.mu.Unlock()
 	f.value, f.err = s.read(ctx)
 	s.mu.Lock()
-	if f.err == nil {
-		s.value = f.value
+	switch {
+	case f.err == nil:
+		s.value, s.failed = f.value, nil
+	case s.value == "":
+		s.failed, s.failedAt = f.err, s.readAt
 	}
 	s.flight = nil
 	s.mu.Unlock()
@@ -153,11 +181,14 @@ func (s *Secret) readLocked(ctx context.Context) (string, error) {
 	return f.value, f.err
 }
 
-// Forget drops the value kept, so that the next Value reads the secret
-// again: for a value found unusable (a signing secret list with no
-// secret), which an operator fixes in Parameter Store without a redeploy.
-func (s *Secret) Forget() {
+// Forget drops the value kept, found unusable for reason (a signing
+// secret list with no secret), so that Value reads the secret again, which
+// an operator fixes in Parameter Store without a redeploy: no sooner than
+// FailureBackoff after the read that gave the value, and until then
+// Value returns reason.
+func (s *Secret) Forget(reason error) {
 	s.mu.Lock()
 	s.value = ""
+	s.failed, s.failedAt = reason, s.readAt
 	s.mu.Unlock()
 }

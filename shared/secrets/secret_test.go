@@ -48,16 +48,19 @@ func TestSecretIsReadOnFirstUseAndKept(t *testing.T) {
 }
 
 // TestSecretReadsAgainAfterAFailure: a failed read is the error of the
-// caller that needed the secret, and the next caller reads again, so a
-// secret stored after the function started is picked up without a
-// redeploy.
+// caller that needed the secret, and a caller after FailureBackoff reads
+// again, so a secret stored after the function started is picked up
+// without a redeploy.
 func TestSecretReadsAgainAfterAFailure(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{err: errors.New("AccessDeniedException")}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	s := FromParameter(func() SSM { return c }, "/p")
+	s.SetClock(clk.now)
 	if _, err := s.Value(context.Background()); err == nil || !strings.Contains(err.Error(), "/p") {
 		t.Fatalf("got %v, want the read's error naming the parameter", err)
 	}
 	c.err, c.value = nil, "whsec_now"
+	clk.add(FailureBackoff)
 	if v, err := s.Value(context.Background()); err != nil || v != "whsec_now" {
 		t.Fatalf("after the parameter was fixed: got %q, %v", v, err)
 	}
@@ -129,9 +132,15 @@ func TestFixed(t *testing.T) {
 	}
 }
 
+// TestForgetReadsAgain: a value found unusable is read again, so a
+// parameter fixed in Parameter Store is picked up without a redeploy, but
+// not before FailureBackoff has passed since the read that gave it; until
+// then Value returns the reason it was forgotten.
 func TestForgetReadsAgain(t *testing.T) {
 	c := &countingSSM{fakeSSM: fakeSSM{value: " , "}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
 	s := FromParameter(func() SSM { return c }, "/p")
+	s.SetClock(clk.now)
 	if v, _ := s.Value(context.Background()); v != " , " {
 		t.Fatalf("got %q", v)
 	}
@@ -139,9 +148,42 @@ func TestForgetReadsAgain(t *testing.T) {
 	if v, _ := s.Value(context.Background()); v != " , " || c.reads.Load() != 1 {
 		t.Fatalf("kept value: got %q after %d reads", v, c.reads.Load())
 	}
-	s.Forget()
+	s.Forget(errors.New("/p holds no usable secret"))
+	clk.add(FailureBackoff - time.Second)
+	if v, err := s.Value(context.Background()); v != "" || err == nil || !strings.Contains(err.Error(), "no usable secret") || c.reads.Load() != 1 {
+		t.Errorf("within the backoff after Forget: got %q, %v after %d reads; want the reason, no read", v, err, c.reads.Load())
+	}
+	clk.add(time.Second)
 	if v, err := s.Value(context.Background()); v != "whsec_fixed" || err != nil || c.reads.Load() != 2 {
-		t.Errorf("after Forget: got %q, %v after %d reads; want the new value, read again", v, err, c.reads.Load())
+		t.Errorf("after Forget and the backoff: got %q, %v after %d reads; want the new value, read again", v, err, c.reads.Load())
+	}
+}
+
+// TestAFailedReadIsRememberedForTheBackoff: while the parameter cannot be
+// read, any number of callers cost one read per FailureBackoff, and get
+// the read's error meanwhile.
+func TestAFailedReadIsRememberedForTheBackoff(t *testing.T) {
+	c := &countingSSM{fakeSSM: fakeSSM{err: errors.New("ParameterNotFound")}}
+	clk := &clock{t: time.Unix(1_800_000_000, 0)}
+	s := FromParameter(func() SSM { return c }, "/p")
+	s.SetClock(clk.now)
+	for range 3 {
+		for range 100 {
+			if _, err := s.Value(context.Background()); err == nil || !strings.Contains(err.Error(), "ParameterNotFound") || !strings.Contains(err.Error(), "/p") {
+				t.Fatalf("got %v, want the read's error naming the parameter", err)
+			}
+		}
+		clk.add(FailureBackoff)
+	}
+	if n := c.reads.Load(); n != 3 {
+		t.Errorf("reads: got %d, want 3 (one per backoff)", n)
+	}
+	c.err, c.value = nil, "whsec_now"
+	if v, err := s.Value(context.Background()); err != nil || v != "whsec_now" {
+		t.Fatalf("after the parameter was stored: got %q, %v", v, err)
+	}
+	if v, err := s.Value(context.Background()); err != nil || v != "whsec_now" || c.reads.Load() != 4 {
+		t.Errorf("kept: got %q, %v after %d reads, want no more reads", v, err, c.reads.Load())
 	}
 }
 

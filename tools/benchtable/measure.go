@@ -21,8 +21,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
@@ -261,7 +261,7 @@ func deliverAll(ctx context.Context, url string, bodies [][]byte, concurrency in
 			for b := range work {
 				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Stripe-Signature", signature.Sign(b, devstack.DefaultWebhookSecret, time.Now()))
+				req.Header.Set("Stripe-Signature", provider.SignStripe(b, devstack.DefaultWebhookSecret, time.Now()))
 				resp, err := http.DefaultClient.Do(req)
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)

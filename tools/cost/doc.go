@@ -23,8 +23,10 @@
 //
 // The report (Report.Print) gives, per scenario (a new event, a duplicate
 // delivery, a duplicate message, an event that failed once and was retried,
-// a superseded event), each request's write and read units by table and
-// index; then dollars per million events line by line, the fixed monthly
+// a superseded event; then GitHub's sample delivery new, redelivered, and
+// its body under a fresh delivery id, which the receiver refuses as a
+// replay after one write, its claim of the body), each request's write and
+// read units by table and index; then dollars per million events line by line, the fixed monthly
 // cost, the hosted alternatives at the same volumes, and the write units a
 // second that the hottest partition-key value of each table and index
 // receives at a steady 3,000 events a second. Its last three lines are the

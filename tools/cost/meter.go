@@ -11,7 +11,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -31,9 +34,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
@@ -82,6 +85,25 @@ const (
 // Scenarios lists the scenarios in report order.
 var Scenarios = []string{ScenarioNew, ScenarioDupDeliver, ScenarioDupMessage, ScenarioRetried, ScenarioSuperseded}
 
+// The GitHub scenarios, measured once, with GitHub's own sample delivery
+// (GitHubSample): GitHub signs the body only, so the receiver claims each
+// body for its delivery id before it stores the event, one write more.
+const (
+	ScenarioGitHubNew        = "new GitHub delivery, processed"
+	ScenarioGitHubRedelivery = "GitHub redelivery of a processed event"
+	ScenarioGitHubReplay     = "captured GitHub body under a fresh delivery id"
+)
+
+// GitHubScenarios lists the GitHub scenarios in report order.
+var GitHubScenarios = []string{ScenarioGitHubNew, ScenarioGitHubRedelivery, ScenarioGitHubReplay}
+
+// GitHubSample is the GitHub delivery the GitHub scenarios send, relative
+// to the template's directory: inboxctl send's sample of issues.opened.
+const GitHubSample = "internal/cli/testdata/samples/github/issues.opened.json"
+
+// githubType is GitHubSample's type, which the receiver is told to handle.
+const githubType = "issues.opened"
+
 const (
 	labelReconcile    = "reconciler comparison"
 	labelReconcileRun = "reconciler run"
@@ -110,9 +132,13 @@ type meter struct {
 	timeouts map[string]time.Duration
 	failOnce *failOnce
 	secret   string
-	created  int64
-	bodies   [][]byte       // every event delivered, for the reconciler
-	bytes    map[string]int // each size's payload bytes
+	// githubSecret signs the GitHub scenarios' deliveries; githubRoute
+	// is the route they are posted to.
+	githubSecret string
+	githubRoute  template.HTTPRoute
+	created      int64
+	bodies       [][]byte       // every event delivered, for the reconciler
+	bytes        map[string]int // each size's payload bytes
 	// lastMessage is the body of the last queue message processed.
 	lastMessage string
 
@@ -130,7 +156,8 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if opts.Rate <= 0 {
 		opts.Rate = 3000
 	}
-	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}}
+	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, githubSecret: "cost meter github secret",
+		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}}
 	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
@@ -140,6 +167,10 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		if err := m.scenarios(ctx, size); err != nil {
 			return nil, fmt.Errorf("cost: %s: %w", size.Name, err)
 		}
+	}
+	m.progress("GitHub")
+	if err := m.github(ctx); err != nil {
+		return nil, fmt.Errorf("cost: GitHub: %w", err)
 	}
 	m.progress("hot keys: %d new %s events", opts.Samples, Small.Name)
 	for i := range opts.Samples {
@@ -211,6 +242,8 @@ func (m *meter) setup(ctx context.Context) error {
 	// The local-only secret variables: the functions read SSM otherwise,
 	// once per execution environment, which is not a cost per event.
 	m.env[devstack.ReceiverID]["STRIPE_WEBHOOK_SECRET"] = m.secret
+	m.env[devstack.ReceiverID][boot.WebhookSecretVariable(provider.GitHub)] = m.githubSecret
+	m.env[devstack.ReceiverID][boot.ProviderTypesVariable(provider.GitHub)] = githubType
 	// The retried scenario's backoff, scaled down as the drills scale it
 	// (the template's is a minute): what a retry writes does not depend
 	// on how long it waited.
@@ -225,6 +258,14 @@ func (m *meter) setup(ctx context.Context) error {
 		return errors.New("cost: the receiver has no HTTP route in the template")
 	}
 	m.route = routes[0]
+	for _, r := range routes {
+		if strings.Contains(r.Path, "{provider}") {
+			m.githubRoute = r
+		}
+	}
+	if m.githubRoute.Path == "" {
+		return errors.New("cost: the receiver has no /webhooks/{provider} route in the template")
+	}
 	procFn, err := m.tmpl.Function(devstack.ProcessorID)
 	if err != nil {
 		return err
@@ -382,6 +423,66 @@ func (m *meter) scenarios(ctx context.Context, size EventSize) error {
 	return m.deliverAndProcess(ctx, older, false)
 }
 
+// github measures the GitHub scenarios: a new delivery, processed; its
+// redelivery; and its body under a fresh delivery id, which the receiver
+// refuses as a replay.
+func (m *meter) github(ctx context.Context) error {
+	body, err := os.ReadFile(filepath.Join(filepath.Dir(m.opts.Template), filepath.FromSlash(GitHubSample)))
+	if err != nil {
+		return err
+	}
+	m.bytes[labelGitHub] = len(body)
+	id := newDeliveryID()
+	m.label(ScenarioGitHubNew)
+	if status, err := m.deliverGitHub(ctx, body, id); err != nil || status != http.StatusOK {
+		return fmt.Errorf("new delivery: status %d: %v", status, err)
+	}
+	if n, failed, err := m.process(ctx, 5, false); err != nil || n != 1 || failed != 0 {
+		return fmt.Errorf("new delivery: processed %d, failed %d: %v", n, failed, err)
+	}
+	m.label(ScenarioGitHubRedelivery)
+	if status, err := m.deliverGitHub(ctx, body, id); err != nil || status != http.StatusOK {
+		return fmt.Errorf("redelivery: status %d: %v", status, err)
+	}
+	m.label(ScenarioGitHubReplay)
+	if status, err := m.deliverGitHub(ctx, body, newDeliveryID()); err != nil || status != http.StatusBadRequest {
+		return fmt.Errorf("replay: status %d, want 400: %v", status, err)
+	}
+	return nil
+}
+
+// labelGitHub labels GitHubSample's size.
+const labelGitHub = "GitHub"
+
+// newDeliveryID is a fresh delivery id in GitHub's shape, a GUID.
+func newDeliveryID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// deliverGitHub signs body as GitHub does and hands it to the receiver as
+// API Gateway would, on /webhooks/github.
+func (m *meter) deliverGitHub(ctx context.Context, body []byte, id string) (int, error) {
+	path := strings.Replace(m.githubRoute.Path, "{provider}", provider.GitHub, 1)
+	req := httptest.NewRequest(m.githubRoute.Method, "https://webhooks.example"+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	headers, err := provider.Sign(provider.GitHub, m.githubSecret, provider.Delivery{ID: id, Type: githubType, Body: body, Now: time.Now()})
+	if err != nil {
+		return 0, err
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	ev := gateway.Event(req, body, gateway.Route{Method: m.githubRoute.Method, Path: m.githubRoute.Path})
+	ev.PathParameters = map[string]string{"provider": provider.GitHub}
+	ictx, cancel := m.invocation(ctx, devstack.ReceiverID)
+	defer cancel()
+	resp, err := m.recv.Handle(ictx, ev)
+	return resp.StatusCode, err
+}
+
 // delivered is a delivery and the queue message it produced.
 type delivered struct {
 	body    []byte
@@ -432,7 +533,7 @@ func (m *meter) deliver(ctx context.Context, body []byte, timed bool) (int, erro
 	m.bodies = append(m.bodies, body)
 	req := httptest.NewRequest(m.route.Method, "https://webhooks.example"+m.route.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", signature.Sign(body, m.secret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, m.secret, time.Now()))
 	ev := gateway.Event(req, body, gateway.Route{Method: m.route.Method, Path: m.route.Path})
 	ictx, cancel := m.invocation(ctx, devstack.ReceiverID)
 	defer cancel()

@@ -46,6 +46,27 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 			t.Errorf("%s: $ per million: got total %v, lines summing to %v", size.Name, rep.PerMillion[size.Name], total)
 		}
 	}
+	// GitHub signs the body only: the receiver claims each body before it
+	// stores the event, one small write, and a replay costs that write
+	// alone (its failed condition).
+	receiverWrites := func(sc *ScenarioCost) (n, wru int) {
+		for _, st := range sc.Steps {
+			if st.Function == "receiver" && st.Key != "" {
+				n++
+				wru += st.WRU
+			}
+		}
+		return n, wru
+	}
+	if n, wru := receiverWrites(rep.GitHub[ScenarioGitHubNew]); n != 3 || wru != 3 {
+		t.Errorf("a new GitHub delivery: the receiver wrote %d items, %d WRU; want 3 and 3 (the body's claim, the record, its payload)", n, wru)
+	}
+	if n, wru := receiverWrites(rep.GitHub[ScenarioGitHubRedelivery]); n != 2 || wru != 2 {
+		t.Errorf("a GitHub redelivery: the receiver wrote %d items, %d WRU; want 2 and 2 (the claim and the record, both failed conditions)", n, wru)
+	}
+	if got := rep.GitHub[ScenarioGitHubReplay]; got.WRU() != 1 || len(got.Steps) != 1 {
+		t.Errorf("a replayed GitHub body: got %d WRU in %d steps, want 1 in 1 (the claim's failed condition)", got.WRU(), len(got.Steps))
+	}
 	if small, large := rep.Scenario(ScenarioNew, Small).WRU(), rep.Scenario(ScenarioNew, Large).WRU(); small >= large {
 		t.Errorf("a new 2.6 KB event: got %d WRU, a 7.3 KB one %d: want fewer", small, large)
 	}

@@ -42,6 +42,9 @@ func (r *Report) print(out io.Writer) {
 			r.printScenario(out, sc, size)
 		}
 	}
+	for _, sc := range GitHubScenarios {
+		r.printSteps(out, fmt.Sprintf("%s (%s, %d B)", sc, githubType, r.Bytes[labelGitHub]), r.GitHub[sc])
+	}
 	r.printSummary(out)
 	r.printMoney(out)
 	r.printFixed(out)
@@ -56,8 +59,12 @@ func (r *Report) print(out io.Writer) {
 }
 
 func (r *Report) printScenario(out io.Writer, scenario string, size EventSize) {
-	sc := r.Scenario(scenario, size)
-	fmt.Fprintf(out, "\n== %s, %s\n", scenario, size.Name)
+	r.printSteps(out, scenario+", "+size.Name, r.Scenario(scenario, size))
+}
+
+// printSteps prints one scenario's steps under title.
+func (r *Report) printSteps(out io.Writer, title string, sc *ScenarioCost) {
+	fmt.Fprintf(out, "\n== %s\n", title)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "step\tfunction\trequest\ttable\titem bytes\tWRU\tindex WRU\tRRU\t")
 	table, index := 0, 0
@@ -116,6 +123,12 @@ func (r *Report) printSummary(out io.Writer) {
 		}
 		fmt.Fprintf(out, "index WRU of a new %s event: %s\n", s.Name, strings.Join(parts, ", "))
 	}
+	var gh []string
+	for _, sc := range GitHubScenarios {
+		c := r.GitHub[sc]
+		gh = append(gh, fmt.Sprintf("%s %d WRU, %s RRU", sc, c.WRU(), fmtUnits(c.RRU())))
+	}
+	fmt.Fprintf(out, "GitHub (%s, %d B): %s\n", githubType, r.Bytes[labelGitHub], strings.Join(gh, "; "))
 }
 
 func (r *Report) printMoney(out io.Writer) {

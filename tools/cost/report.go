@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -30,6 +31,9 @@ type Report struct {
 	Bytes map[string]int
 	// Scenarios holds each scenario's steps, by label(scenario, size).
 	Scenarios map[string]*ScenarioCost
+	// GitHub holds each GitHub scenario's steps (GitHubScenarios), by
+	// scenario.
+	GitHub map[string]*ScenarioCost
 	// ReconcilerRuns is how many scheduled runs compare each event, on
 	// average: its overlap plus one period, over its period (1.2 for a
 	// 2-minute overlap every 10 minutes: a fifth of the events are listed
@@ -178,13 +182,22 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 			rep.Scenarios[l] = m.scenarioCost(m.rec.Calls(l), compared, rep.ReconcilerRuns)
 		}
 	}
+	rep.GitHub = map[string]*ScenarioCost{}
+	for _, sc := range GitHubScenarios {
+		rep.GitHub[sc] = m.scenarioCost(m.rec.Calls(sc), compared, rep.ReconcilerRuns)
+	}
 	for name, n := range m.bytes {
 		rep.Bytes[name] = n
 	}
 
-	// Custom metrics: every metric a line declared, in any scenario.
+	// Custom metrics: every metric a line declared, in any scenario but
+	// GitHub's: the fixed cost is a Stripe-only deployment's, and each
+	// outcome another provider adds is one more, as the report says.
 	seen := map[string]bool{}
 	for _, l := range m.logs.Lines("") {
+		if slices.Contains(GitHubScenarios, l.Label) {
+			continue
+		}
 		for _, id := range l.Metrics {
 			seen[id] = true
 		}

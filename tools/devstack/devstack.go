@@ -342,6 +342,9 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 		return err
 	}
 	for _, name := range provider.Names {
+		if name == provider.Stripe {
+			continue // WebhookSecretsParameter, above
+		}
 		if err := put(ProviderSecretsParameter(name), opts.ProviderSecrets[name]); err != nil {
 			return err
 		}
@@ -369,6 +372,9 @@ func providerOverrides(opts Options) map[string]string {
 		stage = "dev"
 	}
 	for _, name := range provider.Names {
+		if name == provider.Stripe {
+			continue // always served
+		}
 		param := ProviderSecretsParameter(name)
 		if opts.ProviderSecrets[name] != "" && out[param] == "" {
 			out[param] = "/webhook-inbox/" + stage + "/" + name + "/webhook-secrets"

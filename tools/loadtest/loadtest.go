@@ -33,8 +33,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
@@ -536,7 +536,7 @@ func post(ctx context.Context, client *http.Client, url string, body []byte) (in
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json; charset=utf-8")
-	req.Header.Set("Stripe-Signature", signature.Sign(body, devstack.DefaultWebhookSecret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, devstack.DefaultWebhookSecret, time.Now()))
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err

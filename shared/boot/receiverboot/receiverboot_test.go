@@ -15,7 +15,9 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/signature"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -98,9 +100,9 @@ func (s *ssmStub) count() int {
 // While the secrets cannot be read, or the value holds no secret, each
 // request is answered 503 with the generic body (outcome
 // secrets_unavailable, logged and counted), never an invocation error
-// (which API Gateway turns into an opaque 500), and the next request reads
-// again: a parameter fixed in Parameter Store is picked up without a
-// redeploy.
+// (which API Gateway turns into an opaque 500), and a request after
+// secrets.FailureBackoff reads again: a parameter fixed in Parameter Store
+// is picked up without a redeploy.
 func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	stub := &ssmStub{status: http.StatusBadRequest}
 	srv := httptest.NewServer(stub)
@@ -123,7 +125,7 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	// A delivery signed with another secret: answered 400 once the
 	// receiver can verify signatures, without any other AWS call.
 	body := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
-	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": signature.Sign([]byte(body), "whsec_other", time.Now())}}
+	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": provider.SignStripe([]byte(body), "whsec_other", time.Now())}}
 
 	unavailable := func(what string) {
 		t.Helper()
@@ -148,8 +150,23 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		t.Errorf("secrets unreadable: logs %q, want the read's error", logs.String())
 	}
 	stub.set(" , ", 0)
-	unavailable("no secret in the value")
+	// Read again once the backoff has passed, and answered 503 until then.
+	readAgain := func(what string) {
+		t.Helper()
+		before := stub.count()
+		testenv.Eventually(t, 3*secrets.FailureBackoff, what, func() bool {
+			unavailable(what)
+			time.Sleep(100 * time.Millisecond)
+			return stub.count() > before
+		})
+	}
+	readAgain("no secret in the value")
 	stub.set("whsec_right", 0)
+	testenv.Eventually(t, 3*secrets.FailureBackoff, "the fixed secrets to be read", func() bool {
+		resp, err := h.Handle(context.Background(), req)
+		time.Sleep(100 * time.Millisecond)
+		return err == nil && resp.StatusCode == http.StatusBadRequest
+	})
 	for range 2 {
 		resp, err := h.Handle(context.Background(), req)
 		if err != nil || resp.StatusCode != http.StatusBadRequest {
@@ -215,5 +232,22 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 	_, err = New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err == nil || !strings.Contains(err.Error(), "GITHUB_WEBHOOK_SECRET") {
 		t.Errorf("plain variable in Lambda: got %v, want it refused", err)
+	}
+}
+
+// TestAProvidersSettingsAreReadFromItsVariables: a provider whose Spec
+// names settings gets each from <NAME>_WEBHOOK_<SETTING>; others get
+// none.
+func TestAProvidersSettingsAreReadFromItsVariables(t *testing.T) {
+	all := provider.All
+	t.Cleanup(func() { provider.All = all })
+	provider.All = append(append([]provider.Spec(nil), all...), provider.Spec{Name: "square", Settings: []string{"url", "header"}})
+	env := envMap(map[string]string{"SQUARE_WEBHOOK_URL": " https://hooks.example.com/webhooks/square ", "GITHUB_WEBHOOK_URL": "x"})
+	got := settings(env, "square", provider.Options{Tolerance: time.Minute})
+	if got.Tolerance != time.Minute || len(got.Settings) != 1 || got.Settings["url"] != "https://hooks.example.com/webhooks/square" {
+		t.Errorf("square: got %+v, want the url setting, trimmed, beside the options given", got)
+	}
+	if got := settings(env, provider.GitHub, provider.Options{}); got.Settings != nil {
+		t.Errorf("github: got settings %v, want none (its Spec names none)", got.Settings)
 	}
 }

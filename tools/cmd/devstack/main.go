@@ -142,6 +142,9 @@ func run() int {
 func providerSecrets() map[string]string {
 	out := map[string]string{}
 	for _, name := range provider.Names {
+		if name == provider.Stripe {
+			continue // WebhookSecret
+		}
 		if v := os.Getenv(boot.WebhookSecretVariable(name)); v != "" {
 			out[name] = v
 		}

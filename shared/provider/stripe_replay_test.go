@@ -1,4 +1,4 @@
-package signature
+package provider
 
 import (
 	"errors"
@@ -17,11 +17,11 @@ func TestReplayWithASecondTimestamp(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	payload := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
 	opts := Options{Now: func() time.Time { return now }}
-	v, err := New([]string{"whsec_current"}, opts)
+	v, err := New(Stripe, []string{"whsec_current"}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := Sign(payload, "whsec_current", now.Add(-120*24*time.Hour))
+	old := SignStripe(payload, "whsec_current", now.Add(-120*24*time.Hour))
 	fresh := fmt.Sprintf("t=%d", now.Unix())
 	// What an attacker sends as a second Stripe-Signature header: a fresh
 	// timestamp and a signature they cannot compute.
@@ -34,13 +34,13 @@ func TestReplayWithASecondTimestamp(t *testing.T) {
 		{"two headers joined with a comma (API Gateway)", second + "," + old},
 		{"two headers joined, the captured one first", old + "," + second},
 		{"the captured header twice", old + "," + old},
-		{"a fresh valid header and a second t=", Sign(payload, "whsec_current", now) + ",t=1"},
+		{"a fresh valid header and a second t=", SignStripe(payload, "whsec_current", now) + ",t=1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if err := v.Verify(payload, tc.header); !errors.Is(err, ErrMalformedHeader) {
-				t.Errorf("Verify: got %v, want ErrMalformedHeader", err)
+			if err := stripeVerify(v, payload, tc.header); !errors.Is(err, ErrMalformedSignature) {
+				t.Errorf("Verify: got %v, want ErrMalformedSignature", err)
 			}
-			if d := Diagnose(payload, tc.header, []string{"whsec_current"}, opts); d.Valid || d.Problem != ProblemMalformedHeader {
+			if d := DiagnoseStripe(payload, tc.header, []string{"whsec_current"}, opts); d.Valid || d.Problem != ProblemMalformedHeader {
 				t.Errorf("Diagnose: got %s (valid=%v), want %s: %s", d.Problem, d.Valid, ProblemMalformedHeader, d.Message)
 			}
 		})
@@ -55,11 +55,11 @@ func TestTimestampsFarFromNow(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	payload := []byte(`{"id":"evt_1","type":"invoice.paid"}`)
 	opts := Options{Now: func() time.Time { return now }}
-	v, err := New([]string{"whsec_current"}, opts)
+	v, err := New(Stripe, []string{"whsec_current"}, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	signedAt := func(sec int64) string { return Sign(payload, "whsec_current", time.Unix(sec, 0)) }
+	signedAt := func(sec int64) string { return SignStripe(payload, "whsec_current", time.Unix(sec, 0)) }
 	for _, tc := range []struct {
 		name    string
 		header  string
@@ -72,16 +72,16 @@ func TestTimestampsFarFromNow(t *testing.T) {
 		{"61 s ahead", signedAt(now.Unix() + 61), ErrTooNew, ProblemFutureTimestamp},
 		{"60 s ahead", signedAt(now.Unix() + 60), nil, ProblemNone},
 		{"the epoch", signedAt(0), ErrTooOld, ProblemStaleTimestamp},
-		{"negative", signedAt(-1), ErrMalformedHeader, ProblemMalformedHeader},
-		{"the smallest int64", signedAt(math.MinInt64), ErrMalformedHeader, ProblemMalformedHeader},
-		{"beyond int64", "t=9223372036854775808,v1=" + strings.Repeat("ab", 32), ErrMalformedHeader, ProblemMalformedHeader},
+		{"negative", signedAt(-1), ErrMalformedSignature, ProblemMalformedHeader},
+		{"the smallest int64", signedAt(math.MinInt64), ErrMalformedSignature, ProblemMalformedHeader},
+		{"beyond int64", "t=9223372036854775808,v1=" + strings.Repeat("ab", 32), ErrMalformedSignature, ProblemMalformedHeader},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := v.Verify(payload, tc.header)
+			err := stripeVerify(v, payload, tc.header)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Errorf("Verify: got %v, want %v", err, tc.want)
 			}
-			if d := Diagnose(payload, tc.header, []string{"whsec_current"}, opts); d.Problem != tc.problem {
+			if d := DiagnoseStripe(payload, tc.header, []string{"whsec_current"}, opts); d.Problem != tc.problem {
 				t.Errorf("Diagnose: got %s, want %s: %s", d.Problem, tc.problem, d.Message)
 			}
 		})

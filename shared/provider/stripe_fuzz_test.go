@@ -1,4 +1,4 @@
-package signature
+package provider
 
 import (
 	"errors"
@@ -30,7 +30,7 @@ func FuzzVerify(f *testing.F) {
 	payload := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid"}`)
 	secrets := []string{"whsec_current", "whsec_previous"}
 	opts := Options{Now: func() time.Time { return now }}
-	v, err := New(secrets, opts)
+	v, err := New(Stripe, secrets, opts)
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -39,18 +39,18 @@ func FuzzVerify(f *testing.F) {
 			return // not a time a header can carry
 		}
 		signedAt := now.Unix() + offset
-		header := before + Sign(payload, "whsec_current", time.Unix(signedAt, 0)) + after
-		err := v.Verify(payload, header)
+		header := before + SignStripe(payload, "whsec_current", time.Unix(signedAt, 0)) + after
+		err := stripeVerify(v, payload, header)
 		if err == nil {
 			if offset < -int64(DefaultTolerance/time.Second) || offset > int64(DefaultFutureSkew/time.Second) {
 				t.Fatalf("accepted a delivery signed %ds from now: %q", offset, header)
 			}
-			h, perr := ParseHeader(header)
+			h, perr := ParseStripeHeader(header)
 			if perr != nil || h.Timestamp != signedAt {
 				t.Fatalf("accepted %q, but it parses as t=%d (%v), signed at %d", header, h.Timestamp, perr, signedAt)
 			}
 		}
-		d := Diagnose(payload, header, secrets, opts)
+		d := DiagnoseStripe(payload, header, secrets, opts)
 		if want := d.Problem.Err(); !errors.Is(err, want) || (want == nil) != (err == nil) {
 			t.Fatalf("%q: Diagnose says %s, Verify says %v", header, d.Problem, err)
 		}

@@ -1,4 +1,4 @@
-package signature
+package provider
 
 import (
 	"bytes"
@@ -48,7 +48,7 @@ func diagnoseCases() []diagnoseCase {
 	now := diagnoseNow
 	body := []byte(stripeBody)
 	secret := diagnoseSecret
-	sign := func(b []byte, at time.Time) string { return Sign(b, secret, at) }
+	sign := func(b []byte, at time.Time) string { return SignStripe(b, secret, at) }
 	minified := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","data":{"object":{"id":"in_1","description":"Plan <Pro> & more","lines":[]}}}`)
 	fourSpaces := bytes.ReplaceAll(body, []byte("\n  "), []byte("\n    "))
 	withNewline := append(bytes.Clone(body), '\n')
@@ -70,13 +70,13 @@ func diagnoseCases() []diagnoseCase {
 		{name: "timestamp not a number", payload: body, header: "t=yesterday,v1=" + strings.Repeat("ab", 32), want: ProblemMalformedHeader, message: "not a Unix time", secretIdx: -1},
 		{name: "signature not hex", payload: body, header: "t=1700000000,v1=zz", want: ProblemMalformedHeader, message: "64 hex digits", secretIdx: -1},
 		{name: "only a v0 signature", payload: body, header: "t=1700000000,v0=" + strings.Repeat("ab", 32), want: ProblemNoSignature, secretIdx: -1},
-		{name: "wrong secret", payload: body, header: Sign(body, "whsec_other", now), want: ProblemWrongSecret, message: "not this endpoint's", secretIdx: -1},
-		{name: "wrong secret, and stale", payload: body, header: Sign(body, "whsec_other", now.Add(-time.Hour)), want: ProblemWrongSecret, note: "signed 1h0m0s ago", secretIdx: -1},
+		{name: "wrong secret", payload: body, header: SignStripe(body, "whsec_other", now), want: ProblemWrongSecret, message: "not this endpoint's", secretIdx: -1},
+		{name: "wrong secret, and stale", payload: body, header: SignStripe(body, "whsec_other", now.Add(-time.Hour)), want: ProblemWrongSecret, note: "signed 1h0m0s ago", secretIdx: -1},
 		{name: "an API key as the secret", payload: body, header: sign(body, now), secrets: []string{"sk_test_123"}, want: ProblemWrongSecret, note: "secret 1 does not start with whsec_", secretIdx: -1},
 		{name: "no secret", payload: body, header: sign(body, now), secrets: []string{" "}, want: ProblemWrongSecret, message: "no signing secret", secretIdx: -1},
 		{name: "stale", payload: body, header: sign(body, now.Add(-2*time.Hour-5*time.Minute)), want: ProblemStaleTimestamp, message: "signed 2h5m0s ago, more than the 5m0s tolerance", secretIdx: 0},
 		{name: "future", payload: body, header: sign(body, now.Add(3*time.Minute)), want: ProblemFutureTimestamp, message: "signed 3m0s ahead", secretIdx: 0},
-		{name: "two signatures", payload: body, header: sign(body, now) + ",v1=" + strings.Split(Sign(body, "whsec_other", now), "v1=")[1], want: ProblemNone, note: "2 v1 signatures", secretIdx: 0},
+		{name: "two signatures", payload: body, header: sign(body, now) + ",v1=" + strings.Split(SignStripe(body, "whsec_other", now), "v1=")[1], want: ProblemNone, note: "2 v1 signatures", secretIdx: 0},
 		{name: "trailing newline added", payload: withNewline, header: sign(body, now), want: ProblemBodyAltered, alter: "a trailing newline was added", message: "changed by something between Stripe and you", secretIdx: 0},
 		{name: "trailing newline removed", payload: body, header: sign(withNewline, now), want: ProblemBodyAltered, alter: "the trailing newline was removed", secretIdx: 0},
 		{name: "LF to CRLF", payload: crlf, header: sign(body, now), want: ProblemBodyAltered, alter: "from LF to CRLF", secretIdx: 0},
@@ -102,7 +102,7 @@ func TestDiagnose(t *testing.T) {
 			if secrets == nil {
 				secrets = []string{diagnoseSecret}
 			}
-			d := Diagnose(tc.payload, tc.header, secrets, Options{Now: func() time.Time { return now }})
+			d := DiagnoseStripe(tc.payload, tc.header, secrets, Options{Now: func() time.Time { return now }})
 			if d.Problem != tc.want {
 				t.Fatalf("problem: got %s (%s), want %s", d.Problem, d.Message, tc.want)
 			}
@@ -138,19 +138,19 @@ func TestDiagnoseAgreesWithVerify(t *testing.T) {
 		payload []byte
 		header  string
 	}{
-		{body, Sign(body, "whsec_b", now)},
+		{body, SignStripe(body, "whsec_b", now)},
 		{body, ""},
 		{body, "t=1"},
 		{body, "t=x,v1=00"},
 		{body, "t=1700000000,v0=" + strings.Repeat("ab", 32)},
-		{body, Sign(body, "whsec_c", now)},
-		{append(bytes.Clone(body), '\n'), Sign(body, "whsec_a", now)},
-		{[]byte(base64.StdEncoding.EncodeToString(body)), Sign(body, "whsec_a", now)},
-		{body, Sign(body, "whsec_a", now.Add(-301*time.Second))},
-		{body, Sign(body, "whsec_a", now.Add(61*time.Second))},
-		{body, Sign(body, "whsec_a", now.Add(-300*time.Second))},
-		{body, "t=1700000000," + Sign(body, "whsec_a", now.Add(-time.Hour))},
-		{body, Sign(body, "whsec_a", time.Unix(now.Unix()+1<<40, 0))},
+		{body, SignStripe(body, "whsec_c", now)},
+		{append(bytes.Clone(body), '\n'), SignStripe(body, "whsec_a", now)},
+		{[]byte(base64.StdEncoding.EncodeToString(body)), SignStripe(body, "whsec_a", now)},
+		{body, SignStripe(body, "whsec_a", now.Add(-301*time.Second))},
+		{body, SignStripe(body, "whsec_a", now.Add(61*time.Second))},
+		{body, SignStripe(body, "whsec_a", now.Add(-300*time.Second))},
+		{body, "t=1700000000," + SignStripe(body, "whsec_a", now.Add(-time.Hour))},
+		{body, SignStripe(body, "whsec_a", time.Unix(now.Unix()+1<<40, 0))},
 	} {
 		cases = append(cases, diagnoseCase{name: fmt.Sprintf("extra %d", i), payload: c.payload, header: c.header, secrets: []string{"whsec_a", "whsec_b"}})
 	}
@@ -161,8 +161,8 @@ func TestDiagnoseAgreesWithVerify(t *testing.T) {
 			if secrets == nil {
 				secrets = []string{diagnoseSecret}
 			}
-			d := Diagnose(c.payload, c.header, secrets, opts)
-			v, err := New(secrets, opts)
+			d := DiagnoseStripe(c.payload, c.header, secrets, opts)
+			v, err := New(Stripe, secrets, opts)
 			if err != nil {
 				// No receiver runs without a secret; Diagnose must not
 				// call such a delivery valid either.
@@ -171,7 +171,7 @@ func TestDiagnoseAgreesWithVerify(t *testing.T) {
 				}
 				return
 			}
-			got := v.Verify(c.payload, c.header)
+			got := stripeVerify(v, c.payload, c.header)
 			want := d.Problem.Err()
 			if !errors.Is(got, want) || (want == nil) != (got == nil) || d.Valid != (got == nil) {
 				t.Errorf("Diagnose says %s (valid=%v), Verify says %v", d.Problem, d.Valid, got)
@@ -191,13 +191,13 @@ func BenchmarkDiagnose(b *testing.B) {
 		name   string
 		header string
 	}{
-		{"valid", Sign(body, "whsec_right", now)},
-		{"wrong_secret", Sign(body, "whsec_other", now)},
+		{"valid", SignStripe(body, "whsec_right", now)},
+		{"wrong_secret", SignStripe(body, "whsec_other", now)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			for b.Loop() {
-				Diagnose(body, bc.header, []string{"whsec_right"}, opts)
+				DiagnoseStripe(body, bc.header, []string{"whsec_right"}, opts)
 			}
 		})
 	}
