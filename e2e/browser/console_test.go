@@ -11,6 +11,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -94,9 +96,10 @@ func (s shots) save(ctx context.Context, name string) []byte {
 	return png
 }
 
-// TestConsoleInChromium is issue 16's scenario, in a real browser: events
-// through the gateway of make dev's stack, one of them failing until its
-// effect is fixed; the console's URL without its token refused; the
+// TestConsoleInChromium is an operator's session, in a real browser:
+// events through the gateway of make dev's stack, one of them failing
+// until its effect is fixed; the console's URL without its token refused;
+// its cookie sent to no other server on the same loopback host; the
 // failed events filtered from the keyboard; one opened, fixed, replayed
 // and seen processed; a dead-lettered message redriven and its event seen
 // processed; the reconciler's runs; the pages at phone width.
@@ -151,7 +154,15 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(con.Close)
+	// Every page of the run lives under its own path (console.RunPath):
+	// base is the origin and that path, run the path alone.
 	base := con.URL[:strings.Index(con.URL, "/?token=")]
+	conURL, err := url.Parse(con.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := strings.TrimSuffix(conURL.Path, "/")
+	token := conURL.Query().Get("token")
 	events := &store.Events{DB: dynamodb.NewFromConfig(cfg), Table: prefix + "-EventsTable"}
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -245,6 +256,42 @@ func TestConsoleInChromium(t *testing.T) {
 	checkAccessible(t, ctx, "events")
 	fits(t, ctx, "events")
 
+	// The browser now holds the console's cookie. Another web server on the
+	// same loopback host (cookies ignore ports), visited at any path but
+	// the run's, receives none of it; and the console's pages outside the
+	// run's path are refused as to a stranger.
+	var (
+		mu       sync.Mutex
+		received []string
+	)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.URL.Path+" Cookie: "+r.Header.Get("Cookie"))
+		mu.Unlock()
+		fmt.Fprintln(w, "another local server")
+	}))
+	defer other.Close()
+	for _, p := range []string{"/", "/events", "/login"} {
+		open(t, ctx, other.URL+p)
+	}
+	mu.Lock()
+	for _, r := range received {
+		if strings.Contains(r, token) || strings.Contains(r, "inboxctl_console") {
+			t.Errorf("another server on 127.0.0.1 received the console's cookie: %s", r)
+		}
+	}
+	if len(received) < 3 {
+		t.Errorf("the other server saw %d requests, want 3 at least: %q", len(received), received)
+	}
+	mu.Unlock()
+	outside := "http://" + conURL.Host + "/events"
+	if resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(outside)); err != nil {
+		t.Errorf("open %s: %v", outside, err)
+	} else if resp.Status != http.StatusUnauthorized {
+		t.Errorf("open %s, outside the run's path: got %d, want 401", outside, resp.Status)
+	}
+	open(t, ctx, base+"/events")
+
 	// Filter the failed events from the keyboard: the status select takes
 	// "failed" as typed, and Enter on the Filter button submits.
 	if err := chromedp.Do(ctx, chromedp.Focus(chromedp.ID("f-status")), chromedp.KeyEvent("failed")); err != nil {
@@ -263,7 +310,7 @@ func TestConsoleInChromium(t *testing.T) {
 	shot.save(ctx, "03_events_failed")
 
 	// Open the failed payment: its record, its transitions, its payload.
-	click(t, ctx, chromedp.CSS(`a[href="/events/stripe/`+replayed+`"]`))
+	click(t, ctx, chromedp.CSS(`a[href="`+run+`/events/stripe/`+replayed+`"]`))
 	page = bodyText(t, ctx)
 	for _, want := range []string{"failed", "billing service: 503 service unavailable", "Transitions", "received", "claimed"} {
 		if !strings.Contains(page, want) {
@@ -314,7 +361,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatalf("replay result: got\n%s", page)
 	}
 	shot.save(ctx, "06_replayed")
-	click(t, ctx, chromedp.CSS(`a.button[href="/events/stripe/`+replayed+`"]`))
+	click(t, ctx, chromedp.CSS(`a.button[href="`+run+`/events/stripe/`+replayed+`"]`))
 	waitFor(t, ctx, "the replayed event to show processed", ".lead .status", "processed")
 	shot.save(ctx, "07_event_processed")
 

@@ -4,8 +4,9 @@
 // own that fails until the test fixes it, and the console as make dev
 // serves it (tools/devconsole). Events go in through the stack's gateway;
 // the test filters the failed ones, replays one, redrives a dead-lettered
-// message, checks the token is required, the keyboard and the phone
-// width, and saves a screenshot of each step.
+// message, checks the token is required and its cookie goes to no other
+// local server, the keyboard and the phone width, and saves a screenshot
+// of each step.
 //
 // Its test is built only with the browser tag: `make test-browser` runs it
 // (installing chromium with apt-get when it runs as root and the browser

@@ -12,7 +12,12 @@
 // the signature Lambda expects, and answers in the shapes API Gateway and the
 // SQS event source read (statusCode, batchItemFailures). A recording proxy in
 // front of the emulator checks that every AWS call a function makes is one
-// its IAM policy in the template allows, and that init makes none.
+// its IAM policy in the template allows, that every grant is used, and that
+// init makes none. Deployed under a customer-managed key, the uses of the
+// key that DynamoDB, SQS and Parameter Store make for those calls are
+// checked the same way, against the grants' kms:ViaService conditions (the
+// emulator encrypts nothing: which service asks what for which call is the
+// check's model, keyUses).
 //
 // The binaries are built by the Makefile's build-<Function> targets, the ones
 // sam build runs, for this machine's architecture (LAMBDA_ARCH). The emulator

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -117,15 +118,31 @@ func secretReads(calls []apiCall) int {
 	return n
 }
 
-// permission is an IAM action on a resource ARN.
-type permission struct{ Action, Resource string }
+// permission is an IAM action on a resource ARN, and the service that
+// asks for it on the function's behalf (kms:ViaService: DynamoDB, SQS or
+// Parameter Store using the customer-managed key for the function's call),
+// "" for a call the function makes itself.
+type permission struct{ Action, Resource, Via string }
 
-func (p permission) String() string { return p.Action + " on " + p.Resource }
+func (p permission) String() string {
+	s := p.Action + " on " + p.Resource
+	switch {
+	case p.Via != "":
+		s += " via " + p.Via
+	case strings.HasPrefix(p.Action, "kms:"):
+		s += " called directly"
+	}
+	return s
+}
 
 // statement is an Allow statement of a function's inline policy, resolved
 // against the provisioned resources.
 type statement struct {
 	Actions, Resources []string
+	// Via holds the kms:ViaService values its condition allows; nil for
+	// a statement without a condition, which allows the call whoever
+	// makes it.
+	Via []string
 }
 
 // policy reads function id's inline policy statements from the template.
@@ -164,10 +181,38 @@ func policy(t testing.TB, tmpl *template.Template, res *provision.Resources, id 
 				}
 				out1.Resources = append(out1.Resources, arn)
 			}
+			if c, ok := st["Condition"]; ok {
+				via, err := viaServices(c, res)
+				if err != nil {
+					t.Fatalf("%s: statement %v: %v", id, st["Sid"], err)
+				}
+				out1.Via = via
+			}
 			out = append(out, out1)
 		}
 	}
 	return out
+}
+
+// viaServices reads a statement's condition. The one this check can
+// evaluate is StringEquals on kms:ViaService; any other would be ignored
+// silently, so it fails the test instead.
+func viaServices(c any, res *provision.Resources) ([]string, error) {
+	m, _ := c.(map[string]any)
+	eq, _ := m["StringEquals"].(map[string]any)
+	values, ok := eq["kms:ViaService"]
+	if len(m) != 1 || len(eq) != 1 || !ok {
+		return nil, fmt.Errorf("condition %v: the check evaluates only StringEquals on kms:ViaService", c)
+	}
+	var out []string
+	for _, v := range list(values) {
+		s, err := res.Resolve(v)
+		if err != nil {
+			return nil, fmt.Errorf("condition %v: %w", c, err)
+		}
+		out = append(out, s)
+	}
+	return out, nil
 }
 
 func list(v any) []any {
@@ -199,7 +244,7 @@ func permissions(c apiCall, res *provision.Resources) ([]permission, error) {
 					if action == "" {
 						return nil, fmt.Errorf("%s: unknown transaction item %s", c, op)
 					}
-					out = append(out, permission{"dynamodb:" + action, table(str(v.(map[string]any), "TableName"))})
+					out = append(out, permission{Action: "dynamodb:" + action, Resource: table(str(v.(map[string]any), "TableName"))})
 				}
 			}
 			return out, nil
@@ -208,7 +253,7 @@ func permissions(c apiCall, res *provision.Resources) ([]permission, error) {
 			var out []permission
 			requests, _ := body["RequestItems"].(map[string]any)
 			for name := range requests {
-				out = append(out, permission{"dynamodb:BatchGetItem", table(name)})
+				out = append(out, permission{Action: "dynamodb:BatchGetItem", Resource: table(name)})
 			}
 			return out, nil
 		}
@@ -220,12 +265,12 @@ func permissions(c apiCall, res *provision.Resources) ([]permission, error) {
 		if idx := str(body, "IndexName"); idx != "" {
 			arn += "/index/" + idx
 		}
-		return []permission{{"dynamodb:" + c.Action, arn}}, nil
+		return []permission{{Action: "dynamodb:" + c.Action, Resource: arn}}, nil
 	case "sqs":
 		u := str(body, "QueueUrl")
 		for _, q := range res.Queues {
 			if q.URL == u {
-				return []permission{{"sqs:" + c.Action, q.ARN}}, nil
+				return []permission{{Action: "sqs:" + c.Action, Resource: q.ARN}}, nil
 			}
 		}
 		return nil, fmt.Errorf("%s: queue %s is not one of the template's", c, u)
@@ -234,7 +279,7 @@ func permissions(c apiCall, res *provision.Resources) ([]permission, error) {
 		if !strings.HasPrefix(name, "/") {
 			name = "/" + name
 		}
-		return []permission{{"ssm:" + c.Action, fmt.Sprintf("arn:aws:ssm:%s:%s:parameter%s", template.Region, template.AccountID, name)}}, nil
+		return []permission{{Action: "ssm:" + c.Action, Resource: fmt.Sprintf("arn:aws:ssm:%s:%s:parameter%s", template.Region, template.AccountID, name)}}, nil
 	}
 	return nil, fmt.Errorf("%s: a call to an unexpected service", c)
 }
@@ -253,47 +298,125 @@ func (s statement) allows(p permission) bool {
 	for _, r := range s.Resources {
 		resource = resource || glob(r, p.Resource)
 	}
-	return action && resource
+	return action && resource && (s.Via == nil || slices.Contains(s.Via, p.Via))
+}
+
+// viaService is the kms:ViaService value of an AWS service in the local
+// stack's region.
+func viaService(service string) string {
+	return service + "." + template.Region + ".amazonaws.com"
+}
+
+// keyUses are the uses of the customer-managed key (the template's
+// KmsKeyArn) that the services make for function id's calls, with the
+// function's own permissions: Decrypt through DynamoDB for any call on a
+// table under the key; GenerateDataKey and Decrypt through SQS to send to
+// a queue under it, Decrypt to receive from one, which Lambda's poller
+// does with the function's role for its SQS event source; Decrypt through
+// Parameter Store for each SecureString read (stored under the key, as
+// docs/operations.md asks and newSetupWith does). None without a key.
+func keyUses(t *testing.T, tmpl *template.Template, res *provision.Resources, id string, calls []apiCall) []permission {
+	t.Helper()
+	key, _ := tmpl.Parameter("KmsKeyArn")
+	if key == "" {
+		return nil
+	}
+	tables, queues := map[string]bool{}, map[string]bool{}
+	for _, r := range tmpl.Resources("AWS::DynamoDB::Table") {
+		if sse, _ := r.Properties["SSESpecification"].(map[string]any); sse["KMSMasterKeyId"] == key {
+			tables[fmt.Sprintf("arn:aws:dynamodb:%s:%s:table/%s", template.Region, template.AccountID, res.Tables[r.LogicalID])] = true
+		}
+	}
+	for _, r := range tmpl.Resources("AWS::SQS::Queue") {
+		if r.Properties["KmsMasterKeyId"] == key {
+			queues[res.Queues[r.LogicalID].ARN] = true
+		}
+	}
+	decrypt := func(service string) permission { return permission{"kms:Decrypt", key, viaService(service)} }
+	var out []permission
+	if f, err := tmpl.Function(id); err == nil {
+		if src, err := f.SQS(); err == nil && queues[res.Queues[src.Queue.LogicalID].ARN] {
+			out = append(out, decrypt("sqs"))
+		}
+	}
+	for _, c := range calls {
+		perms, err := permissions(c, res)
+		if err != nil {
+			continue // checkLeastPrivilege reports it
+		}
+		for _, p := range perms {
+			switch {
+			case strings.HasPrefix(p.Action, "dynamodb:"):
+				table, _, _ := strings.Cut(p.Resource, "/index/")
+				if tables[table] {
+					out = append(out, decrypt("dynamodb"))
+				}
+			case p.Action == "sqs:SendMessage" || p.Action == "sqs:SendMessageBatch":
+				if queues[p.Resource] {
+					out = append(out, permission{"kms:GenerateDataKey", key, viaService("sqs")}, decrypt("sqs"))
+				}
+			case p.Action == "sqs:ReceiveMessage":
+				if queues[p.Resource] {
+					out = append(out, decrypt("sqs"))
+				}
+			case p.Action == "ssm:GetParameter":
+				out = append(out, decrypt("ssm"))
+			}
+		}
+	}
+	return out
 }
 
 // checkLeastPrivilege fails the test unless every call is allowed by the
 // function's policy and every grant of the policy was used by some call: the
-// policy is exactly what the function does.
+// policy is exactly what the function does. The calls include the uses of
+// the customer-managed key that services make for them (keyUses); a grant
+// without a kms:ViaService condition is one to call directly, and must be
+// used so, a grant with one must be used through each service it names.
 func checkLeastPrivilege(t *testing.T, tmpl *template.Template, res *provision.Resources, id string, calls []apiCall) {
 	t.Helper()
 	stmts := policy(t, tmpl, res, id)
 	used := map[permission]bool{}
+	var all []permission
 	for _, c := range calls {
 		perms, err := permissions(c, res)
 		if err != nil {
 			t.Errorf("%s: %v", id, err)
 			continue
 		}
-		for _, p := range perms {
-			allowed := false
-			for _, s := range stmts {
-				if s.allows(p) {
-					allowed = true
-				}
+		all = append(all, perms...)
+	}
+	all = append(all, keyUses(t, tmpl, res, id, calls)...)
+	for _, p := range all {
+		allowed := false
+		for _, s := range stmts {
+			if s.allows(p) {
+				allowed = true
 			}
-			if !allowed {
-				t.Errorf("%s made a call its policy in template.yaml does not allow: %s", id, p)
-			}
-			used[p] = true
 		}
+		if !allowed {
+			t.Errorf("%s made a call its policy in template.yaml does not allow: %s", id, p)
+		}
+		used[p] = true
 	}
 	var unused []string
 	for _, s := range stmts {
+		vias := s.Via
+		if vias == nil {
+			vias = []string{""}
+		}
 		for _, a := range s.Actions {
 			for _, r := range s.Resources {
-				hit := false
-				for p := range used {
-					if glob(a, p.Action) && glob(r, p.Resource) {
-						hit = true
+				for _, v := range vias {
+					hit := false
+					for p := range used {
+						if glob(a, p.Action) && glob(r, p.Resource) && p.Via == v {
+							hit = true
+						}
 					}
-				}
-				if !hit {
-					unused = append(unused, permission{a, r}.String())
+					if !hit {
+						unused = append(unused, permission{a, r, v}.String())
+					}
 				}
 			}
 		}

@@ -22,7 +22,7 @@ import (
 // success, a bad input is the function's error, and every AWS call is one
 // its policy allows (and every grant is used).
 func TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt(t *testing.T) {
-	s := newSetup(t)
+	s := newSetupWith(t, underKey, nil)
 	ctx := context.Background()
 	api := stripefake.New()
 	t.Cleanup(api.Close)

@@ -29,8 +29,9 @@ type browser struct {
 
 func newBrowser(t *testing.T, consoleURL string) *browser {
 	jar, _ := cookiejar.New(nil)
-	u, _ := url.Parse(consoleURL)
-	return &browser{t: t, c: &http.Client{Jar: jar}, base: "http://" + u.Host, formRE: regexp.MustCompile(`name="csrf" value="([^"]+)"`)}
+	// The run's pages live under the URL's own path (console.RunPath).
+	base := consoleURL[:strings.Index(consoleURL, "/?token=")]
+	return &browser{t: t, c: &http.Client{Jar: jar}, base: base, formRE: regexp.MustCompile(`name="csrf" value="([^"]+)"`)}
 }
 
 func (b *browser) get(path string) (int, string) {
@@ -60,7 +61,8 @@ func (b *browser) submit(path string, extra url.Values) (int, string) {
 	action := strings.SplitN(path, "?", 2)[0]
 	req, _ := http.NewRequest("POST", b.base+action, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", b.base)
+	u, _ := url.Parse(b.base)
+	req.Header.Set("Origin", "http://"+u.Host)
 	resp, err := b.c.Do(req)
 	if err != nil {
 		b.t.Fatal(err)

@@ -3,8 +3,10 @@ package console
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/base32"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -110,7 +113,8 @@ type Config struct {
 	Mirror     Mirror
 	Reconciler Reconciler
 	Actions    Actions
-	// Token is the run's access token; Listen's URL carries it.
+	// Token is the run's access token; Listen's URL carries it, and the
+	// path every page lives under (RunPath) is derived from it.
 	Token string
 	// Stack names the stack the console shows, in its header ("local
 	// stack webhook-inbox-local", "stage prod").
@@ -129,8 +133,10 @@ type Config struct {
 
 // Server serves the console. It is an http.Handler.
 type Server struct {
-	cfg     Config
-	csrf    string
+	cfg  Config
+	csrf string
+	// root is RunPath(cfg.Token): every page's path starts with it.
+	root    string
 	pages   map[string]*template.Template
 	handler http.Handler
 }
@@ -168,13 +174,13 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Explain == nil {
 		cfg.Explain = func(err error) error { return err }
 	}
-	s := &Server{cfg: cfg, csrf: rand.Text()}
+	s := &Server{cfg: cfg, csrf: rand.Text(), root: RunPath(cfg.Token)}
 	if err := s.parse(); err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, "/events", http.StatusSeeOther)
+		s.redirect(w, r, "/events", nil)
 	})
 	mux.HandleFunc("GET /console.css", s.css)
 	mux.HandleFunc("GET /events", s.events)
@@ -205,18 +211,32 @@ func New(cfg Config) (*Server, error) {
 // ServeHTTP serves the console.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
 
-// cookieName is the access cookie of the console listening at host (a
-// cookie is shared by every port of a host: the port keeps two consoles
-// apart).
+// RunPath is the path every page of the console run with token lives
+// under: "/" and 26 characters of base32 of a SHA-256 of the token. A
+// browser keeps cookies by host and path, never by port, so the access
+// cookie, scoped to this path, goes to no other server on the same
+// loopback host: none is visited at a path nobody but this run's URL
+// names. It is derived from the token, so Listen's URL and the Server
+// agree without a second value; it shows in the address bar and history,
+// and reveals nothing of the token.
+func RunPath(token string) string {
+	sum := sha256.Sum256([]byte("inboxctl console path\x00" + token))
+	return "/" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
+}
+
+// cookieName is the access cookie of the console listening at host (the
+// port keeps apart the names of two consoles' cookies in one browser).
 func cookieName(host string) string {
 	_, port, _ := net.SplitHostPort(host)
 	return "inboxctl_console_" + port
 }
 
 // guard answers before any page: security headers on every answer, 403
-// for a Host the console does not listen as, 401 without the token. A
-// request carrying the token in its URL gets the cookie and is sent to the
-// same URL without it, so the token leaves the address bar and history.
+// for a Host the console does not listen as, 401 outside the run's path
+// or without the token. A request carrying the token in its URL gets the
+// cookie (host-only, on the run's path) and is sent to the same page
+// without it, so the token leaves the address bar and history. The pages
+// are served with the run's path stripped.
 func (s *Server) guard(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
@@ -229,17 +249,22 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			http.Error(w, "403 forbidden: the console answers only at its loopback address (127.0.0.1, ::1 or localhost)", http.StatusForbidden)
 			return
 		}
+		rest, ok := strings.CutPrefix(r.URL.Path, s.root)
+		if !ok || (rest != "" && rest[0] != '/') {
+			s.refuse(r, "path")
+			s.unauthorized(w)
+			return
+		}
 		if t := r.URL.Query().Get("token"); t != "" && r.Method == http.MethodGet {
 			if !s.tokenOK(t) {
 				s.refuse(r, "bad_token")
 				s.unauthorized(w)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.cfg.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: cookieName(r.Host), Value: s.cfg.Token, Path: s.root, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 			q := r.URL.Query()
 			q.Del("token")
-			u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-			http.Redirect(w, r, u.String(), http.StatusSeeOther)
+			s.redirect(w, r, rest, q)
 			return
 		}
 		c, err := r.Cookie(cookieName(r.Host))
@@ -248,8 +273,29 @@ func (s *Server) guard(next http.Handler) http.Handler {
 			s.unauthorized(w)
 			return
 		}
-		next.ServeHTTP(w, r)
+		clean := path.Clean("/" + rest)
+		if strings.HasSuffix(rest, "/") && clean != "/" {
+			clean += "/"
+		}
+		if clean != rest {
+			// net/http's ServeMux would redirect to the clean path without
+			// the run's; this keeps it.
+			s.redirect(w, r, rest, r.URL.Query())
+			return
+		}
+		r2 := r.Clone(r.Context())
+		r2.URL.Path, r2.URL.RawPath = rest, strings.TrimPrefix(r.URL.RawPath, s.root)
+		next.ServeHTTP(w, r2)
 	})
+}
+
+// redirect answers 303 to the console's page p with query q. The
+// Location is always a path of this run's (RunPath, then p cleaned and
+// escaped): never "//host" or "/\host", which a browser reads as another
+// host, whatever p holds.
+func (s *Server) redirect(w http.ResponseWriter, r *http.Request, p string, q url.Values) {
+	u := url.URL{Path: s.root + path.Clean("/"+p), RawQuery: q.Encode()}
+	http.Redirect(w, r, u.String(), http.StatusSeeOther)
 }
 
 func (s *Server) tokenOK(t string) bool {
@@ -295,7 +341,7 @@ func (s *Server) checkForm(w http.ResponseWriter, r *http.Request) bool {
 
 // Listen listens on addr, which must be a loopback address (127.0.0.1:8080,
 // [::1]:0, localhost:8080; port 0 picks a free port), and returns the
-// listener and the console's URL carrying token.
+// listener and the console's URL: the run's path (RunPath) carrying token.
 func Listen(addr, token string) (net.Listener, string, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -311,7 +357,7 @@ func Listen(addr, token string) (net.Listener, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("console: listen on %s: %w", addr, err)
 	}
-	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: "/", RawQuery: url.Values{"token": {token}}.Encode()}
+	u := url.URL{Scheme: "http", Host: ln.Addr().String(), Path: RunPath(token) + "/", RawQuery: url.Values{"token": {token}}.Encode()}
 	return ln, u.String(), nil
 }
 

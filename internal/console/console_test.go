@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
+	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
 	"os"
@@ -267,14 +269,14 @@ func newWorld(t *testing.T) *world {
 	return w
 }
 
-// do serves one request as a browser that opened the console's URL sends
-// it: with its cookie, from 127.0.0.1.
+// do serves one request for the run's page target as a browser that
+// opened the console's URL sends it: with its cookie, from 127.0.0.1.
 func (w *world) do(method, target string, form url.Values) *httptest.ResponseRecorder {
 	var body io.Reader
 	if form != nil {
 		body = strings.NewReader(form.Encode())
 	}
-	r := httptest.NewRequest(method, "http://127.0.0.1:8080"+target, body)
+	r := httptest.NewRequest(method, "http://127.0.0.1:8080"+RunPath(token)+target, body)
 	if form != nil {
 		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 		r.Header.Set("Origin", "http://127.0.0.1:8080")
@@ -390,7 +392,7 @@ func TestTokenIsRequired(t *testing.T) {
 	w := newWorld(t)
 	for _, target := range []string{"/", "/events", "/console.css", "/events/stripe/evt_golden_failed", "/dlq", "/reconciler", "/nothing", "/events?token=WRONGTOKENWRONGTOKENWRONGT"} {
 		for _, cookie := range []string{"", "WRONGTOKENWRONGTOKENWRONGT", token[:10]} {
-			r := httptest.NewRequest("GET", "http://127.0.0.1:8080"+target, nil)
+			r := httptest.NewRequest("GET", "http://127.0.0.1:8080"+RunPath(token)+target, nil)
 			if cookie != "" {
 				r.AddCookie(&http.Cookie{Name: "inboxctl_console_8080", Value: cookie})
 			}
@@ -403,7 +405,7 @@ func TestTokenIsRequired(t *testing.T) {
 	}
 	// A token from another console of the same host (another port) does
 	// not open this one.
-	r := httptest.NewRequest("GET", "http://127.0.0.1:8080/events", nil)
+	r := httptest.NewRequest("GET", "http://127.0.0.1:8080"+RunPath(token)+"/events", nil)
 	r.AddCookie(&http.Cookie{Name: "inboxctl_console_9090", Value: token})
 	rec := httptest.NewRecorder()
 	w.srv.ServeHTTP(rec, r)
@@ -414,13 +416,13 @@ func TestTokenIsRequired(t *testing.T) {
 		t.Errorf("refusals are logged without the token they carried:\n%s", w.logs.String())
 	}
 
-	r = httptest.NewRequest("GET", "http://127.0.0.1:8080/events?status=failed&token="+token, nil)
+	r = httptest.NewRequest("GET", "http://127.0.0.1:8080"+RunPath(token)+"/events?status=failed&token="+token, nil)
 	rec = httptest.NewRecorder()
 	w.srv.ServeHTTP(rec, r)
 	c := rec.Result().Cookies()
-	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != "/events?status=failed" || len(c) != 1 ||
-		c[0].Name != "inboxctl_console_8080" || c[0].Value != token || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode {
-		t.Errorf("the token in the URL: got %d to %q with cookies %+v; want 303 to the URL without it, and a strict HttpOnly cookie", rec.Code, rec.Header().Get("Location"), c)
+	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != RunPath(token)+"/events?status=failed" || len(c) != 1 ||
+		c[0].Name != "inboxctl_console_8080" || c[0].Value != token || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != RunPath(token) {
+		t.Errorf("the token in the URL: got %d to %q with cookies %+v; want 303 to the URL without it, and a strict HttpOnly cookie on the run's path", rec.Code, rec.Header().Get("Location"), c)
 	}
 	if got := w.do("GET", "/events", nil); got.Code != 200 || got.Header().Get("Content-Security-Policy") == "" {
 		t.Errorf("with the cookie: got %d, CSP %q", got.Code, got.Header().Get("Content-Security-Policy"))
@@ -450,7 +452,7 @@ func TestActionsNeedTheirForm(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, target := range []string{"/events/stripe/evt_golden_failed/replay", "/dlq/redrive"} {
-				r := httptest.NewRequest("POST", "http://127.0.0.1:8080"+target, strings.NewReader(tc.form.Encode()))
+				r := httptest.NewRequest("POST", "http://127.0.0.1:8080"+RunPath(token)+target, strings.NewReader(tc.form.Encode()))
 				r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 				r.Header.Set("Sec-Fetch-Site", "same-origin")
 				r.AddCookie(&http.Cookie{Name: "inboxctl_console_8080", Value: token})
@@ -517,7 +519,7 @@ func TestListingIsTheStoresOwn(t *testing.T) {
 		}
 	}
 	body := w.do("GET", "/events", nil).Body.String()
-	if !strings.Contains(body, `href="/events?next=CURSOR2&amp;provider=stripe&amp;since=2026-04-30T12%3A00%3A00Z"`) {
+	if !strings.Contains(body, `href="`+RunPath(token)+`/events?next=CURSOR2&amp;provider=stripe&amp;since=2026-04-30T12%3A00%3A00Z"`) {
 		t.Errorf("the next page's link does not carry the cursor and the pinned window:\n%s", body)
 	}
 }
@@ -572,7 +574,7 @@ func TestListenIsLoopbackOnly(t *testing.T) {
 			t.Errorf("Listen(%q): %v", addr, err)
 			continue
 		}
-		if !strings.HasPrefix(u, "http://"+ln.Addr().String()+"/?token="+token) || !loopbackHost(ln.Addr().String()) {
+		if !strings.HasPrefix(u, "http://"+ln.Addr().String()+RunPath(token)+"/?token="+token) || !loopbackHost(ln.Addr().String()) {
 			t.Errorf("Listen(%q): URL %s on %s", addr, u, ln.Addr())
 		}
 		ln.Close()
@@ -594,5 +596,164 @@ func TestAgoAndUTC(t *testing.T) {
 	}
 	if got := utc(time.Date(2026, 5, 1, 14, 0, 0, 0, time.FixedZone("CEST", 2*3600))); got != "2026-05-01 12:00:00 UTC" {
 		t.Errorf("utc: got %q", got)
+	}
+}
+
+// runURL is the console's URL for this run, as Listen prints it, parsed,
+// and the path every page of the run lives under ("/<prefix>").
+func runURL(t *testing.T) (*url.URL, string) {
+	t.Helper()
+	ln, raw, err := Listen("127.0.0.1:0", token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.Close()
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u, strings.TrimSuffix(u.Path, "/")
+}
+
+// browserResolve resolves a Location as a browser does: WHATWG URL
+// parsing drops tabs and newlines and reads a backslash as a slash in an
+// http URL, before resolving it against the page.
+func browserResolve(page *url.URL, loc string) (*url.URL, error) {
+	loc = strings.NewReplacer("\t", "", "\n", "", "\r", "", `\`, "/").Replace(loc)
+	ref, err := url.Parse(loc)
+	if err != nil {
+		return nil, err
+	}
+	return page.ResolveReference(ref), nil
+}
+
+// TestTheTokensRedirectStaysOnTheConsole: the answer to the token in the
+// URL, and to a path that is not clean, sends the browser to a page of the
+// console itself, whatever the path tries (a second slash, a backslash,
+// an escaped slash, a tab, a scheme, dot segments): never to another
+// host.
+func TestTheTokensRedirectStaysOnTheConsole(t *testing.T) {
+	w := newWorld(t)
+	_, base := runURL(t)
+	for _, p := range []string{
+		"//evil.example/landing", "///evil.example/landing", `/\evil.example/landing`, `/\/evil.example`, "/%2F/evil.example",
+		"/%2F%2Fevil.example", "/%5Cevil.example", "/%5C%5Cevil.example", "/%09/evil.example", "/%0A/evil.example",
+		"/https:evil.example", "/https://evil.example/", "/..//evil.example", "/.//evil.example", "/../%2F/evil.example",
+	} {
+		for _, target := range []string{
+			"http://127.0.0.1:8080" + p + "?token=" + token,
+			"http://127.0.0.1:8080" + base + p + "?token=" + token,
+			"http://127.0.0.1:8080" + base + p,
+		} {
+			r := httptest.NewRequest("GET", target, nil)
+			r.AddCookie(&http.Cookie{Name: "inboxctl_console_8080", Value: token})
+			rec := httptest.NewRecorder()
+			w.srv.ServeHTTP(rec, r)
+			loc := rec.Header().Get("Location")
+			if rec.Code < 300 || rec.Code > 399 {
+				if loc != "" {
+					t.Errorf("GET %s: got %d with Location %q", r.URL.Path, rec.Code, loc)
+				}
+				continue
+			}
+			got, err := browserResolve(r.URL, loc)
+			if err != nil || got.Host != "127.0.0.1:8080" || !strings.HasPrefix(got.Path, base+"/") || !strings.HasPrefix(loc, base+"/") {
+				t.Errorf("GET %s: got %d to %q (%v), want a path of this console (%s/...)", r.URL.Path, rec.Code, loc, got, base)
+			}
+		}
+	}
+}
+
+// TestTheCookieGoesToThisConsoleOnly: a browser keeps cookies by host and
+// path, not port, so the access cookie must not match any URL another
+// server on the same loopback host is visited at; it matches the console's
+// own pages, which open with it.
+func TestTheCookieGoesToThisConsoleOnly(t *testing.T) {
+	w := newWorld(t)
+	run, base := runURL(t)
+	jar, err := cookiejar.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := httptest.NewRequest("GET", run.String(), nil)
+	rec := httptest.NewRecorder()
+	w.srv.ServeHTTP(rec, first)
+	if rec.Code != http.StatusSeeOther {
+		t.Fatalf("GET %s: got %d, want 303", run.Redacted(), rec.Code)
+	}
+	jar.SetCookies(first.URL, rec.Result().Cookies())
+	next, err := browserResolve(first.URL, rec.Header().Get("Location"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest("GET", next.String(), nil)
+	for _, c := range jar.Cookies(next) {
+		r.AddCookie(c)
+	}
+	rec = httptest.NewRecorder()
+	w.srv.ServeHTTP(rec, r)
+	if rec.Code != http.StatusSeeOther && rec.Code != http.StatusOK {
+		t.Fatalf("GET %s with the jar's cookies: got %d, want the console", next, rec.Code)
+	}
+	for _, page := range []string{"/events", "/dlq", "/events/stripe/evt_golden_failed"} {
+		u, _ := url.Parse("http://" + run.Host + base + page)
+		if len(jar.Cookies(u)) != 1 {
+			t.Errorf("the console's page %s: got %d cookies, want its one", page, len(jar.Cookies(u)))
+		}
+	}
+	_, port, _ := net.SplitHostPort(run.Host)
+	for _, other := range []string{"http://127.0.0.1:9999/", "http://127.0.0.1:9999/events", "http://127.0.0.1:3000/login",
+		"http://127.0.0.1:" + port + "/", "http://127.0.0.1:9999/" + strings.TrimPrefix(base, "/") + "x/", "http://localhost:9999/"} {
+		u, err := url.Parse(other)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cs := jar.Cookies(u); len(cs) != 0 {
+			t.Errorf("another server at %s receives %d cookie(s) %v, want none", other, len(cs), cs)
+		}
+	}
+	// Outside its path the console answers as to a stranger, cookie or not.
+	for _, p := range []string{"/", "/events", "/" + strings.TrimPrefix(base, "/") + "x/events"} {
+		r := httptest.NewRequest("GET", "http://127.0.0.1:8080"+p, nil)
+		r.AddCookie(&http.Cookie{Name: "inboxctl_console_8080", Value: token})
+		rec := httptest.NewRecorder()
+		w.srv.ServeHTTP(rec, r)
+		if rec.Code != http.StatusUnauthorized || strings.Contains(rec.Body.String(), "evt_golden") {
+			t.Errorf("GET %s outside the run's path: got %d, want 401", p, rec.Code)
+		}
+	}
+}
+
+// TestRedactionIsByName: the documented rule, name by name. A member is
+// redacted when a word of its name (split at _ - . spaces and case
+// changes) is, or ends with, one of the credential words, or when a "key"
+// follows api, private, access, secret or signing; ids, checks and
+// methods that only share letters with those words are kept.
+func TestRedactionIsByName(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		redact bool
+	}{
+		{"client_secret", true}, {"webhook_secret", true}, {"secrets", true}, {"clientSecret", true},
+		{"token", true}, {"access_token", true}, {"refresh_token", true}, {"accessToken", true}, {"accesstoken", true},
+		{"cart_token", true}, {"checkout_token", true}, {"id_token", true}, {"X-CSRF-Token", true}, {"tokens", true},
+		{"password", true}, {"passwd", true}, {"passphrase", true}, {"password_hash", true}, {"new-password", true},
+		{"signature", true}, {"Stripe-Signature", true}, {"X-Hub-Signature-256", true}, {"x_shopify_hmac_sha256", true},
+		{"authorization", true}, {"Authorization", true}, {"auth", true}, {"oauth", true}, {"basic_auth", true},
+		{"credential", true}, {"credentials", true}, {"aws_credentials", true},
+		{"cookie", true}, {"Set-Cookie", true}, {"session_cookie", true}, {"jwt", true}, {"app_jwt", true},
+		{"api_key", true}, {"apiKey", true}, {"apikey", true}, {"API-Key", true}, {"private_key", true}, {"privateKey", true},
+		{"access_key", true}, {"secret_key", true}, {"signing_key", true}, {"hmac", true},
+
+		{"id", false}, {"key", false}, {"keys", false}, {"idempotency_key", false}, {"public_key", false},
+		{"tokenization_method", false}, {"author", false}, {"authority", false}, {"author_association", false},
+		{"cvc_check", false}, {"status", false}, {"customer", false}, {"metadata", false}, {"keyword", false},
+		{"signed_at", false}, {"passage", false}, {"description", false},
+	} {
+		doc := `{"` + tc.name + `":"v4lue"}`
+		got := pretty([]byte(doc))
+		if hidden := !strings.Contains(got, "v4lue"); hidden != tc.redact {
+			t.Errorf("%q: got redacted=%t, want %t:\n%s", tc.name, hidden, tc.redact, got)
+		}
 	}
 }

@@ -119,7 +119,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	first := f
 	first.Since, first.Next = "", ""
 	if f.Next != "" {
-		view.FirstURL = "/events?" + first.values().Encode()
+		view.FirstURL = s.root + "/events?" + first.values().Encode()
 	}
 	if page.Next != "" {
 		next := f
@@ -127,7 +127,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 			next.Since = query.Since.UTC().Format(time.RFC3339Nano)
 		}
 		next.Next = page.Next
-		view.NextURL = "/events?" + next.values().Encode()
+		view.NextURL = s.root + "/events?" + next.values().Encode()
 	}
 	s.render(w, r, http.StatusOK, "events", "Events", view, "")
 }
@@ -301,13 +301,13 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request) {
 	id := strings.TrimSpace(r.URL.Query().Get("id"))
 	switch {
 	case id == "":
-		http.Redirect(w, r, "/events", http.StatusSeeOther)
+		s.redirect(w, r, "/events", nil)
 	case strings.ContainsAny(id, "/?#% "):
 		s.fail(w, r, http.StatusBadRequest, "An id has no /, ?, #, % or space.")
 	case strings.HasPrefix(id, "evt_"):
-		http.Redirect(w, r, "/events/"+s.cfg.Providers[0]+"/"+id, http.StatusSeeOther)
+		s.redirect(w, r, "/events/"+s.cfg.Providers[0]+"/"+id, nil)
 	default:
-		http.Redirect(w, r, "/objects/"+id, http.StatusSeeOther)
+		s.redirect(w, r, "/objects/"+id, nil)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -45,6 +46,7 @@ func (s *Server) parse() error {
 		"ms":        func(v int64) time.Time { return time.UnixMilli(v) },
 		"iso":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 		"clip":      clip,
+		"root":      func() string { return s.root },
 		"statusCSS": statusClass,
 		"path":      url.PathEscape,
 		"query":     url.QueryEscape,
@@ -162,11 +164,73 @@ func statusClass(v any) string {
 	return "quiet"
 }
 
-// sensitive matches the names of fields never shown: a payload's
-// client_secret (PaymentIntents, SetupIntents, Checkout Sessions), and any
-// field named like a secret, a password, a signature, an API key or a
-// credential header, should one ever appear in a body.
-var sensitive = regexp.MustCompile(`(?i)secret|password|signature|api_?key|authorization`)
+// credentialWords are the words that make a member's name sensitive when
+// a word of the name is one of them or ends with one (oauth, accesstoken),
+// singular or plural.
+var credentialWords = []string{
+	"secret", "password", "passwd", "passphrase", "token", "signature", "hmac",
+	"authorization", "auth", "credential", "cookie", "jwt",
+	"apikey", "privatekey", "accesskey", "secretkey", "signingkey",
+}
+
+// keyQualifiers are the words that make a following "key" a credential
+// (api_key, privateKey); a key alone, an idempotency key or a public key
+// is not one.
+var keyQualifiers = map[string]bool{"api": true, "private": true, "access": true, "secret": true, "signing": true}
+
+// sensitive reports whether a payload member named name is never shown:
+// a payment's client_secret, and anything named like a credential should
+// one ever appear in a body. The name is split into words at every rune
+// that is not a letter or digit and at each change from lower to upper
+// case (clientSecret, APIKey), compared in lower case; it is sensitive
+// when a word is, or ends with, one of credentialWords (optionally
+// plural), or is "key" or "keys" after one of keyQualifiers. Words that
+// only begin like one (tokenization_method, author) are shown.
+func sensitive(name string) bool {
+	words := nameWords(name)
+	for i, w := range words {
+		for _, c := range credentialWords {
+			if strings.HasSuffix(w, c) || strings.HasSuffix(w, c+"s") {
+				return true
+			}
+		}
+		if (w == "key" || w == "keys") && i > 0 && keyQualifiers[words[i-1]] {
+			return true
+		}
+	}
+	return false
+}
+
+// nameWords splits a member's name into lower-case words: at every rune
+// that is neither a letter nor a digit, before an upper-case letter that
+// follows a lower-case one, and before the last of a run of upper-case
+// letters that a lower-case one follows (APIKey: api, key).
+func nameWords(name string) []string {
+	rs := []rune(name)
+	var words []string
+	var cur []rune
+	flush := func() {
+		if len(cur) > 0 {
+			words = append(words, strings.ToLower(string(cur)))
+			cur = cur[:0]
+		}
+	}
+	for i, r := range rs {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			flush()
+			continue
+		}
+		if i > 0 && unicode.IsUpper(r) && len(cur) > 0 {
+			prev := rs[i-1]
+			if unicode.IsLower(prev) || (unicode.IsUpper(prev) && i+1 < len(rs) && unicode.IsLower(rs[i+1])) {
+				flush()
+			}
+		}
+		cur = append(cur, r)
+	}
+	flush()
+	return words
+}
 
 // member is one line of indented JSON that holds a member with a scalar
 // value: its indentation, its quoted name, the value, and a comma.
@@ -187,7 +251,7 @@ func pretty(raw []byte) string {
 		l := lines[i]
 		m := member.FindStringSubmatch(l)
 		var name string
-		if m == nil || m[3] == "null" || json.Unmarshal([]byte(m[2]), &name) != nil || !sensitive.MatchString(name) {
+		if m == nil || m[3] == "null" || json.Unmarshal([]byte(m[2]), &name) != nil || !sensitive(name) {
 			out = append(out, l)
 			continue
 		}

@@ -395,14 +395,31 @@ func TestForwardSettingsReachOnlyTheProcessor(t *testing.T) {
 
 // TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions: with KmsKeyArn the
 // tables, queues (the reconciler's own dead letters aside), log groups and
-// topic use the key, and each function may use it for what it does; without
-// it, AWS-managed encryption and no grant.
+// topic use the key, and each function may use it for what it does, and
+// only through the services that hold its data under the key
+// (kms:ViaService): Decrypt through DynamoDB (its tables), SQS (the queue
+// it sends to or its event source receives from) and Parameter Store (its
+// SecureStrings), GenerateDataKey through SQS alone, for the functions
+// that send; without it, AWS-managed encryption and no grant.
 func TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions(t *testing.T) {
 	const key = "arn:aws:kms:us-east-1:000000000000:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-	grants := map[string]any{
-		"ReceiverFunction":   []any{"kms:Decrypt", "kms:GenerateDataKey"},
-		"ProcessorFunction":  "kms:Decrypt",
-		"ReconcilerFunction": []any{"kms:Decrypt", "kms:GenerateDataKey"},
+	via := func(services ...string) map[string]any {
+		var v []any
+		for _, s := range services {
+			v = append(v, s+"."+Region+".amazonaws.com")
+		}
+		return map[string]any{"StringEquals": map[string]any{"kms:ViaService": v}}
+	}
+	type grant struct {
+		action    any
+		condition map[string]any
+	}
+	decrypt := grant{"kms:Decrypt", via("dynamodb", "sqs", "ssm")}
+	send := grant{"kms:GenerateDataKey", via("sqs")}
+	grants := map[string]map[string]grant{
+		"ReceiverFunction":   {"UseCustomerKey": decrypt, "SendUnderCustomerKey": send},
+		"ProcessorFunction":  {"UseCustomerKey": decrypt},
+		"ReconcilerFunction": {"UseCustomerKey": decrypt, "SendUnderCustomerKey": send},
 	}
 	for _, withKey := range []bool{false, true} {
 		overrides := map[string]string{}
@@ -441,10 +458,18 @@ func TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions(t *testing.T) {
 				}
 			}
 		}
-		for id, actions := range grants {
-			st, ok := policySids(t, tmpl, id)["UseCustomerKey"]
-			if ok != withKey || (ok && (!reflect.DeepEqual(st["Action"], actions) || st["Resource"] != key)) {
-				t.Errorf("key %v: %s UseCustomerKey: got %v (present %v), want %v on the key only with KmsKeyArn", withKey, id, st, ok, actions)
+		for id, want := range grants {
+			sids := policySids(t, tmpl, id)
+			for sid, g := range want {
+				st, ok := sids[sid]
+				if ok != withKey || (ok && (!reflect.DeepEqual(st["Action"], g.action) || st["Resource"] != key || !reflect.DeepEqual(st["Condition"], g.condition))) {
+					t.Errorf("key %v: %s %s: got %v (present %v), want %v on the key with condition %v, only with KmsKeyArn", withKey, id, sid, st, ok, g.action, g.condition)
+				}
+			}
+			for sid, st := range sids {
+				if _, ok := want[sid]; !ok && strings.Contains(fmt.Sprint(st["Action"]), "kms:") {
+					t.Errorf("key %v: %s %s: a grant on the key beside %v: %v", withKey, id, sid, want, st)
+				}
 			}
 		}
 	}

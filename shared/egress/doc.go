@@ -6,5 +6,7 @@
 // machine, for the local stack and tests.
 //
 // Following a redirect would send the same secrets to a host nobody
-// configured, so the callers also refuse redirects (see effect.Forward).
+// configured, so the callers also refuse redirects: Send for the effects,
+// NoRedirect for a client built on an SDK that adds its credential in the
+// transport (githubapi).
 package egress

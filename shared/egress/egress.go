@@ -53,6 +53,13 @@ func safeScheme(u *url.URL) string {
 	return u.Scheme
 }
 
+// NoRedirect is an http.Client CheckRedirect that follows no redirect:
+// the 3xx comes back as the answer. A client that adds a credential in
+// its transport adds it again on every hop, to whatever host the Location
+// names (net/http strips only the headers of the first request), so every
+// client that carries a secret sets it.
+func NoRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
 // Send sends req once with client (http.DefaultClient's settings when
 // nil) and follows no redirect: a 3xx comes back as the answer, for the
 // caller to refuse, since following it would send the same secrets to a
@@ -64,7 +71,7 @@ func Send(client *http.Client, req *http.Request) (*http.Response, error) {
 	if client != nil {
 		c = *client
 	}
-	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.CheckRedirect = NoRedirect
 	resp, err := c.Do(req)
 	if err != nil {
 		var ue *url.Error

@@ -17,7 +17,13 @@
 // on first need costs the function's init nothing.
 //
 // The credentials go only to GitHub's API, or to a base that egress.Check
-// allows (https, or plain http to a loopback stand-in).
+// allows (https, or plain http to a loopback stand-in), and only to that
+// base's scheme and host: the transport refuses a request to any other
+// (ErrNotAPIHost), and no redirect is followed (egress.NoRedirect), since
+// the transport would add the credential again on every hop, to whatever
+// host a Location names. go-github's own WithAuthToken does the same, so
+// its default redirect following is not kept. A 3xx comes back as a
+// *github.RedirectionError naming the Location.
 //
 // go-github recognises a primary rate limit only on a 403 with
 // x-ratelimit-remaining: 0; GitHub also answers 429, and 403 or 429 with

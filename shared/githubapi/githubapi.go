@@ -95,7 +95,13 @@ func New(cfg Config) (*Client, error) {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	c.Transport = &authTransport{base: base, token: cfg.Token, appKey: cfg.AppKey, now: now}
+	// The transport adds the credential to every request the client sends,
+	// a redirect's too: so none is followed (a 3xx is GitHub's answer, a
+	// *github.RedirectionError), and the credential goes to the API base's
+	// scheme and host only.
+	c.CheckRedirect = egress.NoRedirect
+	auth := &authTransport{base: base, token: cfg.Token, appKey: cfg.AppKey, now: now}
+	c.Transport = auth
 	gh := github.NewClient(&c)
 	if cfg.BaseURL != "" {
 		u, err := egress.Check(cfg.BaseURL)
@@ -107,6 +113,7 @@ func New(cfg Config) (*Client, error) {
 		}
 		gh.BaseURL = u
 	}
+	auth.scheme, auth.host = strings.ToLower(gh.BaseURL.Scheme), strings.ToLower(gh.BaseURL.Host)
 	return &Client{gh: gh, now: now}, nil
 }
 
@@ -179,6 +186,10 @@ func (c *Client) Redeliver(ctx context.Context, h Hook, id int64) error {
 	}
 	return c.classify(fmt.Errorf("githubapi: redeliver %d of %s: %w", id, h, err))
 }
+
+// ErrNotAPIHost is the error of a request to a host other than the API
+// base's, which is sent nowhere: the credential is for the API alone.
+var ErrNotAPIHost = errors.New("githubapi: not the API base's host, credential withheld")
 
 // RateLimitError is the error of a request GitHub refused for a rate
 // limit, primary or secondary, 403 or 429 (or that go-github did not send,
@@ -255,13 +266,16 @@ func (c *Client) classify(err error) error {
 	return err
 }
 
-// authTransport authenticates each request: with the App's JWT when the
-// request's context names an App, with the token otherwise.
+// authTransport authenticates each request to the API base's scheme and
+// host (and refuses any other): with the App's JWT when the request's
+// context names an App, with the token otherwise.
 type authTransport struct {
-	base   http.RoundTripper
-	token  func(context.Context) (string, error)
-	appKey func(context.Context) (string, error)
-	now    func() time.Time
+	base http.RoundTripper
+	// scheme and host are the API base's, lower case, host with its port.
+	scheme, host string
+	token        func(context.Context) (string, error)
+	appKey       func(context.Context) (string, error)
+	now          func() time.Time
 
 	mu     sync.Mutex
 	pem    string
@@ -269,6 +283,9 @@ type authTransport struct {
 }
 
 func (t *authTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !strings.EqualFold(r.URL.Scheme, t.scheme) || !strings.EqualFold(r.URL.Host, t.host) {
+		return nil, fmt.Errorf("githubapi: %s to host %s: %w", r.Method, r.URL.Host, ErrNotAPIHost)
+	}
 	var (
 		cred string
 		err  error

@@ -9,7 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -239,5 +241,89 @@ func TestAppHookIsReadWithTheAppsJWT(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestCredentialsNeverFollowARedirect: an API base that redirects (any
+// 3xx, to another host or another port of the same one) is answered with
+// an error, and the Location receives neither the token nor the App's JWT.
+func TestCredentialsNeverFollowARedirect(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pemKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
+	var (
+		mu       sync.Mutex
+		received []string
+	)
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		received = append(received, r.Method+" "+r.URL.Path+" Authorization="+r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("[]"))
+	}))
+	defer elsewhere.Close()
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		base := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, elsewhere.URL+r.URL.Path, status)
+		}))
+		for _, tc := range []struct {
+			name string
+			hook githubapi.Hook
+		}{
+			{"token", githubapi.Hook{Kind: githubapi.KindRepo, Owner: "acme", Repo: "shop", ID: 12}},
+			{"app jwt", githubapi.Hook{Kind: githubapi.KindApp, ID: 56}},
+		} {
+			t.Run(fmt.Sprintf("%d %s", status, tc.name), func(t *testing.T) {
+				c, err := githubapi.New(githubapi.Config{BaseURL: base.URL, Token: fixed(token), AppKey: fixed(pemKey)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.Deliveries(context.Background(), tc.hook, ""); err == nil {
+					t.Errorf("list: got nil error, want the %d refused", status)
+				}
+				if err := c.Redeliver(context.Background(), tc.hook, 7); err == nil {
+					t.Errorf("redeliver: got nil error, want the %d refused", status)
+				}
+			})
+		}
+		base.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range received {
+		if !strings.HasSuffix(r, "Authorization=") {
+			t.Errorf("the redirect's Location received %q, want no credential", r)
+		}
+	}
+	if len(received) != 0 {
+		t.Errorf("the redirect's Location received %d request(s), want none: no redirect is followed", len(received))
+	}
+}
+
+// TestTheCredentialGoesToTheAPIHostOnly: a request the client is made to
+// send elsewhere (another port of the same host, another scheme) is sent
+// nowhere, with or without a credential.
+func TestTheCredentialGoesToTheAPIHostOnly(t *testing.T) {
+	fake := githubfake.Start(githubfake.Config{Token: token})
+	defer fake.Close()
+	var hits int
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { hits++ }))
+	defer other.Close()
+	c := newClient(t, fake, githubapi.Config{})
+	for _, raw := range []string{other.URL + "/repos/acme/shop/hooks/12/deliveries", strings.Replace(fake.URL, "http://", "https://", 1) + "/repos"} {
+		req, err := http.NewRequest(http.MethodGet, raw, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.HTTPClient().Do(req)
+		if !errors.Is(err, githubapi.ErrNotAPIHost) {
+			t.Errorf("GET %s: got %v, want ErrNotAPIHost", raw, err)
+		}
+	}
+	if hits != 0 {
+		t.Errorf("the other host received %d request(s), want none", hits)
 	}
 }
