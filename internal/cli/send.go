@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/signature"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // DefaultWebhookURL is the local stack's endpoint.

@@ -23,6 +23,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
@@ -39,7 +40,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // Options configure Measure.

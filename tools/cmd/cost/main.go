@@ -1,5 +1,5 @@
 // Command cmd is make cost: the cost meter of package cost, run against the
-// AWS emulator (AWS_ENDPOINT_URL, as tools/withemulator sets it, or one
+// AWS emulator (AWS_ENDPOINT_URL, as tools/cmd/withemulator sets it, or one
 // it starts), printing its report on stdout. It reports; it does not fail
 // on a figure: the targets are read from its last three lines.
 package main
