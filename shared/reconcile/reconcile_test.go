@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
@@ -65,6 +66,7 @@ var provisionMu sync.Mutex
 
 func newHarness(t *testing.T, handled []string) *harness {
 	t.Helper()
+	needs.Emulator(t) // before the lock: a skip under it would hold it
 	provisionMu.Lock()
 	stack := testenv.Provision(t, nil)
 	provisionMu.Unlock()
