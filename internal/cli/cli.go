@@ -6,13 +6,16 @@
 // documents every command, its flags, its exit codes and its JSON shapes;
 // the JSON shapes are the exported *JSON types here.
 //
-// Commands format; the logic they rely on lives in shared packages (store
-// queries, mirror reads, signature diagnosis), except the dead-letter
-// redrive, which only an operator runs.
+// Commands format; the logic they rely on lives elsewhere: reads in the
+// shared packages that own each table (store queries, mirror reads,
+// signature diagnosis), and what an operator does to a stack (replay, the
+// dead-letter queue's redrive and discard, erasure) in internal/ops, which
+// the console runs too. Every command reaches the stack through open.
 package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +41,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -420,6 +424,15 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	return outputs, nil
 }
 
+// poll is the first wait between two reads of a stack's status (and how
+// often dlq redrive reads a move task's progress: ops.Stack.PollEvery).
+func (a *app) poll() time.Duration {
+	if a.pollEvery > 0 {
+		return a.pollEvery
+	}
+	return time.Second
+}
+
 // stageWait bounds the wait for a stack being created or updated: a
 // deployment of the template takes minutes.
 const stageWait = 30 * time.Minute
@@ -510,48 +523,74 @@ func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (
 	return local, nil
 }
 
-func (a *app) eventsStore(ctx context.Context) (*store.Events, error) {
-	table, err := a.resolve(ctx, a.eventsTable, outEventsTable, "EVENTS_TABLE", a.prefix+"-EventsTable")
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.dynamo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Events{DB: db, Table: table}, nil
-}
+// Parts of a stack a command opens (open).
+type parts int
 
-func (a *app) mirrorReader(ctx context.Context) (*mirror.Reader, error) {
-	table, err := a.resolve(ctx, a.mirrorTable, outMirrorTable, "MIRROR_TABLE", a.prefix+"-MirrorTable")
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.dynamo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &mirror.Reader{DB: db, Table: table}, nil
-}
+const (
+	withEvents parts = 1 << iota // the events table
+	withMirror                   // the mirror table, to read and to erase
+	withQueue                    // the webhook queue
+	withDLQ                      // the webhook queue and its dead-letter queue
+)
 
-func (a *app) dynamo(ctx context.Context) (*dynamodb.Client, error) {
-	cfg, err := a.aws(ctx)
-	if err != nil {
-		return nil, err
+// open is how every command reaches the stack: it resolves the names of
+// the tables and queues want asks for (resolve: a flag, the stage's
+// outputs, the environment, the local stack's names) and builds their
+// clients on the one AWS configuration (aws), so a wrong flag or a
+// stopped stack fails here, with the same hints, whatever the command.
+// The operations (package ops) report through a: hints on errors,
+// progress bars and notes on stderr.
+func (a *app) open(ctx context.Context, want parts) (*ops.Stack, error) {
+	s := &ops.Stack{
+		Now:       a.now,
+		Explain:   a.hint,
+		Progress:  func(total int, what string) ops.Progress { return a.progress(total, what) },
+		Note:      func(msg string) { fmt.Fprintln(a.stderr, "inboxctl: "+msg) },
+		PollEvery: a.pollEvery,
 	}
-	return dynamodb.NewFromConfig(cfg), nil
-}
-
-func (a *app) sqs(ctx context.Context) (SQS, error) {
-	cfg, err := a.aws(ctx)
-	if err != nil {
-		return nil, err
+	var db *dynamodb.Client
+	if want&(withEvents|withMirror) != 0 {
+		cfg, err := a.aws(ctx)
+		if err != nil {
+			return nil, err
+		}
+		db = dynamodb.NewFromConfig(cfg)
 	}
-	var c SQS = sqs.NewFromConfig(cfg)
-	if a.wrapSQS != nil {
-		c = a.wrapSQS(c)
+	if want&withEvents != 0 {
+		table, err := a.resolve(ctx, a.eventsTable, outEventsTable, "EVENTS_TABLE", a.prefix+"-EventsTable")
+		if err != nil {
+			return nil, err
+		}
+		s.Events = &store.Events{DB: db, Table: table}
 	}
-	return c, nil
+	if want&withMirror != 0 {
+		table, err := a.resolve(ctx, a.mirrorTable, outMirrorTable, "MIRROR_TABLE", a.prefix+"-MirrorTable")
+		if err != nil {
+			return nil, err
+		}
+		s.Mirror = &mirror.Reader{DB: db, Table: table}
+		s.Eraser = &mirror.Eraser{DB: db, Table: table, Now: a.now}
+	}
+	if want&(withQueue|withDLQ) != 0 {
+		cfg, err := a.aws(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var client ops.SQS = sqs.NewFromConfig(cfg)
+		if a.wrapSQS != nil {
+			client = a.wrapSQS(client)
+		}
+		s.SQS = client
+		if s.Queue, err = a.queue(ctx, client); err != nil {
+			return nil, err
+		}
+		if want&withDLQ != 0 {
+			if s.DLQ, err = a.deadLetterQueue(ctx, client, s.Queue); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
 }
 
 // queue resolves the webhook queue's URL.
@@ -566,6 +605,36 @@ func (a *app) queue(ctx context.Context, client SQS) (string, error) {
 		return "", a.hint(fmt.Errorf("find the webhook queue %s: %w", name, err))
 	}
 	return aws.ToString(out.QueueUrl), nil
+}
+
+// deadLetterQueue resolves the dead-letter queue of the webhook queue main:
+// --dlq-url, the stage's output, else main's redrive policy, which names
+// it whatever the naming.
+func (a *app) deadLetterQueue(ctx context.Context, client SQS, main string) (string, error) {
+	dlq, err := a.resolve(ctx, a.dlqURL, outDLQURL, "", "")
+	if err != nil || dlq != "" {
+		return dlq, err
+	}
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(main),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
+	})
+	if err != nil {
+		return "", a.hint(fmt.Errorf("read the redrive policy of %s: %w", main, err))
+	}
+	var policy struct {
+		Target string `json:"deadLetterTargetArn"`
+	}
+	raw := out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
+	if json.Unmarshal([]byte(raw), &policy) != nil || policy.Target == "" {
+		return "", fmt.Errorf("queue %s has no redrive policy naming a dead-letter queue: pass --dlq-url", main)
+	}
+	name := policy.Target[strings.LastIndex(policy.Target, ":")+1:]
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", a.hint(fmt.Errorf("find the dead-letter queue %s: %w", name, err))
+	}
+	return aws.ToString(q.QueueUrl), nil
 }
 
 // noStack reports whether err is CloudFormation's answer to DescribeStacks
@@ -602,10 +671,7 @@ func (a *app) hint(err error) error {
 
 // tableHint names the table in errors that mean it does not exist.
 func (a *app) tableHint(table string, err error) error {
-	if noTable(err) {
-		err = fmt.Errorf("table %s not found: %w", table, err)
-	}
-	return a.hint(err)
+	return a.hint(ops.TableError(table, err))
 }
 
 // profileFlag is " --profile P" when a profile was named, for commands

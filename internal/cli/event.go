@@ -89,10 +89,11 @@ func (a *app) eventCmd() *cobra.Command {
 }
 
 func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) error {
-	events, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents)
 	if err != nil {
 		return err
 	}
+	events := s.Events
 	rec, err := events.Get(ctx, prov, id)
 	if errors.Is(err, store.ErrNotFound) {
 		if prov != event.ProviderStripe {
@@ -129,10 +130,11 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	}
 	j := ToJSON(rec)
 	if rec.MirrorKey != "" {
-		mr, err := a.mirrorReader(ctx)
+		ms, err := a.open(ctx, withMirror)
 		if err != nil {
 			return err
 		}
+		mr := ms.Mirror
 		snap, err := mr.Object(ctx, rec.MirrorKey)
 		switch {
 		case errors.Is(err, mirror.ErrNotFound):

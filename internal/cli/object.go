@@ -80,14 +80,11 @@ processing did with each: applied, or superseded by a later event.`,
 }
 
 func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
-	mr, err := a.mirrorReader(ctx)
+	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return err
-	}
+	mr, events := s.Mirror, s.Events
 	out := ObjectJSON{ID: id}
 	snap, err := mr.Object(ctx, id)
 	switch {
@@ -181,14 +178,11 @@ subscriptions, oldest first: the answer to "I paid but my account is locked".`,
 }
 
 func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) error {
-	mr, err := a.mirrorReader(ctx)
+	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return err
-	}
+	mr, events := s.Mirror, s.Events
 	ent, err := mr.Entitlement(ctx, customer)
 	if err != nil {
 		return a.tableHint(mr.Table, err)

@@ -136,23 +136,11 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if err != nil {
 		return err
 	}
-	store, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents|withQueue|withMirror)
 	if err != nil {
 		return err
 	}
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return err
-	}
-	queue, err := a.queue(ctx, client)
-	if err != nil {
-		return err
-	}
-	mirror, err := a.mirrorReader(ctx)
-	if err != nil {
-		return err
-	}
-	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = store.Table, mirror.Table, queue
+	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
 	r, err := reconcilerboot.New(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
