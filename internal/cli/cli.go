@@ -14,6 +14,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -268,7 +269,7 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	// that names eu-west-1 to us-east-1, where its stack is not.
 	// The local stack (no --stage, --stack or --profile) is in
 	// localRegion whatever the shared config's default profile says.
-	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), strings.TrimSpace(a.getenv("AWS_DEFAULT_REGION")))
+	region := cmp.Or(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), strings.TrimSpace(a.getenv("AWS_DEFAULT_REGION")))
 	if region == "" && !a.deployed() && a.profile == "" {
 		region = localRegion
 	}
@@ -332,7 +333,7 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 			return "", nil, usagef("--endpoint %s: %q is not an http(s) URL", v, url)
 		}
 		if _, dup := flags[service]; dup {
-			return "", nil, usagef("--endpoint %s: given twice for %s", v, firstOf(service, "every service"))
+			return "", nil, usagef("--endpoint %s: given twice for %s", v, cmp.Or(service, "every service"))
 		}
 		flags[service] = url
 	}
@@ -342,14 +343,14 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 		}
 		return strings.TrimSpace(a.getenv(k))
 	}
-	general = firstOf(flags[""], env("AWS_ENDPOINT_URL"))
+	general = cmp.Or(flags[""], env("AWS_ENDPOINT_URL"))
 	if general == "" && !a.deployed() && a.profile == "" {
 		general = LocalEndpoint
 	}
 	services = map[string]string{}
 	for _, s := range endpointServices {
 		suffix := strings.ToUpper(s)
-		if v := firstOf(flags[s], env("AWS_ENDPOINT_URL_"+suffix), general); v != "" {
+		if v := cmp.Or(flags[s], env("AWS_ENDPOINT_URL_"+suffix), general); v != "" {
 			services[suffix] = v
 		}
 	}
@@ -485,10 +486,10 @@ func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *clo
 	st := now.Stacks[0]
 	if st.StackStatus == cftypes.StackStatusUpdateRollbackComplete {
 		// The previous deployment is back in place, outputs and all.
-		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n", name, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
+		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n", name, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 		return now, nil
 	}
-	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation", name, st.StackStatus, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
+	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation", name, st.StackStatus, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 }
 
 // stageParameters reads the parameters the stage's stack was deployed with.
@@ -681,13 +682,4 @@ func profileFlag(profile string) string {
 		return ""
 	}
 	return " --profile " + profile
-}
-
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

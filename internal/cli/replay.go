@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -119,7 +120,7 @@ func (a *app) replay(ctx context.Context, ids []string, o replayOpts) error {
 		_ = b.Add(1)
 		if !o.asJSON {
 			// As it goes: a long replay shows its progress in its output.
-			fmt.Fprintf(a.stdout, "%s  %s  %s: %s\n", r.ID, a.status(firstOf(r.Status, "-")), a.action(r.Action), r.Detail)
+			fmt.Fprintf(a.stdout, "%s  %s  %s: %s\n", r.ID, a.status(cmp.Or(r.Status, "-")), a.action(r.Action), r.Detail)
 		}
 	}
 	_ = b.Finish()

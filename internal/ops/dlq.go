@@ -14,7 +14,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/clock"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -349,7 +349,7 @@ func (s *Stack) followMoveTask(ctx context.Context, dlqARN string) (int, error) 
 		if pb, ok := b.(interface{ Set(int) error }); ok {
 			_ = pb.Set(int(t.ApproximateNumberOfMessagesMoved))
 		}
-		if clock.Sleep(ctx, s.poll()) != nil {
+		if pause.For(ctx, s.poll()) != nil {
 			return 0, goesOn("interrupted", dlqARN)
 		}
 	}

@@ -1,4 +1,4 @@
-package clock_test
+package pause_test
 
 import (
 	"context"
@@ -7,30 +7,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/clock"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 )
 
-// TestSleepEndsWithItsContext: a cancelled context ends the wait with its
+// TestForEndsWithItsContext: a cancelled context ends the wait with its
 // error, however long the wait was to be; an uncancelled one waits it out.
-func TestSleepEndsWithItsContext(t *testing.T) {
+func TestForEndsWithItsContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if err := clock.Sleep(ctx, time.Hour); !errors.Is(err, context.Canceled) {
+	if err := pause.For(ctx, time.Hour); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled: got %v, want context.Canceled", err)
 	}
-	if err := clock.Sleep(ctx, 0); !errors.Is(err, context.Canceled) {
+	if err := pause.For(ctx, 0); !errors.Is(err, context.Canceled) {
 		t.Errorf("cancelled, no wait: got %v, want context.Canceled", err)
 	}
-	if err := clock.Sleep(context.Background(), time.Millisecond); err != nil {
+	if err := pause.For(context.Background(), time.Millisecond); err != nil {
 		t.Errorf("a millisecond: got %v, want nil", err)
 	}
 }
 
-func ExampleSleep() {
+func ExampleFor() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
 	defer cancel()
 	// A retry's backoff ends with the invocation's deadline, not after it.
-	err := clock.Sleep(ctx, time.Minute)
+	err := pause.For(ctx, time.Minute)
 	fmt.Println(err)
 	// Output: context deadline exceeded
 }
