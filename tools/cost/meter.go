@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -29,6 +31,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -60,6 +63,16 @@ type Options struct {
 	Rate float64
 	// Progress receives a line per phase; nil for none.
 	Progress io.Writer
+	// Consumed makes every DynamoDB request ask for the capacity it
+	// consumes (ReturnConsumedCapacity=INDEXES) and fills
+	// Report.Consumed with it beside the meter's own units.
+	Consumed bool
+	// AWS, when set, is the configuration to measure with instead of the
+	// emulator's (Endpoints is then unused): AWS itself, in the account
+	// and region of its credentials. The meter provisions its own copy of
+	// the template's tables and queues there (named cost-<random>-...)
+	// and deletes them when it is done, whatever happened.
+	AWS *aws.Config
 }
 
 // DefaultSamples is the hot-key sample when Options sets none. 10 were
@@ -127,14 +140,16 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	case opts.Samples == 1:
 		opts.Samples = 2
 	}
-	if opts.Rate <= 0 {
-		opts.Rate = 3000
-	}
+	defaults.Set(&opts.Rate, 3000)
 	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}}
+	if opts.AWS != nil {
+		// Provisioned here, so deleted here, even after a failure.
+		defer m.teardown(context.WithoutCancel(ctx))
+	}
 	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}}
+	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}, Against: m.against()}
 	for _, size := range rep.Sizes {
 		m.progress("scenarios, %s %s", size.Name, size.Type)
 		if err := m.scenarios(ctx, size); err != nil {
@@ -156,7 +171,49 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := m.fill(rep, run); err != nil {
 		return nil, err
 	}
+	if opts.Consumed {
+		for _, size := range rep.Sizes {
+			for _, sc := range Scenarios {
+				l := label(sc, size)
+				rep.Consumed = append(rep.Consumed, consumption(l, m.rec.Calls(l)))
+			}
+		}
+		rep.Consumed = append(rep.Consumed, consumption(labelReconcileRun, m.rec.Calls(labelReconcileRun)))
+	}
 	return rep, nil
+}
+
+// against names what the meter measured against, for the report.
+func (m *meter) against() string {
+	if m.opts.AWS != nil {
+		return "AWS, region " + m.opts.AWS.Region + ": the reported units are DynamoDB's own"
+	}
+	return "the emulator at " + m.opts.Endpoints.For("DynamoDB") + ": the reported units are the emulator's, not DynamoDB's (package cost says why)"
+}
+
+// teardown deletes what setup provisioned on AWS: the template's tables
+// and queues under the meter's prefix, and the recorder's scratch tables.
+// It reports what it could not delete, to delete by hand.
+func (m *meter) teardown(ctx context.Context) {
+	if m.res == nil {
+		return
+	}
+	db, q := dynamodb.NewFromConfig(m.base), sqs.NewFromConfig(m.base)
+	tables := slices.Collect(maps.Values(m.res.Tables))
+	if m.rec != nil {
+		tables = append(tables, slices.Collect(maps.Values(m.rec.scratch))...)
+	}
+	for _, t := range tables {
+		if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)}); err != nil {
+			m.progress("could not delete table %s (delete it by hand): %v", t, err)
+		}
+	}
+	for _, qu := range m.res.Queues {
+		if _, err := q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(qu.URL)}); err != nil {
+			m.progress("could not delete queue %s (delete it by hand): %v", qu.URL, err)
+		}
+	}
+	m.progress("deleted the meter's %d table(s) and %d queue(s)", len(tables), len(m.res.Queues))
 }
 
 func (m *meter) progress(format string, args ...any) {
@@ -182,7 +239,9 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.schema, err = LoadSchema(m.tmpl); err != nil {
 		return err
 	}
-	if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
+	if m.opts.AWS != nil {
+		m.base = *m.opts.AWS
+	} else if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
 		return err
 	}
 	var nonce [4]byte
@@ -194,6 +253,9 @@ func (m *meter) setup(ctx context.Context) error {
 	}
 	if m.rec, err = NewRecorder(ctx, m.base, m.schema, m.res.Tables); err != nil {
 		return err
+	}
+	if m.opts.Consumed {
+		m.rec.AskConsumed()
 	}
 	m.sqs = sqs.NewFromConfig(m.base)
 	m.env = map[string]map[string]string{}

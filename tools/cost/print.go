@@ -29,7 +29,12 @@ func (r *Report) Print(w io.Writer) {
 }
 
 func (r *Report) print(out io.Writer) {
-	fmt.Fprintf(out, "webhook-inbox cost meter (%s): every unit below is priced from the requests the code made against the emulator,\n", time.Now().UTC().Format(time.DateOnly))
+	where := "the emulator"
+	if strings.HasPrefix(r.Against, "AWS") {
+		where = "AWS"
+	}
+	fmt.Fprintf(out, "webhook-inbox cost meter (%s): every unit below is priced from the requests the code made against %s,\n",
+		time.Now().UTC().Format(time.DateOnly), where)
 	fmt.Fprintln(out, "the items they wrote and template.yaml's own indexes, by DynamoDB's published rules (tools/cost).")
 	var sizes []string
 	for _, s := range r.Sizes {

@@ -23,9 +23,14 @@ var Volumes = []float64{1e6, 10e6}
 
 // Report is what Measure found.
 type Report struct {
-	Rate    float64
-	Samples int
-	Sizes   []EventSize
+	// Against names what was measured: the emulator, or AWS.
+	Against string
+	// Consumed compares the meter's units with the reported ones, per
+	// scenario, when Options.Consumed asked for them.
+	Consumed []Consumption
+	Rate     float64
+	Samples  int
+	Sizes    []EventSize
 	// Bytes is each size's payload, in bytes.
 	Bytes map[string]int
 	// Scenarios holds each scenario's steps, by label(scenario, size).
