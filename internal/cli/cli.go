@@ -186,7 +186,8 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")
-	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
+	f.StringVar(&a.region, "region", "",
+		"AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
 	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of the stack webhook-inbox-<stage> (samconfig.toml's stack_name)")
 	f.StringVar(&a.stack, "stack", "", "deployed stack of any name: like --stage, for a stack not named webhook-inbox-<stage>")
@@ -290,7 +291,8 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, usagef("no AWS region: pass --region, set AWS_REGION, or set the profile's region (aws configure set region <region>%s)", profileFlag(a.profile))
+		return aws.Config{}, usagef("no AWS region: pass --region, set AWS_REGION, or set the profile's region (aws configure set region <region>%s)",
+			profileFlag(a.profile))
 	}
 	if a.deployed() {
 		stageEndpoints(&cfg)
@@ -443,7 +445,8 @@ const stageWait = 30 * time.Minute
 // asynchronously: outputs appear when it ends) and returns its description
 // then; a stack at rest is returned as it is. A creation or update that
 // fails ends the wait with the stack's status and reason.
-func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *cloudformation.DescribeStacksInput, out *cloudformation.DescribeStacksOutput) (*cloudformation.DescribeStacksOutput, error) {
+func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *cloudformation.DescribeStacksInput,
+	out *cloudformation.DescribeStacksOutput) (*cloudformation.DescribeStacksOutput, error) {
 	status := string(out.Stacks[0].StackStatus)
 	name := aws.ToString(in.StackName)
 	if !strings.HasSuffix(status, "_IN_PROGRESS") || status == string(cftypes.StackStatusReviewInProgress) {
@@ -486,10 +489,12 @@ func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *clo
 	st := now.Stacks[0]
 	if st.StackStatus == cftypes.StackStatusUpdateRollbackComplete {
 		// The previous deployment is back in place, outputs and all.
-		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n", name, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
+		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n",
+			name, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 		return now, nil
 	}
-	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation", name, st.StackStatus, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
+	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation",
+		name, st.StackStatus, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 }
 
 // stageParameters reads the parameters the stage's stack was deployed with.

@@ -112,7 +112,8 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	}
 	if payload && prov != event.ProviderStripe && (rec.PayloadOmitted || len(rec.Payload) == 0) && !rec.PayloadErased {
 		// Only Stripe has an API to read an event back from.
-		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from", prov, id, prov)
+		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from",
+			prov, id, prov)
 	}
 	if payload {
 		if rec.PayloadOmitted {
@@ -123,7 +124,8 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 		}
 		if len(rec.Payload) == 0 {
 			// Kept for PAYLOAD_RETENTION_DAYS, shorter than the record.
-			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
+			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; "+
+				"read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
 		}
 		_, err := a.stdout.Write(rec.Payload)
 		return err
@@ -176,7 +178,8 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
 	}
 	if !rec.DiscardedAt.IsZero() {
-		pairs = append(pairs, [2]string{"discarded", fmt.Sprintf("%s: %s (its dead-letter message was deleted: inboxctl dlq discard)", when(rec.DiscardedAt), rec.DiscardReason)})
+		pairs = append(pairs, [2]string{"discarded",
+			fmt.Sprintf("%s: %s (its dead-letter message was deleted: inboxctl dlq discard)", when(rec.DiscardedAt), rec.DiscardReason)})
 	}
 	switch {
 	case rec.MirrorKey == "":

@@ -100,7 +100,8 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 	}
 	out.Events = objectEvents(recs)
 	if out.Snapshot == nil && len(out.Events) == 0 {
-		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags", id, mr.Table, events.Table)
+		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags",
+			id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
@@ -220,7 +221,8 @@ func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) err
 		fmt.Fprintln(a.stdout, "\nsubscriptions (most recent first)")
 		var rows [][]string
 		for _, s := range ent.Subscriptions {
-			rows = append(rows, []string{s.ID, s.Status, fmt.Sprint(s.Deleted), s.Price, unix(s.CurrentPeriodEnd), unix(s.TrialEnd), fmt.Sprint(s.CancelAtPeriodEnd), s.EventID})
+			rows = append(rows, []string{s.ID, s.Status, fmt.Sprint(s.Deleted), s.Price, unix(s.CurrentPeriodEnd), unix(s.TrialEnd),
+				fmt.Sprint(s.CancelAtPeriodEnd), s.EventID})
 		}
 		if err := a.table([]string{"ID", "STATUS", "DELETED", "PRICE", "PERIOD_END", "TRIAL_END", "CANCEL_AT_END", "LAST_EVENT"}, rows); err != nil {
 			return err

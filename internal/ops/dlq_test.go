@@ -135,7 +135,8 @@ func TestRedriveAllReportsAFailedMoveTask(t *testing.T) {
 // names the table; other errors pass unchanged.
 func TestTableErrorNamesAMissingTable(t *testing.T) {
 	var nf error = &types.ResourceNotFoundException{Message: aws.String("Requested resource not found")}
-	if got := TableError("t-EventsTable", fmt.Errorf("get: %w", nf)); !strings.HasPrefix(got.Error(), "table t-EventsTable not found: ") || !errors.As(got, new(*types.ResourceNotFoundException)) {
+	got := TableError("t-EventsTable", fmt.Errorf("get: %w", nf))
+	if !strings.HasPrefix(got.Error(), "table t-EventsTable not found: ") || !errors.As(got, new(*types.ResourceNotFoundException)) {
 		t.Errorf("got %v, want the table named and the error kept", got)
 	}
 	other := errors.New("throttled")

@@ -302,10 +302,12 @@ func (m *meter) setup(ctx context.Context) error {
 	// failed-then-retried scenario marks.
 	effects := hooks.Registry()
 	effects.On(m.failOnce, "*")
-	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), m.rec.Instrument(m.base, "receiver"), m.logs.Logger("receiver", level), effects); err != nil {
+	recvCfg, procCfg := m.rec.Instrument(m.base, "receiver"), m.rec.Instrument(m.base, "processor")
+	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), recvCfg, m.logs.Logger("receiver", level), effects); err != nil {
 		return err
 	}
-	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), m.rec.Instrument(m.base, "processor"), m.logs.Logger("processor", m.logLevel(devstack.ProcessorID)), effects); err != nil {
+	procLog := m.logs.Logger("processor", m.logLevel(devstack.ProcessorID))
+	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), procCfg, procLog, effects); err != nil {
 		return err
 	}
 	m.created = time.Now().Add(-30 * time.Minute).Unix()
@@ -566,7 +568,8 @@ func (m *meter) reconciler(ctx context.Context) (reconcilerRun, error) {
 		if env["RECONCILE_SINCE"] == "" {
 			env["RECONCILE_SINCE"] = devstack.DefaultLocalReconcileSince.String()
 		}
-		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID)), hooks.Registry())
+		log := m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID))
+		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), log, hooks.Registry())
 	}
 	listed := stripefake.New()
 	defer listed.Close()

@@ -195,7 +195,8 @@ func (r *Recorder) add(c Call, spent time.Duration) {
 func (r *Recorder) Instrument(cfg aws.Config, function string) aws.Config {
 	cfg = cfg.Copy()
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("costRecorder", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("costRecorder", func(ctx context.Context, in middleware.InitializeInput,
+			next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			c := Call{Function: function, Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx), Input: in.Parameters}
 			if c.Service != "DynamoDB" {
 				out, md, err := next.HandleInitialize(ctx, in)
@@ -288,7 +289,8 @@ func (r *Recorder) dynamo(ctx context.Context, c *Call, params any, call nextFun
 			case it.Put != nil:
 				add(it.Put.TableName, Put, nil, it.Put.Item, update{})
 			case it.Update != nil:
-				add(it.Update.TableName, Update, it.Update.Key, nil, update{it.Update.UpdateExpression, it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues})
+				u := it.Update
+				add(u.TableName, Update, u.Key, nil, update{u.UpdateExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues})
 			case it.Delete != nil:
 				add(it.Delete.TableName, Delete, it.Delete.Key, nil, update{})
 			case it.ConditionCheck != nil:
