@@ -38,11 +38,11 @@ func TestConsumedCapacityIsSummedByTarget(t *testing.T) {
 	out := &dynamodb.TransactWriteItemsOutput{ConsumedCapacity: []types.ConsumedCapacity{{
 		TableName: aws.String("t-EventsTable"), CapacityUnits: aws.Float64(6),
 		Table:                  &types.Capacity{CapacityUnits: aws.Float64(4)},
-		GlobalSecondaryIndexes: map[string]types.Capacity{"unprocessed": {CapacityUnits: aws.Float64(2)}},
+		GlobalSecondaryIndexes: map[string]types.Capacity{"an_index": {CapacityUnits: aws.Float64(2)}},
 	}, {TableName: aws.String("another-table"), CapacityUnits: aws.Float64(9)}}}
 	got := r.consumedOf(out)
 	slices.SortFunc(got, func(a, b Capacity) int { return len(a.Target) - len(b.Target) })
-	if want := []Capacity{{"EventsTable", 4}, {"EventsTable/unprocessed", 2}}; !slices.Equal(got, want) {
+	if want := []Capacity{{"EventsTable", 4}, {"EventsTable/an_index", 2}}; !slices.Equal(got, want) {
 		t.Fatalf("consumedOf: got %v, want %v (tables the meter does not know are left out)", got, want)
 	}
 	total := &dynamodb.GetItemOutput{ConsumedCapacity: &types.ConsumedCapacity{TableName: aws.String("t-EventsTable"), CapacityUnits: aws.Float64(0.5)}}
@@ -51,14 +51,14 @@ func TestConsumedCapacityIsSummedByTarget(t *testing.T) {
 	}
 
 	calls := []Call{
-		{Service: "DynamoDB", Writes: []RecordedWrite{{Table: "EventsTable", Charge: Charge{Table: 2, Index: map[string]int{"unprocessed": 1}}}},
-			Consumed: []Capacity{{"EventsTable", 4}, {"EventsTable/unprocessed", 2}}},
+		{Service: "DynamoDB", Writes: []RecordedWrite{{Table: "EventsTable", Charge: Charge{Table: 2, Index: map[string]int{"an_index": 1}}}},
+			Consumed: []Capacity{{"EventsTable", 4}, {"EventsTable/an_index", 2}}},
 		{Service: "DynamoDB", Reads: []RecordedRead{{Target: "EventsTable", Units: 0.5}}, Consumed: []Capacity{{"EventsTable", 0.5}}},
 		{Service: "DynamoDB", Err: "ConditionalCheckFailedException"},
 		{Service: "SQS"},
 	}
 	c := consumption("new event", calls)
-	if c.Requests != 2 || c.Failed != 1 || c.Meter["EventsTable"] != 2.5 || c.DynamoDB["EventsTable"] != 4.5 || c.Meter["EventsTable/unprocessed"] != 1 {
+	if c.Requests != 2 || c.Failed != 1 || c.Meter["EventsTable"] != 2.5 || c.DynamoDB["EventsTable"] != 4.5 || c.Meter["EventsTable/an_index"] != 1 {
 		t.Errorf("got %+v", c)
 	}
 	if m, d := c.Total(); m != 3.5 || d != 6.5 {
