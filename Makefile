@@ -16,7 +16,7 @@ STAMP := $(VENV)/.installed
 CHECKOV_VENV := .venv-checkov
 CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 # LocalStack's open-source runtime, run without Docker: its own virtualenv,
-# with a newer Python than the others need (tools/findpython finds one on
+# with a newer Python than the others need (tools/cmd/findpython finds one on
 # PATH or through pyenv); dev/localstack.lock is resolved for it.
 LOCALSTACK_VENV := .venv-localstack
 LOCALSTACK_STAMP := $(LOCALSTACK_VENV)/.installed
@@ -80,7 +80,7 @@ $(CHECKOV_STAMP): dev/checkov.lock
 ## Python >= $(LOCALSTACK_PYTHON) from PATH or pyenv
 localstack-venv: $(LOCALSTACK_STAMP)
 $(LOCALSTACK_STAMP): dev/localstack.lock
-	@py=$$($(GO) run ./tools/findpython -min $(LOCALSTACK_PYTHON) -for "LocalStack (dev/localstack.lock)") && \
+	@py=$$($(GO) run ./tools/cmd/findpython -min $(LOCALSTACK_PYTHON) -for "LocalStack (dev/localstack.lock)") && \
 	  echo "$$py -m venv --clear $(LOCALSTACK_VENV)" && $$py -m venv --clear $(LOCALSTACK_VENV)
 	$(LOCALSTACK_VENV)/bin/pip install $(PIP_INSTALL) -r dev/localstack.lock
 	$(LOCALSTACK_VENV)/bin/pip check --disable-pip-version-check
@@ -106,7 +106,7 @@ lock:
 ## listed, not pinned) serve services it does not run for us; installing
 ## them would run their setup.py. dev/localstack.in says more.
 lock-localstack:
-	@py=$$($(GO) run ./tools/findpython -min $(LOCALSTACK_PYTHON) -for "make lock-localstack") && $$py -m venv --clear .venv-lock
+	@py=$$($(GO) run ./tools/cmd/findpython -min $(LOCALSTACK_PYTHON) -for "make lock-localstack") && $$py -m venv --clear .venv-lock
 	.venv-lock/bin/pip install --quiet --disable-pip-version-check pip==$(LOCK_PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION)
 	.venv-lock/bin/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
 	  --unsafe-package airspeed-ext --unsafe-package crontab --unsafe-package jsonpath-rw \
@@ -122,14 +122,14 @@ dev: venv
 ## test: unit, integration and end-to-end tests against the emulator (and
 ## the real bootstrap binaries under the Lambda runtime emulator)
 test: venv rie
-	$(GO) run ./tools/withemulator -- $(GO) test $(TEST_FLAGS) ./...
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test $(TEST_FLAGS) ./...
 
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
 ## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
-LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./cmd/... ./tools/faultproxy ./shared/secrets
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./tools/faultproxy ./shared/secrets
 test-localstack: venv rie localstack-venv
-	$(GO) run ./tools/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
+	$(GO) run ./tools/cmd/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 
 ## test-browser: the operator console in Debian's Chromium, headless,
 ## driven by chromedp against make dev's stack (e2e/browser, built with the
@@ -146,16 +146,16 @@ test-browser: venv
 	  else \
 	    echo "test-browser: no chromium: install Debian's with 'sudo apt-get install -y chromium' (as root, make test-browser installs it itself)"; exit 1; \
 	  fi; }
-	$(GO) run ./tools/withemulator -- $(GO) test -tags browser -race -count=1 -timeout 5m ./e2e/browser $(BROWSER_FLAGS)
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test -tags browser -race -count=1 -timeout 5m ./e2e/browser $(BROWSER_FLAGS)
 
 ## drills: the seven failure drills, and the kill and throttling drills (also part of make test)
 drills: venv
-	$(GO) run ./tools/withemulator -- $(GO) test -count=1 -v -run 'Drill|Concurrent|Throttling|Kills' ./drills
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test -count=1 -v -run 'Drill|Concurrent|Throttling|Kills' ./drills
 
 ## loadtest: duplicated, reordered, missing deliveries with injected faults; one table
 LOADTEST_FLAGS ?=
 loadtest: venv
-	$(GO) run ./tools/withemulator -- $(GO) run ./tools/cmd/loadtest $(LOADTEST_FLAGS)
+	$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/loadtest $(LOADTEST_FLAGS)
 
 ## fuzz: a short run of each fuzz target (package:Target)
 # The budget is a number of executions, not a duration: Go 1.26's fuzz
@@ -194,11 +194,11 @@ lint:
 BENCH_COUNT ?= 3
 BENCHTIME ?= 10x
 bench: venv rie
-	@set -o pipefail; $(GO) run ./tools/withemulator -- bash -c 'set -o pipefail; \
+	@set -o pipefail; $(GO) run ./tools/cmd/withemulator -- bash -c 'set -o pipefail; \
 	  $(GO) test -run "^$$" -bench "Receiver|DecodeEnvelope|Processor" -benchmem -count $(BENCH_COUNT) ./shared/... \
-	    | $(GO) run ./tools/benchratio && \
+	    | $(GO) run ./tools/cmd/benchratio && \
 	  $(GO) test -run "^$$" -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda' \
-	  | $(GO) run ./tools/benchtable
+	  | $(GO) run ./tools/cmd/benchtable
 
 ## cost: the cost meter (tools/cost): write and read units per event from
 ## the items the code really writes, priced by DynamoDB's published rules
@@ -206,7 +206,7 @@ bench: venv rie
 ## fixed monthly cost beside the hosted alternatives, and the hottest key at
 ## 3,000 events a second. The last three lines are issue 13's targets.
 cost: venv
-	@$(GO) run ./tools/withemulator -- $(GO) run ./tools/cmd/cost
+	@$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/cost
 
 ## bench-coldstart: each function's init (process start to the runtime's
 ## first /next) under the Lambda runtime emulator and its package-init
@@ -214,7 +214,7 @@ cost: venv
 ## sizes, first and warm answers
 BENCHTIME ?= 10x
 bench-coldstart: venv rie
-	$(GO) run ./tools/withemulator -- $(GO) test -run '^$$' -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test -run '^$$' -bench ColdStart -benchtime $(BENCHTIME) ./e2e/lambda
 
 ## rie: the pinned Lambda runtime interface emulator, in .bin/
 rie: $(RIE)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -22,7 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
@@ -146,6 +147,7 @@ func TestLocalStackReachesEachServiceAtItsOwnEndpoint(t *testing.T) {
 }
 
 func TestEmulatorDownAnswers5xx(t *testing.T) {
+	needs.Emulator(t)
 	emu, err := emulator.Start(context.Background(), emulator.Options{})
 	if err != nil {
 		t.Fatal(err)

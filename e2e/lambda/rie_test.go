@@ -25,6 +25,7 @@ import (
 	"time"
 
 	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
@@ -115,6 +116,7 @@ func hostBootstrap(t testing.TB, id string) string {
 // `make rie` when .bin/ does not have it yet.
 func rieBinary(t testing.TB) string {
 	t.Helper()
+	needs.LambdaRuntime(t)
 	rieOnce.Do(func() {
 		dir, err := repo.Root()
 		if err != nil {

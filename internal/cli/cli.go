@@ -6,13 +6,17 @@
 // documents every command, its flags, its exit codes and its JSON shapes;
 // the JSON shapes are the exported *JSON types here.
 //
-// Commands format; the logic they rely on lives in shared packages (store
-// queries, mirror reads, signature diagnosis), except the dead-letter
-// redrive, which only an operator runs.
+// Commands format; the logic they rely on lives elsewhere: reads in the
+// shared packages that own each table (store queries, mirror reads,
+// signature diagnosis), and what an operator does to a stack (replay, the
+// dead-letter queue's redrive and discard, erasure) in internal/ops, which
+// the console runs too. Every command reaches the stack through open.
 package cli
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +42,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -181,7 +186,8 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")
-	f.StringVar(&a.region, "region", "", "AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
+	f.StringVar(&a.region, "region", "",
+		"AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
 	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of the stack webhook-inbox-<stage> (samconfig.toml's stack_name)")
 	f.StringVar(&a.stack, "stack", "", "deployed stack of any name: like --stage, for a stack not named webhook-inbox-<stage>")
@@ -264,7 +270,7 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 	// that names eu-west-1 to us-east-1, where its stack is not.
 	// The local stack (no --stage, --stack or --profile) is in
 	// localRegion whatever the shared config's default profile says.
-	region := firstOf(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), strings.TrimSpace(a.getenv("AWS_DEFAULT_REGION")))
+	region := cmp.Or(a.region, strings.TrimSpace(a.getenv("AWS_REGION")), strings.TrimSpace(a.getenv("AWS_DEFAULT_REGION")))
 	if region == "" && !a.deployed() && a.profile == "" {
 		region = localRegion
 	}
@@ -285,7 +291,8 @@ func (a *app) aws(ctx context.Context) (aws.Config, error) {
 		return aws.Config{}, fmt.Errorf("load AWS configuration: %w", err)
 	}
 	if cfg.Region == "" {
-		return aws.Config{}, usagef("no AWS region: pass --region, set AWS_REGION, or set the profile's region (aws configure set region <region>%s)", profileFlag(a.profile))
+		return aws.Config{}, usagef("no AWS region: pass --region, set AWS_REGION, or set the profile's region (aws configure set region <region>%s)",
+			profileFlag(a.profile))
 	}
 	if a.deployed() {
 		stageEndpoints(&cfg)
@@ -328,7 +335,7 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 			return "", nil, usagef("--endpoint %s: %q is not an http(s) URL", v, url)
 		}
 		if _, dup := flags[service]; dup {
-			return "", nil, usagef("--endpoint %s: given twice for %s", v, firstOf(service, "every service"))
+			return "", nil, usagef("--endpoint %s: given twice for %s", v, cmp.Or(service, "every service"))
 		}
 		flags[service] = url
 	}
@@ -338,14 +345,14 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 		}
 		return strings.TrimSpace(a.getenv(k))
 	}
-	general = firstOf(flags[""], env("AWS_ENDPOINT_URL"))
+	general = cmp.Or(flags[""], env("AWS_ENDPOINT_URL"))
 	if general == "" && !a.deployed() && a.profile == "" {
 		general = LocalEndpoint
 	}
 	services = map[string]string{}
 	for _, s := range endpointServices {
 		suffix := strings.ToUpper(s)
-		if v := firstOf(flags[s], env("AWS_ENDPOINT_URL_"+suffix), general); v != "" {
+		if v := cmp.Or(flags[s], env("AWS_ENDPOINT_URL_"+suffix), general); v != "" {
 			services[suffix] = v
 		}
 	}
@@ -420,6 +427,15 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	return outputs, nil
 }
 
+// poll is the first wait between two reads of a stack's status (and how
+// often dlq redrive reads a move task's progress: ops.Stack.PollEvery).
+func (a *app) poll() time.Duration {
+	if a.pollEvery > 0 {
+		return a.pollEvery
+	}
+	return time.Second
+}
+
 // stageWait bounds the wait for a stack being created or updated: a
 // deployment of the template takes minutes.
 const stageWait = 30 * time.Minute
@@ -429,7 +445,8 @@ const stageWait = 30 * time.Minute
 // asynchronously: outputs appear when it ends) and returns its description
 // then; a stack at rest is returned as it is. A creation or update that
 // fails ends the wait with the stack's status and reason.
-func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *cloudformation.DescribeStacksInput, out *cloudformation.DescribeStacksOutput) (*cloudformation.DescribeStacksOutput, error) {
+func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *cloudformation.DescribeStacksInput,
+	out *cloudformation.DescribeStacksOutput) (*cloudformation.DescribeStacksOutput, error) {
 	status := string(out.Stacks[0].StackStatus)
 	name := aws.ToString(in.StackName)
 	if !strings.HasSuffix(status, "_IN_PROGRESS") || status == string(cftypes.StackStatusReviewInProgress) {
@@ -472,10 +489,12 @@ func (a *app) settle(ctx context.Context, client *cloudformation.Client, in *clo
 	st := now.Stacks[0]
 	if st.StackStatus == cftypes.StackStatusUpdateRollbackComplete {
 		// The previous deployment is back in place, outputs and all.
-		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n", name, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
+		fmt.Fprintf(a.stderr, "inboxctl: the update of stack %s was rolled back (%s); using the stack as it is now\n",
+			name, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 		return now, nil
 	}
-	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation", name, st.StackStatus, firstOf(aws.ToString(st.StackStatusReason), "no reason given"))
+	return nil, fmt.Errorf("stack %s ended %s (%s): deploy it again, or check its events in CloudFormation",
+		name, st.StackStatus, cmp.Or(aws.ToString(st.StackStatusReason), "no reason given"))
 }
 
 // stageParameters reads the parameters the stage's stack was deployed with.
@@ -510,48 +529,74 @@ func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (
 	return local, nil
 }
 
-func (a *app) eventsStore(ctx context.Context) (*store.Events, error) {
-	table, err := a.resolve(ctx, a.eventsTable, outEventsTable, "EVENTS_TABLE", a.prefix+"-EventsTable")
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.dynamo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &store.Events{DB: db, Table: table}, nil
-}
+// Parts of a stack a command opens (open).
+type parts int
 
-func (a *app) mirrorReader(ctx context.Context) (*mirror.Reader, error) {
-	table, err := a.resolve(ctx, a.mirrorTable, outMirrorTable, "MIRROR_TABLE", a.prefix+"-MirrorTable")
-	if err != nil {
-		return nil, err
-	}
-	db, err := a.dynamo(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &mirror.Reader{DB: db, Table: table}, nil
-}
+const (
+	withEvents parts = 1 << iota // the events table
+	withMirror                   // the mirror table, to read and to erase
+	withQueue                    // the webhook queue
+	withDLQ                      // the webhook queue and its dead-letter queue
+)
 
-func (a *app) dynamo(ctx context.Context) (*dynamodb.Client, error) {
-	cfg, err := a.aws(ctx)
-	if err != nil {
-		return nil, err
+// open is how every command reaches the stack: it resolves the names of
+// the tables and queues want asks for (resolve: a flag, the stage's
+// outputs, the environment, the local stack's names) and builds their
+// clients on the one AWS configuration (aws), so a wrong flag or a
+// stopped stack fails here, with the same hints, whatever the command.
+// The operations (package ops) report through a: hints on errors,
+// progress bars and notes on stderr.
+func (a *app) open(ctx context.Context, want parts) (*ops.Stack, error) {
+	s := &ops.Stack{
+		Now:       a.now,
+		Explain:   a.hint,
+		Progress:  func(total int, what string) ops.Progress { return a.progress(total, what) },
+		Note:      func(msg string) { fmt.Fprintln(a.stderr, "inboxctl: "+msg) },
+		PollEvery: a.pollEvery,
 	}
-	return dynamodb.NewFromConfig(cfg), nil
-}
-
-func (a *app) sqs(ctx context.Context) (SQS, error) {
-	cfg, err := a.aws(ctx)
-	if err != nil {
-		return nil, err
+	var db *dynamodb.Client
+	if want&(withEvents|withMirror) != 0 {
+		cfg, err := a.aws(ctx)
+		if err != nil {
+			return nil, err
+		}
+		db = dynamodb.NewFromConfig(cfg)
 	}
-	var c SQS = sqs.NewFromConfig(cfg)
-	if a.wrapSQS != nil {
-		c = a.wrapSQS(c)
+	if want&withEvents != 0 {
+		table, err := a.resolve(ctx, a.eventsTable, outEventsTable, "EVENTS_TABLE", a.prefix+"-EventsTable")
+		if err != nil {
+			return nil, err
+		}
+		s.Events = &store.Events{DB: db, Table: table}
 	}
-	return c, nil
+	if want&withMirror != 0 {
+		table, err := a.resolve(ctx, a.mirrorTable, outMirrorTable, "MIRROR_TABLE", a.prefix+"-MirrorTable")
+		if err != nil {
+			return nil, err
+		}
+		s.Mirror = &mirror.Reader{DB: db, Table: table}
+		s.Eraser = &mirror.Eraser{DB: db, Table: table, Now: a.now}
+	}
+	if want&(withQueue|withDLQ) != 0 {
+		cfg, err := a.aws(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var client ops.SQS = sqs.NewFromConfig(cfg)
+		if a.wrapSQS != nil {
+			client = a.wrapSQS(client)
+		}
+		s.SQS = client
+		if s.Queue, err = a.queue(ctx, client); err != nil {
+			return nil, err
+		}
+		if want&withDLQ != 0 {
+			if s.DLQ, err = a.deadLetterQueue(ctx, client, s.Queue); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return s, nil
 }
 
 // queue resolves the webhook queue's URL.
@@ -566,6 +611,36 @@ func (a *app) queue(ctx context.Context, client SQS) (string, error) {
 		return "", a.hint(fmt.Errorf("find the webhook queue %s: %w", name, err))
 	}
 	return aws.ToString(out.QueueUrl), nil
+}
+
+// deadLetterQueue resolves the dead-letter queue of the webhook queue main:
+// --dlq-url, the stage's output, else main's redrive policy, which names
+// it whatever the naming.
+func (a *app) deadLetterQueue(ctx context.Context, client SQS, main string) (string, error) {
+	dlq, err := a.resolve(ctx, a.dlqURL, outDLQURL, "", "")
+	if err != nil || dlq != "" {
+		return dlq, err
+	}
+	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(main),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
+	})
+	if err != nil {
+		return "", a.hint(fmt.Errorf("read the redrive policy of %s: %w", main, err))
+	}
+	var policy struct {
+		Target string `json:"deadLetterTargetArn"`
+	}
+	raw := out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
+	if json.Unmarshal([]byte(raw), &policy) != nil || policy.Target == "" {
+		return "", fmt.Errorf("queue %s has no redrive policy naming a dead-letter queue: pass --dlq-url", main)
+	}
+	name := policy.Target[strings.LastIndex(policy.Target, ":")+1:]
+	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
+	if err != nil {
+		return "", a.hint(fmt.Errorf("find the dead-letter queue %s: %w", name, err))
+	}
+	return aws.ToString(q.QueueUrl), nil
 }
 
 // noStack reports whether err is CloudFormation's answer to DescribeStacks
@@ -602,10 +677,7 @@ func (a *app) hint(err error) error {
 
 // tableHint names the table in errors that mean it does not exist.
 func (a *app) tableHint(table string, err error) error {
-	if noTable(err) {
-		err = fmt.Errorf("table %s not found: %w", table, err)
-	}
-	return a.hint(err)
+	return a.hint(ops.TableError(table, err))
 }
 
 // profileFlag is " --profile P" when a profile was named, for commands
@@ -615,13 +687,4 @@ func profileFlag(profile string) string {
 		return ""
 	}
 	return " --profile " + profile
-}
-
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }

@@ -15,7 +15,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -109,19 +108,7 @@ type consoleServer struct {
 // every table and queue first, so that a wrong flag or a stopped stack
 // fails now, with the same hints as the other commands.
 func (a *app) console(ctx context.Context) (*consoleServer, error) {
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return nil, err
-	}
-	mr, err := a.mirrorReader(ctx)
-	if err != nil {
-		return nil, err
-	}
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	main, _, err := a.queues(ctx, client)
+	s, err := a.open(ctx, withEvents|withMirror|withDLQ)
 	if err != nil {
 		return nil, err
 	}
@@ -136,16 +123,19 @@ func (a *app) console(ctx context.Context) (*consoleServer, error) {
 	}
 	types := boot.HandledTypeList(env, hooks.Registry())
 	token := console.NewToken()
+	events := s.Events
 	srv, err := console.New(console.Config{
-		Events:     events,
-		Mirror:     mr,
-		Reconciler: &consoleReconciler{groups: reconcile.Groups(event.ProviderStripe, types), checkpoints: &store.Checkpoints{DB: events.DB, Table: events.Table}, runs: &store.Runs{DB: events.DB, Table: events.Table}},
-		Actions:    &consoleActions{a: a, events: events, queue: &queue.Queue{Client: client, URL: main}},
-		Token:      token,
-		Stack:      stack,
-		Types:      types,
-		Explain:    func(err error) error { return a.tableHint(events.Table, err) },
-		Logger:     slog.New(slog.NewJSONHandler(a.stderr, nil)),
+		Events: events,
+		Mirror: s.Mirror,
+		Reconciler: &consoleReconciler{groups: reconcile.Groups(event.ProviderStripe, types),
+			checkpoints: &store.Checkpoints{DB: events.DB, Table: events.Table}, runs: &store.Runs{DB: events.DB, Table: events.Table}},
+		// The operations of inboxctl's replay and dlq commands.
+		Actions: s,
+		Token:   token,
+		Stack:   stack,
+		Types:   types,
+		Explain: func(err error) error { return a.tableHint(events.Table, err) },
+		Logger:  slog.New(slog.NewJSONHandler(a.stderr, nil)),
 	})
 	if err != nil {
 		return nil, err
@@ -176,52 +166,4 @@ func (r *consoleReconciler) Checkpoints(ctx context.Context) ([]store.Checkpoint
 
 func (r *consoleReconciler) Runs(ctx context.Context) ([]store.Run, error) {
 	return r.runs.Recent(ctx, event.ProviderStripe)
-}
-
-// consoleActions are the console's actions, by the code of inboxctl's
-// replay (replayOne) and dlq commands (dlqPeek, redriveAll,
-// redriveMessage).
-type consoleActions struct {
-	a      *app
-	events *store.Events
-	queue  *queue.Queue
-}
-
-func (c *consoleActions) Replay(ctx context.Context, provider, id string, force, dryRun bool) (console.ReplayResult, error) {
-	r := c.a.replayOne(ctx, c.events, c.queue, id, replayOpts{provider: provider, force: force, dryRun: dryRun, explicit: true})
-	done := false
-	switch r.Action {
-	case ActionEnqueued, ActionReopened, ActionWouldEnqueue, ActionWouldReopen:
-		done = true
-	}
-	return console.ReplayResult{ID: r.ID, Status: r.Status, Action: r.Action, Detail: r.Detail, Done: done}, nil
-}
-
-func (c *consoleActions) DeadLetters(ctx context.Context, limit int) (console.DLQ, error) {
-	list, err := c.a.dlqPeek(ctx, limit)
-	if err != nil {
-		return console.DLQ{}, err
-	}
-	out := console.DLQ{QueueURL: list.QueueURL, Approximate: list.Approximate}
-	for _, m := range list.Messages {
-		out.Messages = append(out.Messages, console.DLQMessage{
-			MessageID: m.MessageID, SentAt: parseTS(m.SentAt), Provider: m.Provider, EventID: m.EventID, Type: m.Type,
-			EventStatus: m.EventStatus, Attempts: m.Attempts, LastError: m.LastError, Body: m.Body,
-		})
-	}
-	return out, nil
-}
-
-func (c *consoleActions) Redrive(ctx context.Context, messageID string) (console.RedriveResult, error) {
-	var res RedriveJSON
-	var err error
-	if messageID == "" {
-		res, err = c.a.redriveAll(ctx, redriveOpts{})
-	} else {
-		res, err = c.a.redriveMessage(ctx, messageID)
-	}
-	if err != nil {
-		return console.RedriveResult{}, err
-	}
-	return console.RedriveResult{Method: res.Method, Moved: res.Moved, Remaining: res.Remaining, From: res.From, To: res.To}, nil
 }

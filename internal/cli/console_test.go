@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -14,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
@@ -135,7 +134,7 @@ func TestConsoleOnTheStack(t *testing.T) {
 	}
 
 	code, page = b.submit("/events/stripe/evt_golden_inv_failed/replay", nil)
-	if code != 200 || !strings.Contains(page, ActionEnqueued) {
+	if code != 200 || !strings.Contains(page, ops.ActionEnqueued) {
 		t.Fatalf("replay: got %d\n%s", code, page)
 	}
 
@@ -166,37 +165,6 @@ func messageOf(t *testing.T, page, id string) string {
 	}
 	v, _ := url.QueryUnescape(m[1])
 	return v
-}
-
-// TestRedriveOneMessageMovesItAlone: redriveMessage moves exactly the
-// message named, among more than a batch, leaves every other visible at
-// once, and reports a message no longer there as nothing moved.
-func TestRedriveOneMessageMovesItAlone(t *testing.T) {
-	w := newWorld(t, false)
-	ids := deadLetter(t, w, 14)
-	c := w.cli()
-	list := c.run(context.Background(), "dlq", "list", "--json").must(t, 0)
-	var l DLQListJSON
-	if err := json.Unmarshal([]byte(list.stdout), &l); err != nil {
-		t.Fatal(err)
-	}
-	target := l.Messages[len(l.Messages)-1]
-	if target.Provider != event.ProviderStripe {
-		t.Errorf("dlq list names provider %q, want stripe", target.Provider)
-	}
-	a := &app{stdout: io.Discard, stderr: io.Discard, getenv: func(k string) string { return c.env[k] }, now: time.Now, prefix: w.s.Prefix}
-	res, err := a.redriveMessage(context.Background(), target.MessageID)
-	if err != nil || res.Moved != 1 || res.Remaining != len(ids)-1 {
-		t.Fatalf("redrive %s: got %+v (%v), want 1 moved and %d remaining (all visible again)", target.EventID, res, err, len(ids)-1)
-	}
-	main, dlq := census(t, w)
-	if !slices.Equal(main, []string{target.EventID}) || len(dlq) != len(ids)-1 || slices.Contains(dlq, target.EventID) {
-		t.Errorf("after redriving %s: webhook queue %v, DLQ %v", target.EventID, main, dlq)
-	}
-	res, err = a.redriveMessage(context.Background(), target.MessageID)
-	if err != nil || res.Moved != 0 {
-		t.Errorf("a message no longer there: got %+v (%v), want nothing moved", res, err)
-	}
 }
 
 // TestConsoleListensOnLoopbackOnly: inboxctl console refuses any address

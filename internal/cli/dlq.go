@@ -2,36 +2,17 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strconv"
+	"slices"
 	"strings"
-	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go"
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 )
 
-// SQS is the part of *sqs.Client inboxctl uses.
-type SQS interface {
-	GetQueueUrl(ctx context.Context, in *sqs.GetQueueUrlInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueUrlOutput, error)
-	GetQueueAttributes(ctx context.Context, in *sqs.GetQueueAttributesInput, optFns ...func(*sqs.Options)) (*sqs.GetQueueAttributesOutput, error)
-	SendMessage(ctx context.Context, in *sqs.SendMessageInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageOutput, error)
-	SendMessageBatch(ctx context.Context, in *sqs.SendMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.SendMessageBatchOutput, error)
-	ReceiveMessage(ctx context.Context, in *sqs.ReceiveMessageInput, optFns ...func(*sqs.Options)) (*sqs.ReceiveMessageOutput, error)
-	DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error)
-	ChangeMessageVisibilityBatch(ctx context.Context, in *sqs.ChangeMessageVisibilityBatchInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityBatchOutput, error)
-	StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error)
-	ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
-}
+// SQS is the part of *sqs.Client inboxctl uses: the operations'.
+type SQS = ops.SQS
 
 // DLQMessageJSON is one dead-lettered message and the status of the event
 // it points to.
@@ -82,62 +63,6 @@ func (a *app) dlqCmd() *cobra.Command {
 	return cmd
 }
 
-// queues resolves the webhook queue and its dead-letter queue.
-func (a *app) queues(ctx context.Context, client SQS) (main, dlq string, err error) {
-	main, err = a.queue(ctx, client)
-	if err != nil {
-		return "", "", err
-	}
-	dlq, err = a.resolve(ctx, a.dlqURL, outDLQURL, "", "")
-	if err != nil || dlq != "" {
-		return main, dlq, err
-	}
-	// The queue's redrive policy names its DLQ: the truth, whatever the
-	// naming.
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{
-		QueueUrl:       aws.String(main),
-		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy},
-	})
-	if err != nil {
-		return "", "", a.hint(fmt.Errorf("read the redrive policy of %s: %w", main, err))
-	}
-	var policy struct {
-		Target string `json:"deadLetterTargetArn"`
-	}
-	raw := out.Attributes[string(sqstypes.QueueAttributeNameRedrivePolicy)]
-	if json.Unmarshal([]byte(raw), &policy) != nil || policy.Target == "" {
-		return "", "", fmt.Errorf("queue %s has no redrive policy naming a dead-letter queue: pass --dlq-url", main)
-	}
-	name := policy.Target[strings.LastIndex(policy.Target, ":")+1:]
-	q, err := client.GetQueueUrl(ctx, &sqs.GetQueueUrlInput{QueueName: aws.String(name)})
-	if err != nil {
-		return "", "", a.hint(fmt.Errorf("find the dead-letter queue %s: %w", name, err))
-	}
-	return main, aws.ToString(q.QueueUrl), nil
-}
-
-func queueAttr(ctx context.Context, client SQS, url string, name sqstypes.QueueAttributeName) (string, error) {
-	out, err := client.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{name}})
-	if err != nil {
-		return "", fmt.Errorf("read %s of %s: %w", name, url, err)
-	}
-	return out.Attributes[string(name)], nil
-}
-
-func approxMessages(ctx context.Context, client SQS, url string) (int, error) {
-	v, err := queueAttr(ctx, client, url, sqstypes.QueueAttributeNameApproximateNumberOfMessages)
-	if err != nil {
-		return 0, err
-	}
-	n, _ := strconv.Atoi(v)
-	return n, nil
-}
-
-// peekVisibility hides peeked messages for long enough to read them all;
-// if inboxctl dies before making them visible again, they reappear on
-// their own after it.
-const peekVisibility = 30
-
 func (a *app) dlqListCmd() *cobra.Command {
 	var limit int
 	var asJSON bool
@@ -162,9 +87,20 @@ messages reappear by themselves within 30 seconds.`,
 }
 
 func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
-	list, err := a.dlqPeek(ctx, limit)
+	s, err := a.open(ctx, withEvents|withDLQ)
 	if err != nil {
 		return err
+	}
+	d, err := s.DeadLetters(ctx, limit)
+	if err != nil {
+		return err
+	}
+	list := DLQListJSON{QueueURL: d.QueueURL, Approximate: d.Approximate, Messages: []DLQMessageJSON{}}
+	for _, m := range d.Messages {
+		list.Messages = append(list.Messages, DLQMessageJSON{
+			MessageID: m.MessageID, SentAt: ts(m.SentAt), Provider: m.Provider, EventID: m.EventID, Type: m.Type,
+			EventStatus: m.EventStatus, Attempts: m.Attempts, LastError: m.LastError, Body: m.Body,
+		})
 	}
 	if asJSON {
 		return writeJSON(a.stdout, list)
@@ -174,126 +110,19 @@ func (a *app) dlqList(ctx context.Context, limit int, asJSON bool) error {
 		return nil
 	}
 	var rows [][]string
-	for _, m := range list.Messages {
+	for _, m := range d.Messages {
 		st := a.status(m.EventStatus)
 		if m.Body != "" {
 			st = "not a pointer: " + m.Body
 		}
-		rows = append(rows, []string{m.MessageID, m.EventID, m.Type, st, fmt.Sprint(m.Attempts), when(parseTS(m.SentAt)), clip(m.LastError, 50)})
+		rows = append(rows, []string{m.MessageID, m.EventID, m.Type, st, fmt.Sprint(m.Attempts), when(m.SentAt), clip(m.LastError, 50)})
 	}
 	if err := a.table([]string{"MESSAGE_ID", "EVENT_ID", "TYPE", "EVENT_STATUS", "ATTEMPTS", "SENT_AT", "LAST_ERROR"}, rows); err != nil {
 		return err
 	}
-	fmt.Fprintf(a.stdout, "\n%d message(s) shown, about %d in the queue; `inboxctl dlq redrive` moves them back to the webhook queue\n", len(list.Messages), list.Approximate)
+	fmt.Fprintf(a.stdout, "\n%d message(s) shown, about %d in the queue; `inboxctl dlq redrive` moves them back to the webhook queue\n",
+		len(list.Messages), list.Approximate)
 	return nil
-}
-
-// dlqPeek reads up to limit dead-lettered messages and their events'
-// status without consuming them: dlq list and the console's DLQ page.
-func (a *app) dlqPeek(ctx context.Context, limit int) (DLQListJSON, error) {
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return DLQListJSON{}, err
-	}
-	_, dlq, err := a.queues(ctx, client)
-	if err != nil {
-		return DLQListJSON{}, err
-	}
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return DLQListJSON{}, err
-	}
-	approx, err := approxMessages(ctx, client, dlq)
-	if err != nil {
-		return DLQListJSON{}, a.hint(err)
-	}
-	var msgs []sqstypes.Message
-	defer func() {
-		// Visible again whatever happened, even after Ctrl-C.
-		release(context.WithoutCancel(ctx), client, dlq, msgs)
-	}()
-	seen := map[string]bool{}
-	for len(msgs) < limit {
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(dlq),
-			MaxNumberOfMessages:         int32(min(10, limit-len(msgs))),
-			VisibilityTimeout:           peekVisibility,
-			WaitTimeSeconds:             waitSeconds(len(msgs), approx),
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			return DLQListJSON{}, a.hint(fmt.Errorf("receive from the dead-letter queue: %w", err))
-		}
-		if len(out.Messages) == 0 {
-			break
-		}
-		for _, m := range out.Messages {
-			if id := aws.ToString(m.MessageId); !seen[id] {
-				seen[id] = true
-				msgs = append(msgs, m)
-			}
-		}
-	}
-	list := DLQListJSON{QueueURL: dlq, Approximate: approx, Messages: []DLQMessageJSON{}}
-	for _, m := range msgs {
-		j := DLQMessageJSON{MessageID: aws.ToString(m.MessageId)}
-		if ms, err := strconv.ParseInt(m.Attributes[string(sqstypes.MessageSystemAttributeNameSentTimestamp)], 10, 64); err == nil {
-			j.SentAt = ts(time.UnixMilli(ms))
-		}
-		p, err := queue.Decode(aws.ToString(m.Body))
-		if err != nil {
-			j.Body = clip(aws.ToString(m.Body), 200)
-			list.Messages = append(list.Messages, j)
-			continue
-		}
-		j.Provider, j.EventID, j.Type = p.Provider, p.ID, p.Type
-		rec, err := events.Get(ctx, p.Provider, p.ID)
-		var pe *store.PayloadError
-		if errors.As(err, &pe) {
-			rec, err = pe.Record, nil // the listing needs no payload
-		}
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			j.EventStatus = "missing"
-		case err != nil:
-			return DLQListJSON{}, a.tableHint(events.Table, err)
-		default:
-			j.EventStatus, j.Attempts, j.LastError = string(rec.Status), rec.Attempts, rec.LastError
-		}
-		list.Messages = append(list.Messages, j)
-	}
-	return list, nil
-}
-
-func parseTS(v string) time.Time {
-	t, _ := time.Parse(time.RFC3339Nano, v)
-	return t
-}
-
-// waitSeconds long-polls only when more messages are expected: SQS's short
-// poll samples a subset of its servers and can come back empty early.
-func waitSeconds(have, expected int) int32 {
-	if have < expected {
-		return 1
-	}
-	return 0
-}
-
-// release makes received messages visible again.
-func release(ctx context.Context, client SQS, url string, msgs []sqstypes.Message) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for start := 0; start < len(msgs); start += 10 {
-		var entries []sqstypes.ChangeMessageVisibilityBatchRequestEntry
-		for i, m := range msgs[start:min(start+10, len(msgs))] {
-			entries = append(entries, sqstypes.ChangeMessageVisibilityBatchRequestEntry{
-				Id: aws.String(strconv.Itoa(i)), ReceiptHandle: m.ReceiptHandle, VisibilityTimeout: 0,
-			})
-		}
-		// A failure only delays the message's return to its visibility
-		// timeout.
-		_, _ = client.ChangeMessageVisibilityBatch(ctx, &sqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(url), Entries: entries})
-	}
 }
 
 type redriveOpts struct {
@@ -345,284 +174,49 @@ several events.`,
 }
 
 func (a *app) redrive(ctx context.Context, o redriveOpts) error {
-	if len(o.events) > 0 {
-		client, err := a.sqs(ctx)
-		if err != nil {
-			return err
-		}
-		main, dlq, err := a.queues(ctx, client)
-		if err != nil {
-			return err
-		}
-		return a.redriveNamed(ctx, client, o, RedriveJSON{From: dlq, To: main})
+	s, err := a.open(ctx, withDLQ)
+	if err != nil {
+		return err
 	}
-	res, err := a.redriveAll(ctx, o)
+	if len(o.events) > 0 {
+		return a.redriveNamed(ctx, s, o)
+	}
+	res, err := s.RedriveAll(ctx, o.max, o.manual)
 	if err != nil {
 		return err
 	}
 	if o.asJSON {
-		return writeJSON(a.stdout, res)
+		return writeJSON(a.stdout, redriveJSON(res))
 	}
 	how := "SQS message move task"
-	if res.Method == "receive_send_delete" {
+	if res.Method == ops.MethodReceiveSendDelete {
 		how = "receive, send, delete"
 	}
 	fmt.Fprintf(a.stdout, "moved %d message(s) to the webhook queue (%s); about %d left in the dead-letter queue\n", res.Moved, how, res.Remaining)
 	return nil
 }
 
-// redriveAll moves the dead-letter queue's messages (at most o.max, 0:
-// all) back to the webhook queue: dlq redrive and the console's "redrive
-// all".
-func (a *app) redriveAll(ctx context.Context, o redriveOpts) (RedriveJSON, error) {
-	client, err := a.sqs(ctx)
+// redriveNamed is dlq redrive --event: the named events' messages only.
+func (a *app) redriveNamed(ctx context.Context, s *ops.Stack, o redriveOpts) error {
+	ids := slices.Compact(slices.Sorted(slices.Values(o.events)))
+	res, missing, err := s.RedriveEvents(ctx, ids)
 	if err != nil {
-		return RedriveJSON{}, err
+		return err
 	}
-	main, dlq, err := a.queues(ctx, client)
-	if err != nil {
-		return RedriveJSON{}, err
-	}
-	res := RedriveJSON{From: dlq, To: main}
-	var moved int
-	if !o.manual && o.max == 0 {
-		res.Method = "move_task"
-		moved, err = a.moveTask(ctx, client, dlq, main)
-		if errors.Is(err, errNoMoveTask) {
-			res.Method = ""
-		} else if err != nil {
-			return RedriveJSON{}, err
+	if o.asJSON {
+		if err := writeJSON(a.stdout, redriveJSON(res)); err != nil {
+			return err
 		}
+	} else {
+		fmt.Fprintf(a.stdout, "moved %d message(s) of %s to the webhook queue (receive, send, delete); about %d left in the dead-letter queue\n",
+			res.Moved, strings.Join(ids, ", "), res.Remaining)
 	}
-	if res.Method == "" || o.manual || o.max > 0 {
-		res.Method = "receive_send_delete"
-		moved, err = a.moveEach(ctx, client, dlq, main, o.max)
-		if err != nil {
-			return RedriveJSON{}, fmt.Errorf("%w\n%d message(s) moved before it stopped; nothing was lost (at worst a message is in both queues, which the processor absorbs): run `inboxctl dlq redrive` again to move the rest", err, moved)
-		}
+	if len(missing) > 0 {
+		return failedError{fmt.Sprintf("nothing in the dead-letter queue points to %s: check the id with `inboxctl dlq list`", strings.Join(missing, ", "))}
 	}
-	res.Moved = moved
-	if res.Remaining, err = approxMessages(ctx, client, dlq); err != nil {
-		return RedriveJSON{}, a.hint(err)
-	}
-	return res, nil
+	return nil
 }
 
-// poll is how often a move task's progress is read.
-func (a *app) poll() time.Duration {
-	if a.pollEvery > 0 {
-		return a.pollEvery
-	}
-	return time.Second
-}
-
-// errNoMoveTask: the endpoint cannot run message move tasks.
-var errNoMoveTask = errors.New("message move tasks not supported")
-
-// unsupported reports whether err means the endpoint does not implement
-// the operation (moto answers such calls with a bare HTTP 500).
-func unsupported(err error) bool {
-	var ae smithy.APIError
-	if errors.As(err, &ae) {
-		switch ae.ErrorCode() {
-		case "UnsupportedOperation", "AWS.SimpleQueueService.UnsupportedOperation", "InvalidAction",
-			"UnknownOperationException", "NotImplemented", "NotImplementedException":
-			return true
-		}
-	}
-	var re *awshttp.ResponseError
-	if errors.As(err, &re) {
-		switch re.HTTPStatusCode() {
-		case 404, 405, 501:
-			return true
-		case 500:
-			// An AWS 500 names its error; an emulator's unimplemented
-			// operation does not.
-			return ae == nil || ae.ErrorCode() == "" || ae.ErrorCode() == "500" || ae.ErrorCode() == "UnknownError"
-		}
-	}
-	return false
-}
-
-// moveTask moves every message with an SQS message move task and follows
-// its progress. It returns errNoMoveTask where the endpoint has none.
-func (a *app) moveTask(ctx context.Context, client SQS, dlq, main string) (int, error) {
-	dlqARN, err := queueAttr(ctx, client, dlq, sqstypes.QueueAttributeNameQueueArn)
-	if err != nil {
-		return 0, a.hint(err)
-	}
-	mainARN, err := queueAttr(ctx, client, main, sqstypes.QueueAttributeNameQueueArn)
-	if err != nil {
-		return 0, a.hint(err)
-	}
-	_, err = client.StartMessageMoveTask(ctx, &sqs.StartMessageMoveTaskInput{
-		SourceArn: aws.String(dlqARN), DestinationArn: aws.String(mainARN),
-	}, func(o *sqs.Options) { o.RetryMaxAttempts = 1 })
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		if unsupported(err) {
-			fmt.Fprintln(a.stderr, "inboxctl: this endpoint does not support SQS message move tasks; moving messages one batch at a time")
-		} else {
-			// Moving them ourselves is safe whatever went wrong: at worst
-			// a message is moved twice, and processing is idempotent.
-			fmt.Fprintf(a.stderr, "inboxctl: could not start an SQS message move task (%v); moving messages one batch at a time\n", err)
-		}
-		return 0, errNoMoveTask
-	}
-	var b bar = noBar{}
-	for {
-		out, err := client.ListMessageMoveTasks(ctx, &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(dlqARN), MaxResults: aws.Int32(1)})
-		if err != nil {
-			if ctx.Err() != nil {
-				return 0, goesOn("interrupted", dlqARN)
-			}
-			return 0, fmt.Errorf("follow the message move task: %w\n%w", err, goesOn("", dlqARN))
-		}
-		if len(out.Results) == 0 {
-			return 0, errors.New("the message move task disappeared: check `aws sqs list-message-move-tasks`")
-		}
-		t := out.Results[0]
-		if total := int(aws.ToInt64(t.ApproximateNumberOfMessagesToMove)); total > 0 {
-			if _, ok := b.(noBar); ok {
-				b = a.progress(total, "moving")
-			}
-		}
-		switch aws.ToString(t.Status) {
-		case "COMPLETED":
-			_ = b.Finish()
-			return int(t.ApproximateNumberOfMessagesMoved), nil
-		case "FAILED", "CANCELLED":
-			_ = b.Finish()
-			status := aws.ToString(t.Status)
-			if reason := aws.ToString(t.FailureReason); reason != "" {
-				status += ": " + reason
-			}
-			return int(t.ApproximateNumberOfMessagesMoved), fmt.Errorf("the message move task ended %s, after moving about %d message(s); "+
-				"the others are still in the dead-letter queue, nothing was lost: run `inboxctl dlq redrive` again, or with --manual",
-				status, t.ApproximateNumberOfMessagesMoved)
-		}
-		if pb, ok := b.(interface{ Set(int) error }); ok {
-			_ = pb.Set(int(t.ApproximateNumberOfMessagesMoved))
-		}
-		select {
-		case <-ctx.Done():
-			return 0, goesOn("interrupted", dlqARN)
-		case <-time.After(a.poll()):
-		}
-	}
-}
-
-// goesOn says that a move task inboxctl stopped following goes on without
-// it: SQS moves each message atomically, so nothing is lost.
-func goesOn(what, dlqARN string) error {
-	msg := "the move task goes on in SQS by itself, and nothing is lost (see `aws sqs list-message-move-tasks --source-arn " + dlqARN + "`)"
-	if what != "" {
-		msg = what + ": " + msg
-	}
-	return errors.New(msg)
-}
-
-// redriveVisibility hides a batch while it is being moved; a message whose
-// move was interrupted reappears in the DLQ after it.
-const redriveVisibility = 60
-
-// moveEach moves up to max messages (0: all) from dlq to main, a batch at a
-// time: send the batch to main, then delete from dlq exactly the messages
-// whose send succeeded. A message is therefore always in at least one
-// queue; an interruption between the send and the delete leaves it in
-// both, and the processor acknowledges the second copy as a duplicate.
-func (a *app) moveEach(ctx context.Context, client SQS, dlq, main string, limit int) (moved int, err error) {
-	total, err := approxMessages(ctx, client, dlq)
-	if err != nil {
-		return 0, a.hint(err)
-	}
-	if limit > 0 {
-		total = min(total, limit)
-	}
-	b := a.progress(total, "moving")
-	defer func() { _ = b.Finish() }()
-	for limit == 0 || moved < limit {
-		if ctx.Err() != nil {
-			return moved, fmt.Errorf("interrupted: %w", ctx.Err())
-		}
-		want := 10
-		if limit > 0 {
-			want = min(want, limit-moved)
-		}
-		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
-			QueueUrl:                    aws.String(dlq),
-			MaxNumberOfMessages:         int32(want),
-			VisibilityTimeout:           redriveVisibility,
-			WaitTimeSeconds:             waitSeconds(moved, total),
-			MessageAttributeNames:       []string{"All"},
-			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
-		})
-		if err != nil {
-			return moved, fmt.Errorf("receive from the dead-letter queue: %w", err)
-		}
-		if len(out.Messages) == 0 {
-			return moved, nil
-		}
-		n, err := a.moveBatch(ctx, client, dlq, main, out.Messages)
-		moved += n
-		_ = b.Add(n)
-		if err != nil {
-			return moved, err
-		}
-	}
-	return moved, nil
-}
-
-// moveBatch sends msgs to main, then deletes from dlq those sent. It
-// returns how many are now only in main.
-func (a *app) moveBatch(ctx context.Context, client SQS, dlq, main string, msgs []sqstypes.Message) (int, error) {
-	byID := map[string]sqstypes.Message{}
-	var entries []sqstypes.SendMessageBatchRequestEntry
-	for i, m := range msgs {
-		id := strconv.Itoa(i)
-		byID[id] = m
-		entries = append(entries, sqstypes.SendMessageBatchRequestEntry{
-			Id: aws.String(id), MessageBody: m.Body, MessageAttributes: m.MessageAttributes,
-		})
-	}
-	sent, err := client.SendMessageBatch(ctx, &sqs.SendMessageBatchInput{QueueUrl: aws.String(main), Entries: entries})
-	if err != nil {
-		// Nothing is known to be sent: delete nothing. The batch
-		// reappears in the DLQ; make it visible now rather than later.
-		release(context.WithoutCancel(ctx), client, dlq, msgs)
-		return 0, fmt.Errorf("send to the webhook queue: %w", err)
-	}
-	var unsent []sqstypes.Message
-	var failure error
-	for _, f := range sent.Failed {
-		unsent = append(unsent, byID[aws.ToString(f.Id)])
-		failure = fmt.Errorf("send to the webhook queue: %s: %s", aws.ToString(f.Code), aws.ToString(f.Message))
-	}
-	release(context.WithoutCancel(ctx), client, dlq, unsent)
-	var dels []sqstypes.DeleteMessageBatchRequestEntry
-	for _, s := range sent.Successful {
-		dels = append(dels, sqstypes.DeleteMessageBatchRequestEntry{Id: s.Id, ReceiptHandle: byID[aws.ToString(s.Id)].ReceiptHandle})
-	}
-	if len(dels) == 0 {
-		return 0, failure
-	}
-	// The copies are in the webhook queue now: finish the delete even if
-	// the operator pressed Ctrl-C meanwhile, so fewer duplicates remain.
-	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	del, err := client.DeleteMessageBatch(dctx, &sqs.DeleteMessageBatchInput{QueueUrl: aws.String(dlq), Entries: dels})
-	if err != nil {
-		// Sent but not deleted: duplicates, never losses.
-		return 0, fmt.Errorf("delete from the dead-letter queue after sending (the messages are now in both queues; the duplicates are harmless): %w", err)
-	}
-	moved := len(del.Successful)
-	if len(del.Failed) > 0 && failure == nil {
-		failure = fmt.Errorf("delete from the dead-letter queue after sending: %s (those messages are in both queues; harmless)", aws.ToString(del.Failed[0].Message))
-	}
-	if failure == nil {
-		failure = ctx.Err()
-	}
-	return moved, failure
+func redriveJSON(r ops.RedriveResult) RedriveJSON {
+	return RedriveJSON{Method: r.Method, Moved: r.Moved, Remaining: r.Remaining, From: r.From, To: r.To, Events: r.Events}
 }

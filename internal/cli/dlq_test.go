@@ -17,9 +17,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
@@ -295,7 +296,7 @@ func TestRedriveMoveTaskInterruptedLosesNothing(t *testing.T) {
 		_, err := w.s.SQS.StartMessageMoveTask(context.Background(), &sqs.StartMessageMoveTaskInput{
 			SourceArn: aws.String(w.s.Queue("DeadLetterQueue").ARN), DestinationArn: aws.String(w.s.Queue("WebhookQueue").ARN),
 		})
-		if !unsupported(err) {
+		if !ops.Unsupported(err) {
 			t.Fatalf("StartMessageMoveTask on %s: got %v, want it unsupported (then run this test's cases there, and update docs/localstack.md)",
 				testenv.Backend(t, "SQS"), err)
 		}

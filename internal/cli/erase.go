@@ -5,25 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
-)
-
-// What erase did with one item (EraseItemJSON.Action).
-const (
-	EraseWouldErase    = "would_erase"  // dry run: a snapshot or a payload
-	EraseWouldDelete   = "would_delete" // dry run: the entitlement
-	EraseErased        = "erased"
-	EraseDeleted       = "deleted"
-	EraseAlreadyErased = "already_erased"
-	EraseGone          = "gone"    // it disappeared between the listing and the erasure
-	EraseSkipped       = "skipped" // an event still pending
-	EraseError         = "error"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 )
 
 // EraseItemJSON is one item erase found: a snapshot, the entitlement, or
@@ -38,6 +23,8 @@ type EraseItemJSON struct {
 	// event's, before the erasure.
 	State  string `json:"state,omitempty"`
 	Status string `json:"status,omitempty"`
+	// Action is internal/ops's: would_erase, would_delete, erased,
+	// deleted, already_erased, gone, skipped or error.
 	Action string `json:"action"`
 	Detail string `json:"detail,omitempty"`
 }
@@ -98,129 +85,19 @@ reach: see docs/security.md, Personal data.`,
 }
 
 func (a *app) erase(ctx context.Context, customer string, dryRun, asJSON bool) error {
-	mr, err := a.mirrorReader(ctx)
+	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	events, err := a.eventsStore(ctx)
+	plan, err := s.PlanErasure(ctx, customer)
+	var nothing *ops.NothingStoredError
+	if errors.As(err, &nothing) {
+		return fmt.Errorf("%w: check the id, and --stage or the table flags", err)
+	}
 	if err != nil {
 		return err
 	}
-	db, err := a.dynamo(ctx)
-	if err != nil {
-		return err
-	}
-	eraser := &mirror.Eraser{DB: db, Table: mr.Table, Now: a.now}
-
-	// What there is: the customer's snapshots, their entitlement, and the
-	// events that are about the customer: every stored payload that names
-	// the customer's id (a scan: no index knows an event's customer), and
-	// every event about the customer's mirrored objects (their payloads
-	// name the customer too, unless already erased).
-	snaps, err := mr.CustomerObjects(ctx, customer, "")
-	if err != nil {
-		return a.tableHint(mr.Table, err)
-	}
-	hasEnt, err := mr.HasEntitlement(ctx, customer)
-	if err != nil {
-		return a.tableHint(mr.Table, err)
-	}
-	ent, err := mr.Entitlement(ctx, customer)
-	if err != nil {
-		return a.tableHint(mr.Table, err)
-	}
-	recs, err := events.Mentioning(ctx, []byte(`"`+customer+`"`))
-	if err != nil {
-		return a.tableHint(events.Table, err)
-	}
-	seen := map[string]bool{}
-	for _, r := range recs {
-		seen[r.ID] = true
-	}
-	objects := map[string]bool{customer: true}
-	for _, s := range snaps {
-		objects[s.ID] = true
-	}
-	for _, s := range ent.Subscriptions {
-		objects[s.ID] = true
-	}
-	ids := make([]string, 0, len(objects))
-	for id := range objects {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		rs, err := events.ByObject(ctx, id)
-		if err != nil {
-			return a.tableHint(events.Table, err)
-		}
-		for _, r := range rs {
-			if !seen[r.ID] {
-				seen[r.ID] = true
-				recs = append(recs, r)
-			}
-		}
-	}
-	sort.SliceStable(recs, func(i, j int) bool {
-		if recs[i].Created != recs[j].Created {
-			return recs[i].Created < recs[j].Created
-		}
-		return recs[i].ID < recs[j].ID
-	})
-	if len(snaps) == 0 && !hasEnt && len(recs) == 0 {
-		return fmt.Errorf("nothing stored about %s: no snapshot in the mirror (%s), no entitlement, no event in %s that names it: check the id, and --stage or the table flags", customer, mr.Table, events.Table)
-	}
-
-	out := EraseJSON{Customer: customer, DryRun: dryRun, Mirror: []EraseItemJSON{}, Events: []EraseItemJSON{}}
-	// The mirror first: once its snapshots are tombstones, no event still
-	// on its way writes the customer's data there again.
-	for _, s := range snaps {
-		item := EraseItemJSON{ID: s.ID, Object: s.Object, State: snapshotState(s)}
-		switch {
-		case s.Erased:
-			item.Action = EraseAlreadyErased
-		case dryRun:
-			item.Action = EraseWouldErase
-		default:
-			ok, err := eraser.EraseObject(ctx, s.ID)
-			switch {
-			case err != nil:
-				item.Action, item.Detail = EraseError, a.tableHint(mr.Table, err).Error()
-			case !ok:
-				item.Action = EraseGone
-			default:
-				item.Action = EraseErased
-			}
-		}
-		out.Mirror = append(out.Mirror, item)
-	}
-	if hasEnt {
-		item := EraseItemJSON{ID: mirror.EntitlementKey(customer), Object: "entitlement", Action: EraseWouldDelete}
-		if !dryRun {
-			ok, err := eraser.EraseEntitlement(ctx, customer)
-			switch {
-			case err != nil:
-				item.Action, item.Detail = EraseError, a.tableHint(mr.Table, err).Error()
-			case !ok:
-				item.Action = EraseGone
-			default:
-				item.Action = EraseDeleted
-			}
-		}
-		out.Mirror = append(out.Mirror, item)
-	}
-	for _, r := range recs {
-		out.Events = append(out.Events, a.erasePayload(ctx, events, r, dryRun))
-	}
-	for _, it := range append(append([]EraseItemJSON{}, out.Mirror...), out.Events...) {
-		switch it.Action {
-		case EraseSkipped:
-			out.Skipped++
-		case EraseError:
-			out.Failed++
-		}
-	}
-
+	out := eraseJSON(s.Erase(ctx, plan, dryRun))
 	if asJSON {
 		if err := writeJSON(a.stdout, out); err != nil {
 			return err
@@ -229,65 +106,28 @@ func (a *app) erase(ctx context.Context, customer string, dryRun, asJSON bool) e
 		return err
 	}
 	if out.Skipped+out.Failed > 0 && !dryRun {
-		return failedError{fmt.Sprintf("erasure of %s incomplete: %d event(s) skipped, %d error(s) (see above); run `inboxctl erase --customer %s --yes` again once they are settled", customer, out.Skipped, out.Failed, customer)}
+		return failedError{fmt.Sprintf("erasure of %s incomplete: %d event(s) skipped, %d error(s) (see above); "+
+			"run `inboxctl erase --customer %s --yes` again once they are settled", customer, out.Skipped, out.Failed, customer)}
 	}
 	return nil
 }
 
-// settled statuses: the processor never needs the payload again.
-func settled(st event.Status) bool {
-	return st == event.StatusProcessed || st == event.StatusIgnored || st == event.StatusFailedPermanent
-}
-
-// erasePayload erases one event's payload, or says what it would do. The
-// status from the index decides the dry run; the conditional write decides
-// the real one.
-func (a *app) erasePayload(ctx context.Context, events *store.Events, r event.Record, dryRun bool) EraseItemJSON {
-	item := EraseItemJSON{ID: r.ID, Type: r.Type, Status: string(r.Status)}
-	pending := func(st event.Status) EraseItemJSON {
-		item.Status, item.Action = string(st), EraseSkipped
-		item.Detail = fmt.Sprintf("still %s: its processing needs the payload; erase again once it is processed", st)
-		return item
-	}
-	if dryRun {
-		if !settled(r.Status) {
-			return pending(r.Status)
+func eraseJSON(e ops.Erasure) EraseJSON {
+	items := func(in []ops.ErasedItem) []EraseItemJSON {
+		out := []EraseItemJSON{}
+		for _, it := range in {
+			out = append(out, EraseItemJSON{ID: it.ID, Object: it.Object, Type: it.Type, State: it.State, Status: it.Status, Action: it.Action, Detail: it.Detail})
 		}
-		item.Action = EraseWouldErase
-		return item
+		return out
 	}
-	already, err := events.ErasePayload(ctx, r.Provider, r.ID, a.now())
-	var unsettled *store.UnsettledError
-	switch {
-	case errors.As(err, &unsettled):
-		return pending(unsettled.Current.Status)
-	case errors.Is(err, store.ErrNotFound):
-		item.Action, item.Detail = EraseGone, "the record expired or was removed meanwhile"
-	case err != nil:
-		item.Action, item.Detail = EraseError, a.tableHint(events.Table, err).Error()
-	case already:
-		item.Action = EraseAlreadyErased
-	default:
-		item.Action = EraseErased
-	}
-	return item
-}
-
-func snapshotState(s mirror.Snapshot) string {
-	switch {
-	case s.Erased:
-		return "erased"
-	case s.Deleted:
-		return "deleted"
-	}
-	return "current"
+	return EraseJSON{Customer: e.Customer, DryRun: e.DryRun, Mirror: items(e.Mirror), Events: items(e.Events), Skipped: e.Skipped, Failed: e.Failed}
 }
 
 func (a *app) eraseAction(act string) string {
 	switch act {
-	case EraseErased, EraseDeleted, EraseWouldErase, EraseWouldDelete, EraseAlreadyErased, EraseGone:
+	case ops.EraseErased, ops.EraseDeleted, ops.EraseWouldErase, ops.EraseWouldDelete, ops.EraseAlreadyErased, ops.EraseGone:
 		return a.paint(green, act)
-	case EraseSkipped:
+	case ops.EraseSkipped:
 		return a.paint(yellow, act)
 	}
 	return a.paint(red, act)

@@ -89,10 +89,11 @@ func (a *app) eventCmd() *cobra.Command {
 }
 
 func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) error {
-	events, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents)
 	if err != nil {
 		return err
 	}
+	events := s.Events
 	rec, err := events.Get(ctx, prov, id)
 	if errors.Is(err, store.ErrNotFound) {
 		if prov != event.ProviderStripe {
@@ -111,7 +112,8 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	}
 	if payload && prov != event.ProviderStripe && (rec.PayloadOmitted || len(rec.Payload) == 0) && !rec.PayloadErased {
 		// Only Stripe has an API to read an event back from.
-		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from", prov, id, prov)
+		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from",
+			prov, id, prov)
 	}
 	if payload {
 		if rec.PayloadOmitted {
@@ -122,17 +124,19 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 		}
 		if len(rec.Payload) == 0 {
 			// Kept for PAYLOAD_RETENTION_DAYS, shorter than the record.
-			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
+			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; "+
+				"read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
 		}
 		_, err := a.stdout.Write(rec.Payload)
 		return err
 	}
 	j := ToJSON(rec)
 	if rec.MirrorKey != "" {
-		mr, err := a.mirrorReader(ctx)
+		ms, err := a.open(ctx, withMirror)
 		if err != nil {
 			return err
 		}
+		mr := ms.Mirror
 		snap, err := mr.Object(ctx, rec.MirrorKey)
 		switch {
 		case errors.Is(err, mirror.ErrNotFound):
@@ -174,7 +178,8 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 		pairs = append(pairs, [2]string{"payload", "not stored (too large); the processor reads it from Stripe's API"})
 	}
 	if !rec.DiscardedAt.IsZero() {
-		pairs = append(pairs, [2]string{"discarded", fmt.Sprintf("%s: %s (its dead-letter message was deleted: inboxctl dlq discard)", when(rec.DiscardedAt), rec.DiscardReason)})
+		pairs = append(pairs, [2]string{"discarded",
+			fmt.Sprintf("%s: %s (its dead-letter message was deleted: inboxctl dlq discard)", when(rec.DiscardedAt), rec.DiscardReason)})
 	}
 	switch {
 	case rec.MirrorKey == "":

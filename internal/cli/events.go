@@ -109,10 +109,11 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 	if since.After(now) {
 		return usagef("--since %s is in the future", o.since)
 	}
-	events, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents)
 	if err != nil {
 		return err
 	}
+	events := s.Events
 	page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Limit: o.limit, Cursor: o.next})
 	if errors.Is(err, store.ErrBadCursor) {
 		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since and --type of the page that printed it")

@@ -3,19 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
-	smithyhttp "github.com/aws/smithy-go/transport/http"
 )
 
 // fakeMoveSQS is an SQS endpoint that supports message move tasks (moto
@@ -123,30 +118,5 @@ func TestRedriveFallsBackWhenAMoveTaskCannotStart(t *testing.T) {
 	runFake(t, fake, "dlq", "redrive", "--max", "3").must(t, 0)
 	if fake.started != nil {
 		t.Error("redrive --max started a move task")
-	}
-}
-
-func TestUnsupported(t *testing.T) {
-	status := func(code int, err error) error {
-		return &awshttp.ResponseError{ResponseError: &smithyhttp.ResponseError{
-			Response: &smithyhttp.Response{Response: &http.Response{StatusCode: code}}, Err: err,
-		}}
-	}
-	for _, tc := range []struct {
-		err  error
-		want bool
-	}{
-		{&smithy.GenericAPIError{Code: "UnsupportedOperation"}, true},
-		{&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.UnsupportedOperation"}, true},
-		{status(500, errors.New("<!doctype html> 500 Internal Server Error")), true}, // moto
-		{status(501, errors.New("not implemented")), true},
-		{status(500, &smithy.GenericAPIError{Code: "InternalError"}), false},
-		{status(403, &smithy.GenericAPIError{Code: "AccessDenied"}), false},
-		{fmt.Errorf("wrapped: %w", &smithy.GenericAPIError{Code: "InvalidAction"}), true},
-		{context.Canceled, false},
-	} {
-		if got := unsupported(tc.err); got != tc.want {
-			t.Errorf("unsupported(%v) = %v, want %v", tc.err, got, tc.want)
-		}
 	}
 }

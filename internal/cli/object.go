@@ -80,14 +80,11 @@ processing did with each: applied, or superseded by a later event.`,
 }
 
 func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
-	mr, err := a.mirrorReader(ctx)
+	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return err
-	}
+	mr, events := s.Mirror, s.Events
 	out := ObjectJSON{ID: id}
 	snap, err := mr.Object(ctx, id)
 	switch {
@@ -103,7 +100,8 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 	}
 	out.Events = objectEvents(recs)
 	if out.Snapshot == nil && len(out.Events) == 0 {
-		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags", id, mr.Table, events.Table)
+		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags",
+			id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
@@ -181,14 +179,11 @@ subscriptions, oldest first: the answer to "I paid but my account is locked".`,
 }
 
 func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) error {
-	mr, err := a.mirrorReader(ctx)
+	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	events, err := a.eventsStore(ctx)
-	if err != nil {
-		return err
-	}
+	mr, events := s.Mirror, s.Events
 	ent, err := mr.Entitlement(ctx, customer)
 	if err != nil {
 		return a.tableHint(mr.Table, err)
@@ -226,7 +221,8 @@ func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) err
 		fmt.Fprintln(a.stdout, "\nsubscriptions (most recent first)")
 		var rows [][]string
 		for _, s := range ent.Subscriptions {
-			rows = append(rows, []string{s.ID, s.Status, fmt.Sprint(s.Deleted), s.Price, unix(s.CurrentPeriodEnd), unix(s.TrialEnd), fmt.Sprint(s.CancelAtPeriodEnd), s.EventID})
+			rows = append(rows, []string{s.ID, s.Status, fmt.Sprint(s.Deleted), s.Price, unix(s.CurrentPeriodEnd), unix(s.TrialEnd),
+				fmt.Sprint(s.CancelAtPeriodEnd), s.EventID})
 		}
 		if err := a.table([]string{"ID", "STATUS", "DELETED", "PRICE", "PERIOD_END", "TRIAL_END", "CANCEL_AT_END", "LAST_EVENT"}, rows); err != nil {
 			return err

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/timetext"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -111,50 +111,16 @@ func ts(t time.Time) string {
 }
 
 // when is the text form of a time: to the second, in UTC.
-func when(t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return t.UTC().Format(time.RFC3339)
-}
+func when(t time.Time) string { return timetext.When(t) }
+
+// ago says how long before now t was, to two units.
+func ago(now, t time.Time) string { return timetext.Ago(now, t) }
 
 func unix(sec int64) string {
 	if sec == 0 {
 		return ""
 	}
 	return when(time.Unix(sec, 0))
-}
-
-// ago says how long before now t was, to two units.
-func ago(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	// Sub saturates about 292 years out; a signed timestamp can be further.
-	switch d := now.Sub(t); {
-	case d == math.MinInt64:
-		return "in more than 292 years"
-	case d == math.MaxInt64:
-		return "more than 292 years ago"
-	case d < 0:
-		return "in " + short(-d)
-	default:
-		return short(d) + " ago"
-	}
-}
-
-func short(d time.Duration) string {
-	switch {
-	case d < time.Second:
-		return "0s"
-	case d < time.Minute:
-		return fmt.Sprintf("%ds", int(d/time.Second))
-	case d < time.Hour:
-		return fmt.Sprintf("%dm%02ds", int(d/time.Minute), int(d%time.Minute/time.Second))
-	case d < 48*time.Hour:
-		return fmt.Sprintf("%dh%02dm", int(d/time.Hour), int(d%time.Hour/time.Minute))
-	}
-	return fmt.Sprintf("%dd%02dh", int(d/(24*time.Hour)), int(d%(24*time.Hour)/time.Hour))
 }
 
 // clip shortens s to n runes for a table cell.

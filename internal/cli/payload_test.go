@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // TestEventWhosePayloadInflatesPastTheLimit: the record of an event whose

@@ -79,7 +79,8 @@ environment: the key is the stage's own and goes to Stripe's API only.`,
 	f := cmd.Flags()
 	f.StringVar(&o.since, "since", "", "sweep events created in this last stretch (like 24h or 7d) instead of continuing from the checkpoints")
 	f.IntVar(&o.maxPages, "max-pages", 0, "list at most N pages of 100 events (default: the reconciler's own bound)")
-	f.BoolVar(&o.backfill, "backfill", false, "with --since: ingest history too (events created before the deployment's reconciliation started), applied to the mirror without running effects")
+	f.BoolVar(&o.backfill, "backfill", false,
+		"with --since: ingest history too (events created before the deployment's reconciliation started), applied to the mirror without running effects")
 	f.BoolVar(&o.withEffects, "with-effects", false, "with --backfill: run your effects for the backfilled history too")
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (ReconcileJSON in docs/cli.md)")
 	return cmd
@@ -118,7 +119,9 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		if err != nil {
 			return err
 		}
-		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE"} {
+		for param, key := range map[string]string{
+			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE",
+		} {
 			if v := params[param]; v != "" {
 				env[key] = v
 			}
@@ -130,29 +133,18 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 			env["STRIPE_API_BASE"] = a.stageAPIBase
 		}
 	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
-		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) " +
+			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
 	}
 	cfg, err := a.aws(ctx)
 	if err != nil {
 		return err
 	}
-	store, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents|withQueue|withMirror)
 	if err != nil {
 		return err
 	}
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return err
-	}
-	queue, err := a.queue(ctx, client)
-	if err != nil {
-		return err
-	}
-	mirror, err := a.mirrorReader(ctx)
-	if err != nil {
-		return err
-	}
-	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = store.Table, mirror.Table, queue
+	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
 	r, err := reconcilerboot.New(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
@@ -163,9 +155,11 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return a.hint(err)
 	}
 	show := a.spinner("reconciling")
-	res, err := r.Run(ctx, reconcile.RunOptions{Since: since, MaxPages: o.maxPages, Backfill: o.backfill, WithEffects: o.withEffects, Progress: func(p reconcile.Progress) {
-		show(fmt.Sprintf("group %d/%d  pages %d  listed %d  missing %d  backfilled %d  stuck %d", p.Group+1, p.Groups, p.Pages, p.Listed, p.Missing, p.Backfilled, p.Stuck))
-	}})
+	progress := func(p reconcile.Progress) {
+		show(fmt.Sprintf("group %d/%d  pages %d  listed %d  missing %d  backfilled %d  stuck %d",
+			p.Group+1, p.Groups, p.Pages, p.Listed, p.Missing, p.Backfilled, p.Stuck))
+	}
+	res, err := r.Run(ctx, reconcile.RunOptions{Since: since, MaxPages: o.maxPages, Backfill: o.backfill, WithEffects: o.withEffects, Progress: progress})
 	show("")
 	if err != nil {
 		return a.hint(fmt.Errorf("reconcile: %w", err))

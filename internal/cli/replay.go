@@ -1,32 +1,22 @@
 package cli
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
-)
-
-// What replay did with one event (ReplayResultJSON.Action).
-const (
-	ActionEnqueued     = "enqueued"
-	ActionReopened     = "reopened_and_enqueued"
-	ActionWouldEnqueue = "would_enqueue" // --dry-run
-	ActionWouldReopen  = "would_reopen"  // --dry-run --force
-	ActionSkipped      = "skipped"
-	ActionNotFound     = "not_found"
-	ActionError        = "error"
 )
 
 // ReplayResultJSON is what replay did with one event.
 type ReplayResultJSON struct {
 	ID     string `json:"id"`
 	Status string `json:"status,omitempty"` // before the replay
+	// Action is internal/ops's: enqueued, reopened_and_enqueued,
+	// would_enqueue, would_reopen, skipped, not_found or error.
 	Action string `json:"action"`
 	Detail string `json:"detail"`
 }
@@ -42,8 +32,6 @@ type ReplayJSON struct {
 }
 
 type replayOpts struct {
-	// provider of the events named; event.ProviderStripe when empty.
-	provider              string
 	status, since, typ    string
 	max                   int
 	force, dryRun, asJSON bool
@@ -100,65 +88,31 @@ an enqueue failed.`,
 }
 
 func (a *app) replay(ctx context.Context, ids []string, o replayOpts) error {
-	events, err := a.eventsStore(ctx)
+	s, err := a.open(ctx, withEvents|withQueue)
 	if err != nil {
 		return err
 	}
-	client, err := a.sqs(ctx)
-	if err != nil {
-		return err
-	}
-	url, err := a.queue(ctx, client)
-	if err != nil {
-		return err
-	}
-	q := &queue.Queue{Client: client, URL: url}
 	out := ReplayJSON{Results: []ReplayResultJSON{}}
-
 	if !o.explicit {
-		st, err := event.ParseStatus(o.status)
-		if err != nil {
-			return usagef("--status: %w", err)
-		}
-		if o.max < 1 {
-			return usagef("--max must be at least 1")
-		}
-		now := a.now()
-		since, err := parseSince(o.since, now)
+		sel, err := a.selection(o)
 		if err != nil {
 			return err
 		}
-		cursor := ""
-		for {
-			page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Limit: min(100, o.max-len(ids)), Cursor: cursor})
-			if err != nil {
-				return a.tableHint(events.Table, err)
-			}
-			for _, r := range page.Records {
-				ids = append(ids, r.ID)
-			}
-			cursor = page.Next
-			if cursor == "" {
-				break
-			}
-			if len(ids) >= o.max {
-				out.More = true
-				break
-			}
+		if ids, out.More, err = s.Select(ctx, sel); err != nil {
+			return err
 		}
 	}
-
 	b := a.progress(len(ids), "replaying")
 	for _, id := range ids {
 		if ctx.Err() != nil {
 			break
 		}
-		r := a.replayOne(ctx, events, q, id, o)
-		out.Results = append(out.Results, r)
-		switch r.Action {
-		case ActionEnqueued, ActionReopened, ActionWouldEnqueue, ActionWouldReopen:
+		r, _ := s.Replay(ctx, event.ProviderStripe, id, o.force, o.dryRun)
+		out.Results = append(out.Results, ReplayResultJSON{ID: r.ID, Status: r.Status, Action: r.Action, Detail: r.Detail})
+		switch {
+		case r.Done:
 			out.Enqueued++
-		case ActionSkipped:
+		case r.Action == ops.ActionSkipped:
 			out.Skipped++
 		default:
 			out.Failed++
@@ -166,24 +120,12 @@ func (a *app) replay(ctx context.Context, ids []string, o replayOpts) error {
 		_ = b.Add(1)
 		if !o.asJSON {
 			// As it goes: a long replay shows its progress in its output.
-			fmt.Fprintf(a.stdout, "%s  %s  %s: %s\n", r.ID, a.status(firstOf(r.Status, "-")), a.action(r.Action), r.Detail)
+			fmt.Fprintf(a.stdout, "%s  %s  %s: %s\n", r.ID, a.status(cmp.Or(r.Status, "-")), a.action(r.Action), r.Detail)
 		}
 	}
 	_ = b.Finish()
-	if o.asJSON {
-		if err := writeJSON(a.stdout, out); err != nil {
-			return err
-		}
-	} else {
-		verb := "enqueued"
-		if o.dryRun {
-			verb = "would enqueue"
-		}
-		fmt.Fprintf(a.stdout, "\n%s %d, skipped %d, failed %d", verb, out.Enqueued, out.Skipped, out.Failed)
-		if out.More {
-			fmt.Fprintf(a.stdout, " (stopped at --max %d; more events match)", o.max)
-		}
-		fmt.Fprintln(a.stdout)
+	if err := a.printReplay(out, o); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("interrupted after %d of %d events: %w", len(out.Results), len(ids), err)
@@ -198,91 +140,47 @@ func (a *app) replay(ctx context.Context, ids []string, o replayOpts) error {
 	return nil
 }
 
+// selection reads replay's --status, --since, --type and --max.
+func (a *app) selection(o replayOpts) (ops.Selection, error) {
+	st, err := event.ParseStatus(o.status)
+	if err != nil {
+		return ops.Selection{}, usagef("--status: %w", err)
+	}
+	if o.max < 1 {
+		return ops.Selection{}, usagef("--max must be at least 1")
+	}
+	now := a.now()
+	since, err := parseSince(o.since, now)
+	if err != nil {
+		return ops.Selection{}, err
+	}
+	return ops.Selection{Status: st, Since: since, Until: now, Type: o.typ, Max: o.max}, nil
+}
+
+// printReplay prints the JSON, or the summary after the lines printed as
+// the replay went.
+func (a *app) printReplay(out ReplayJSON, o replayOpts) error {
+	if o.asJSON {
+		return writeJSON(a.stdout, out)
+	}
+	verb := "enqueued"
+	if o.dryRun {
+		verb = "would enqueue"
+	}
+	fmt.Fprintf(a.stdout, "\n%s %d, skipped %d, failed %d", verb, out.Enqueued, out.Skipped, out.Failed)
+	if out.More {
+		fmt.Fprintf(a.stdout, " (stopped at --max %d; more events match)", o.max)
+	}
+	fmt.Fprintln(a.stdout)
+	return nil
+}
+
 func (a *app) action(act string) string {
 	switch act {
-	case ActionEnqueued, ActionReopened, ActionWouldEnqueue, ActionWouldReopen:
+	case ops.ActionEnqueued, ops.ActionReopened, ops.ActionWouldEnqueue, ops.ActionWouldReopen:
 		return a.paint(green, act)
-	case ActionSkipped:
+	case ops.ActionSkipped:
 		return a.paint(yellow, act)
 	}
 	return a.paint(red, act)
-}
-
-// replayOne decides, from the record as it stands now (a strongly
-// consistent read, not the index), what to do with one event, and does it.
-func (a *app) replayOne(ctx context.Context, events *store.Events, q *queue.Queue, id string, o replayOpts) ReplayResultJSON {
-	res := ReplayResultJSON{ID: id}
-	rec, err := events.Get(ctx, firstOf(o.provider, event.ProviderStripe), id)
-	if errors.Is(err, store.ErrNotFound) {
-		res.Action, res.Detail = ActionNotFound, "no such event in "+events.Table
-		return res
-	}
-	if err != nil {
-		res.Action, res.Detail = ActionError, a.tableHint(events.Table, err).Error()
-		return res
-	}
-	res.Status = string(rec.Status)
-	now := a.now()
-	enqueue := func(detail string) ReplayResultJSON {
-		if o.dryRun {
-			res.Action, res.Detail = ActionWouldEnqueue, detail
-			return res
-		}
-		if err := q.Send(ctx, event.PointerTo(rec)); err != nil {
-			res.Action, res.Detail = ActionError, a.hint(err).Error()
-			return res
-		}
-		res.Action, res.Detail = ActionEnqueued, detail
-		return res
-	}
-	switch rec.Status {
-	case event.StatusReceived:
-		return enqueue("the processor claims it")
-	case event.StatusFailed:
-		return enqueue("the processor claims it again; last error: " + firstOf(rec.LastError, "none recorded"))
-	case event.StatusDeadLettered:
-		return enqueue("the processor claims it again; its old message may still be in the DLQ, and redriving it later is harmless")
-	case event.StatusProcessing:
-		if rec.LeaseUntil.After(now) {
-			res.Action = ActionSkipped
-			res.Detail = fmt.Sprintf("a worker holds it until %s (%s); replay it after that if it stays stuck", when(rec.LeaseUntil), ago(now, rec.LeaseUntil))
-			return res
-		}
-		return enqueue(fmt.Sprintf("its lease expired %s: the processor claims it again", ago(now, rec.LeaseUntil)))
-	case event.StatusProcessed:
-		return enqueue(fmt.Sprintf("already processed (%s): the processor acknowledges it as a duplicate, with no second effect", firstOf(string(rec.Outcome), "no outcome")))
-	case event.StatusIgnored:
-		res.Action, res.Detail = ActionSkipped, "its type is not handled by this deployment, so nothing would process it (add the type to EVENT_TYPES or an effect first)"
-		return res
-	case event.StatusFailedPermanent:
-		if !o.force {
-			res.Action = ActionSkipped
-			res.Detail = fmt.Sprintf("failed permanently (%s); the processor will not claim it: fix the cause, then replay it with --force", firstOf(rec.LastError, "no error recorded"))
-			return res
-		}
-		if o.dryRun {
-			res.Action, res.Detail = ActionWouldReopen, "would move it back to failed, then enqueue it"
-			return res
-		}
-		if _, err := events.Reopen(ctx, rec.Provider, rec.ID, now); err != nil {
-			var nc *store.NotClaimableError
-			if errors.As(err, &nc) {
-				res.Status = string(nc.Current.Status)
-				res.Action, res.Detail = ActionSkipped, "its status changed meanwhile to "+string(nc.Current.Status)+": run replay again"
-				return res
-			}
-			res.Action, res.Detail = ActionError, a.tableHint(events.Table, err).Error()
-			return res
-		}
-		r := enqueue("moved back to failed (--force); the processor claims it again")
-		switch r.Action {
-		case ActionEnqueued:
-			r.Action = ActionReopened
-		case ActionError:
-			r.Detail = "moved back to failed, but not enqueued (" + r.Detail + "): replay it again"
-		}
-		return r
-	}
-	res.Action, res.Detail = ActionError, "unknown status "+string(rec.Status)
-	return res
 }

@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 func TestReplayGolden(t *testing.T) {
@@ -99,7 +100,7 @@ func TestReplayOfAProcessedEventHasNoSecondEffect(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.Enqueued != 1 || out.Results[0].Action != ActionEnqueued || out.Results[0].Status != "processed" {
+	if out.Enqueued != 1 || out.Results[0].Action != ops.ActionEnqueued || out.Results[0].Status != "processed" {
 		t.Fatalf("replay: got %+v, want processed -> enqueued", out)
 	}
 	// Twice, for good measure: two more copies in flight at once.

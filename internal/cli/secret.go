@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devsecret"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 )
 
 // secretFlags are how send and verify take signing secrets. A secret's
@@ -30,7 +30,7 @@ const maxSecretFile = 64 << 10
 func (s *secretFlags) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&s.file, "secret-file", "", "read the signing secret(s) from this file, one per line or comma-separated (- for stdin)")
-	f.BoolVar(&s.dev, "dev", false, "use the local stack's development secret (make dev's "+devstack.DefaultWebhookSecret+")")
+	f.BoolVar(&s.dev, "dev", false, "use the local stack's development secret (make dev's "+devsecret.Webhook+")")
 	f.StringArrayVar(&s.plain, "secret", nil, "no longer accepted: use STRIPE_WEBHOOK_SECRET or --secret-file")
 	_ = f.MarkHidden("secret")
 }
@@ -51,7 +51,7 @@ func (a *app) signingSecrets(s secretFlags) ([]string, error) {
 	case s.file != "":
 		return a.readSecretFile(s.file)
 	case s.dev:
-		return []string{devstack.DefaultWebhookSecret}, nil
+		return []string{devsecret.Webhook}, nil
 	}
 	if v := secrets.List(a.getenv("STRIPE_WEBHOOK_SECRET")); len(v) > 0 {
 		return v, nil

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // DefaultWebhookURL is the local stack's endpoint.
@@ -89,7 +89,8 @@ secret. Without one, send stops.`,
 	f.IntVar(&o.repeat, "repeat", 1, "deliver each event N times")
 	f.BoolVar(&o.shuffle, "shuffle", false, "deliver in random order")
 	f.BoolVar(&o.asJSON, "json", false, "print each delivery as a JSON line")
-	f.StringVar(&o.provider, "provider", event.ProviderStripe, "the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
+	f.StringVar(&o.provider, "provider", event.ProviderStripe,
+		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
 	return cmd
 }
 

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -45,8 +46,9 @@ type Reconciler interface {
 	Runs(ctx context.Context) ([]store.Run, error)
 }
 
-// Actions are what an operator does from the console: inboxctl's own
-// replay and dlq code (internal/cli).
+// Actions are what an operator does from the console: the operations of
+// inboxctl's replay and dlq commands, which *ops.Stack implements
+// (internal/ops).
 type Actions interface {
 	// Replay replays one event as `inboxctl replay` does (force: move a
 	// failed_permanent event back to failed first); with dryRun it only
@@ -61,51 +63,18 @@ type Actions interface {
 	Redrive(ctx context.Context, messageID string) (RedriveResult, error)
 }
 
-// ReplayResult is what a replay did with one event (inboxctl's
-// ReplayResultJSON).
-type ReplayResult struct {
-	ID string
-	// Status is the event's status before the replay.
-	Status string
-	// Action is inboxctl's: enqueued, reopened_and_enqueued, would_enqueue,
-	// would_reopen, skipped, not_found or error.
-	Action string
-	Detail string
-	// Done: the event was enqueued, or would be by a dry run.
-	Done bool
-}
-
-// DLQ is a peek at the dead-letter queue (inboxctl's DLQListJSON).
-type DLQ struct {
-	QueueURL string
-	// Approximate is SQS's ApproximateNumberOfMessages.
-	Approximate int
-	Messages    []DLQMessage
-}
-
-// DLQMessage is one dead-lettered message beside its event's status.
-type DLQMessage struct {
-	MessageID string
-	SentAt    time.Time
-	Provider  string
-	EventID   string
-	Type      string
-	// EventStatus is the record's status, "missing" when it expired, ""
-	// when the message is not an event pointer (then Body is set).
-	EventStatus string
-	Attempts    int
-	LastError   string
-	Body        string
-}
-
-// RedriveResult is what a redrive did (inboxctl's RedriveJSON).
-type RedriveResult struct {
-	// Method is "move_task" or "receive_send_delete".
-	Method    string
-	Moved     int
-	Remaining int
-	From, To  string
-}
+// The results of Actions are the operations' own.
+type (
+	// ReplayResult is what a replay did with one event; Done: it was
+	// enqueued, or would be by a dry run.
+	ReplayResult = ops.ReplayResult
+	// DLQ is a peek at the dead-letter queue.
+	DLQ = ops.DLQ
+	// DLQMessage is one dead-lettered message beside its event's status.
+	DLQMessage = ops.DLQMessage
+	// RedriveResult is what a redrive did.
+	RedriveResult = ops.RedriveResult
+)
 
 // Config configures a Server.
 type Config struct {

@@ -6,9 +6,10 @@
 //
 // It is a view. It reads through the packages that own each table (the
 // store's one listing, Events.List, for every list of events; the mirror's
-// reader) and acts only through Actions, which inboxctl implements with
-// the code its own replay and dlq commands run (internal/cli), so the
-// console and the CLI never disagree about what an action does.
+// reader) and acts only through Actions, which the operations package
+// implements (internal/ops, the code inboxctl's own replay and dlq
+// commands run), so the console and the CLI never disagree about what an
+// action does.
 //
 // # Serving
 //

@@ -1,6 +1,7 @@
 package awsenv
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -34,7 +35,7 @@ func Load(ctx context.Context) (aws.Config, error) {
 func from(env func(string) string) (aws.Config, error) {
 	get := func(k string) string { return strings.TrimSpace(env(k)) }
 	cfg := aws.Config{
-		Region:        firstOf(get("AWS_REGION"), get("AWS_DEFAULT_REGION")),
+		Region:        cmp.Or(get("AWS_REGION"), get("AWS_DEFAULT_REGION")),
 		HTTPClient:    sdkhttp.ReadOnlyBodies(sdkhttp.Client()),
 		ConfigSources: []any{serviceEndpoints(get)},
 	}
@@ -86,15 +87,6 @@ func envCredentials(get func(string) string) (aws.CredentialsProvider, error) {
 			return get("AWS_CONTAINER_AUTHORIZATION_TOKEN"), nil
 		})
 	})), nil
-}
-
-func firstOf(vs ...string) string {
-	for _, v := range vs {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func ignoreEndpoints(get func(string) string) bool {

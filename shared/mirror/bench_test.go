@@ -3,8 +3,8 @@ package mirror_test
 import (
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // BenchmarkPlan measures planning the writes of one event (decoding, the

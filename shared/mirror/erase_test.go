@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // TestEraseLeavesTombstonesThatHoldTheGuard erases a customer's snapshot

@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 )
 
 // ErrNotFound: no such object or entitlement in the mirror.
@@ -202,10 +203,8 @@ func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]type
 			if len(pending[r.Table].Keys) == 0 {
 				break
 			}
-			select {
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			case <-time.After(min(wait, 2*time.Second)):
+			if err := pause.For(ctx, min(wait, 2*time.Second)); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -13,12 +13,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
@@ -67,7 +67,7 @@ func (r *recorder) TransactWriteItems(ctx context.Context, in *dynamodb.Transact
 // the figures independent of -benchtime. The emulator is slow, so pass a
 // fixed count for stable figures:
 //
-//	go run ./tools/withemulator -- go test -run '^$' -bench BenchmarkProcessor -benchtime 300x ./shared/processor
+//	go run ./tools/cmd/withemulator -- go test -run '^$' -bench BenchmarkProcessor -benchtime 300x ./shared/processor
 func BenchmarkProcessor(b *testing.B) {
 	const batchSize, perStack = 10, 50
 	ctx := context.Background()

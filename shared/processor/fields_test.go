@@ -7,8 +7,8 @@ import (
 	"log/slog"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // TestTemplateKeepFieldsReachTheMirror wires the processor as Lambda does,

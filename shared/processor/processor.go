@@ -42,6 +42,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
@@ -170,18 +171,10 @@ func New(cfg Config) (*Processor, error) {
 	if cfg.MaxReceiveCount <= 0 {
 		return nil, errors.New("processor: MaxReceiveCount must be the queue's redrive maxReceiveCount")
 	}
-	if cfg.LeaseMax <= 0 {
-		cfg.LeaseMax = DefaultLeaseMax
-	}
-	if cfg.Concurrency <= 0 {
-		cfg.Concurrency = DefaultConcurrency
-	}
-	if cfg.BackoffBase <= 0 {
-		cfg.BackoffBase = DefaultBackoffBase
-	}
-	if cfg.BackoffMax <= 0 {
-		cfg.BackoffMax = DefaultBackoffMax
-	}
+	defaults.Set(&cfg.LeaseMax, DefaultLeaseMax)
+	defaults.Set(&cfg.Concurrency, DefaultConcurrency)
+	defaults.Set(&cfg.BackoffBase, DefaultBackoffBase)
+	defaults.Set(&cfg.BackoffMax, DefaultBackoffMax)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

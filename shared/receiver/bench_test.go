@@ -26,7 +26,7 @@ import (
 // 1 ms per 2.6 KB event on the machine that runs it, a small share of the
 // 10-30 ms the request waits on its two AWS calls (Lambda bills whole
 // milliseconds). `make bench` prints the table, via
-// tools/benchratio, which parses the sub-benchmark names
+// tools/cmd/benchratio, which parses the sub-benchmark names
 // BenchmarkReceiver/<size>/<what>.
 func BenchmarkReceiver(b *testing.B) {
 	for _, size := range []struct {

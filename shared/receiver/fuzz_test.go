@@ -62,7 +62,7 @@ const fuzzMaxBody = 64 << 10
 //   - the log line carries neither secret, signature nor payload.
 //
 // The seed corpus is in testdata/fuzz/FuzzHandle (realistic events from
-// tools/stripefixture) plus the f.Add calls below.
+// internal/stripefixture) plus the f.Add calls below.
 func FuzzHandle(f *testing.F) {
 	sample := smallEvent(f)
 	f.Add(sample, "", uint8(sigCurrent), int16(0), false, uint8(0), uint8(failNone))

@@ -47,6 +47,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
@@ -121,12 +122,8 @@ type Handler struct{ cfg Config }
 
 // New returns a Handler; zero fields of cfg take their defaults.
 func New(cfg Config) *Handler {
-	if cfg.MaxBodyBytes <= 0 {
-		cfg.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if cfg.Budget <= 0 {
-		cfg.Budget = DefaultBudget
-	}
+	defaults.Set(&cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	defaults.Set(&cfg.Budget, DefaultBudget)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}

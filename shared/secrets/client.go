@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/smithy-go"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
@@ -117,12 +118,8 @@ func (c *Client) GetParameter(ctx context.Context, name string) (Parameter, erro
 		if derr != nil {
 			return p, err
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return Parameter{}, fmt.Errorf("%w (after %v)", ctx.Err(), err)
-		case <-t.C:
+		if werr := pause.For(ctx, delay); werr != nil {
+			return Parameter{}, fmt.Errorf("%w (after %v)", werr, err)
 		}
 	}
 }

@@ -36,12 +36,12 @@ func skeleton(v any) any {
 
 // stripeDictFromFixtures builds the dictionary: the skeletons of Stripe's
 // sample objects (from its public OpenAPI repository, as
-// tools/stripefixture holds them) for the types the inbox handles,
+// internal/stripefixture holds them) for the types the inbox handles,
 // pretty-printed as Stripe sends events, the event envelope last (DEFLATE
 // reaches the end of a dictionary with the shortest distances).
 func stripeDictFromFixtures(t *testing.T) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("../../tools/stripefixture/testdata/fixtures.json")
+	raw, err := os.ReadFile("../../internal/stripefixture/testdata/fixtures.json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 )
 
 // DynamoDB is the part of *dynamodb.Client the store uses.
@@ -367,10 +368,8 @@ func (e *Events) transact(ctx context.Context, items []types.TransactWriteItem) 
 			return err
 		}
 		wait := time.Duration(10<<attempt)*time.Millisecond + time.Duration(mrand.IntN(10))*time.Millisecond
-		select {
-		case <-ctx.Done():
+		if pause.For(ctx, wait) != nil {
 			return err
-		case <-time.After(wait):
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -84,9 +85,7 @@ func (e *Events) List(ctx context.Context, q Query) (Page, error) {
 		q.Provider = event.ProviderStripe
 	}
 	limit := q.Limit
-	if limit <= 0 {
-		limit = DefaultPageSize
-	}
+	defaults.Set(&limit, DefaultPageSize)
 	limit = min(limit, MaxPageSize)
 	until := q.Until
 	if until.IsZero() {

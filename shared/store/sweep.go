@@ -12,7 +12,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 )
 
 // maxBatchGet is the most keys one BatchGetItem may ask for.
@@ -80,9 +82,7 @@ func (e *Events) Existing(ctx context.Context, provider string, ids []string) (m
 func (e *Events) batchGet(ctx context.Context, ka types.KeysAndAttributes, each func(map[string]types.AttributeValue)) error {
 	pending := map[string]types.KeysAndAttributes{e.Table: ka}
 	backoff := e.BatchBackoff
-	if backoff <= 0 {
-		backoff = DefaultBatchBackoff
-	}
+	defaults.Set(&backoff, DefaultBatchBackoff)
 	for attempt := 1; ; attempt++ {
 		out, err := e.DB.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: pending})
 		if err != nil {
@@ -103,7 +103,7 @@ func (e *Events) batchGet(ctx context.Context, ka types.KeysAndAttributes, each 
 		again := ka
 		again.Keys = out.UnprocessedKeys[e.Table].Keys
 		pending = map[string]types.KeysAndAttributes{e.Table: again}
-		if err := sleep(ctx, backoff); err != nil {
+		if err := pause.For(ctx, backoff); err != nil {
 			return err
 		}
 		backoff = min(2*backoff, 2*time.Second)
@@ -174,17 +174,5 @@ func (e *Events) Stuck(ctx context.Context, provider string, before time.Time, l
 				return
 			}
 		}
-	}
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stripe/stripe-go/v81"
 	stripeevent "github.com/stripe/stripe-go/v81/event"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 )
 
 // Limits of Stripe's list API.
@@ -165,14 +167,7 @@ func (l *limiter) wait(ctx context.Context) error {
 	if d <= 0 {
 		return nil
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return pause.For(ctx, d)
 }
 
 // limitedTransport makes every HTTP attempt, stripe-go's retries included,

@@ -11,9 +11,9 @@ import (
 
 	"github.com/stripe/stripe-go/v81"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 func fakeWith(t testing.TB, n int) (*stripefake.Server, map[string][]byte) {

@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // eventsAPI serves GET /v1/events/{id} from events, as Stripe does, and

@@ -10,6 +10,36 @@
 // of the page it comes from). A change of the data model, the indexes or
 // the mirror is therefore measured without touching the meter.
 //
+// # Why the meter applies DynamoDB's rules itself
+//
+// The emulator cannot count them. Asked for ReturnConsumedCapacity, moto
+// answers a constant per request whatever the item's size (1 for a put, a
+// delete, a query or a scan, 0.5 for a get), nothing for the writes to an
+// index, and nothing for a transaction (TransactWriteItems, which DynamoDB
+// bills twice per item): for a new 2.6 KB event it reports 3 units where
+// DynamoDB's published rules give 13. A meter that summed the emulator's
+// ConsumedCapacity would price the emulator, not the deployment; the rules
+// applied to the items actually written price the deployment, on any
+// machine, offline.
+//
+// # Checking it against DynamoDB
+//
+// The rules can still be wrong, or DynamoDB's change. With
+// Options.Consumed every recorded DynamoDB request also asks for the
+// capacity it consumes (ReturnConsumedCapacity=INDEXES, on a copy of the
+// request: what the code sends is otherwise the same, and
+// TestAskingForConsumedCapacityChangesNothing holds the figures equal),
+// and Report.PrintConsumed prints, per scenario, table and index, the
+// meter's units beside the reported ones. With Options.AWS the meter
+// measures against AWS itself, in the account and region of a deployed
+// stage's credentials, on its own copy of the template's tables and queues
+// (so the stage's data is never touched, and the indexes are the stage's),
+// which it deletes afterwards. docs/performance.md shows the command
+// (`go run ./tools/cmd/cost -aws -consumed`) and how to read the result:
+// a difference there is a rule of the meter to fix. Only requests that
+// succeed can be compared: DynamoDB bills a write whose condition failed,
+// but its answer is an error, without ConsumedCapacity.
+//
 // How the recorder sees the items (Recorder): DynamoDB requests are
 // serialized by the meter (the emulator serializes them too), and around
 // each recorded write a separate, unrecorded client reads every item the

@@ -1,7 +1,7 @@
 package cost
 
 import (
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 )
 
 // EventSize is one of the two events the meter prices.

@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,11 +28,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
@@ -42,7 +46,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // Options configure Measure.
@@ -63,6 +66,16 @@ type Options struct {
 	Rate float64
 	// Progress receives a line per phase; nil for none.
 	Progress io.Writer
+	// Consumed makes every DynamoDB request ask for the capacity it
+	// consumes (ReturnConsumedCapacity=INDEXES) and fills
+	// Report.Consumed with it beside the meter's own units.
+	Consumed bool
+	// AWS, when set, is the configuration to measure with instead of the
+	// emulator's (Endpoints is then unused): AWS itself, in the account
+	// and region of its credentials. The meter provisions its own copy of
+	// the template's tables and queues there (named cost-<random>-...)
+	// and deletes them when it is done, whatever happened.
+	AWS *aws.Config
 }
 
 // DefaultSamples is the hot-key sample when Options sets none. 10 were
@@ -153,15 +166,17 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	case opts.Samples == 1:
 		opts.Samples = 2
 	}
-	if opts.Rate <= 0 {
-		opts.Rate = 3000
-	}
+	defaults.Set(&opts.Rate, 3000)
 	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, githubSecret: "cost meter github secret",
 		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}}
+	if opts.AWS != nil {
+		// Provisioned here, so deleted here, even after a failure.
+		defer m.teardown(context.WithoutCancel(ctx))
+	}
 	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}}
+	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}, Against: m.against()}
 	for _, size := range rep.Sizes {
 		m.progress("scenarios, %s %s", size.Name, size.Type)
 		if err := m.scenarios(ctx, size); err != nil {
@@ -187,7 +202,49 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err := m.fill(rep, run); err != nil {
 		return nil, err
 	}
+	if opts.Consumed {
+		for _, size := range rep.Sizes {
+			for _, sc := range Scenarios {
+				l := label(sc, size)
+				rep.Consumed = append(rep.Consumed, consumption(l, m.rec.Calls(l)))
+			}
+		}
+		rep.Consumed = append(rep.Consumed, consumption(labelReconcileRun, m.rec.Calls(labelReconcileRun)))
+	}
 	return rep, nil
+}
+
+// against names what the meter measured against, for the report.
+func (m *meter) against() string {
+	if m.opts.AWS != nil {
+		return "AWS, region " + m.opts.AWS.Region + ": the reported units are DynamoDB's own"
+	}
+	return "the emulator at " + m.opts.Endpoints.For("DynamoDB") + ": the reported units are the emulator's, not DynamoDB's (package cost says why)"
+}
+
+// teardown deletes what setup provisioned on AWS: the template's tables
+// and queues under the meter's prefix, and the recorder's scratch tables.
+// It reports what it could not delete, to delete by hand.
+func (m *meter) teardown(ctx context.Context) {
+	if m.res == nil {
+		return
+	}
+	db, q := dynamodb.NewFromConfig(m.base), sqs.NewFromConfig(m.base)
+	tables := slices.Collect(maps.Values(m.res.Tables))
+	if m.rec != nil {
+		tables = append(tables, slices.Collect(maps.Values(m.rec.scratch))...)
+	}
+	for _, t := range tables {
+		if _, err := db.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(t)}); err != nil {
+			m.progress("could not delete table %s (delete it by hand): %v", t, err)
+		}
+	}
+	for _, qu := range m.res.Queues {
+		if _, err := q.DeleteQueue(ctx, &sqs.DeleteQueueInput{QueueUrl: aws.String(qu.URL)}); err != nil {
+			m.progress("could not delete queue %s (delete it by hand): %v", qu.URL, err)
+		}
+	}
+	m.progress("deleted the meter's %d table(s) and %d queue(s)", len(tables), len(m.res.Queues))
 }
 
 func (m *meter) progress(format string, args ...any) {
@@ -213,7 +270,9 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.schema, err = LoadSchema(m.tmpl); err != nil {
 		return err
 	}
-	if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
+	if m.opts.AWS != nil {
+		m.base = *m.opts.AWS
+	} else if m.base, err = emulator.Config(ctx, m.opts.Endpoints); err != nil {
 		return err
 	}
 	var nonce [4]byte
@@ -225,6 +284,9 @@ func (m *meter) setup(ctx context.Context) error {
 	}
 	if m.rec, err = NewRecorder(ctx, m.base, m.schema, m.res.Tables); err != nil {
 		return err
+	}
+	if m.opts.Consumed {
+		m.rec.AskConsumed()
 	}
 	m.sqs = sqs.NewFromConfig(m.base)
 	m.env = map[string]map[string]string{}
@@ -281,10 +343,12 @@ func (m *meter) setup(ctx context.Context) error {
 	// failed-then-retried scenario marks.
 	effects := hooks.Registry()
 	effects.On(m.failOnce, "*")
-	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), m.rec.Instrument(m.base, "receiver"), m.logs.Logger("receiver", level), effects); err != nil {
+	recvCfg, procCfg := m.rec.Instrument(m.base, "receiver"), m.rec.Instrument(m.base, "processor")
+	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), recvCfg, m.logs.Logger("receiver", level), effects); err != nil {
 		return err
 	}
-	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), m.rec.Instrument(m.base, "processor"), m.logs.Logger("processor", m.logLevel(devstack.ProcessorID)), effects); err != nil {
+	procLog := m.logs.Logger("processor", m.logLevel(devstack.ProcessorID))
+	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), procCfg, procLog, effects); err != nil {
 		return err
 	}
 	m.created = time.Now().Add(-30 * time.Minute).Unix()
@@ -605,7 +669,8 @@ func (m *meter) reconciler(ctx context.Context) (reconcilerRun, error) {
 		if env["RECONCILE_SINCE"] == "" {
 			env["RECONCILE_SINCE"] = devstack.DefaultLocalReconcileSince.String()
 		}
-		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID)), hooks.Registry())
+		log := m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID))
+		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), log, hooks.Registry())
 	}
 	listed := stripefake.New()
 	defer listed.Close()

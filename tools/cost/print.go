@@ -29,7 +29,12 @@ func (r *Report) Print(w io.Writer) {
 }
 
 func (r *Report) print(out io.Writer) {
-	fmt.Fprintf(out, "webhook-inbox cost meter (%s): every unit below is priced from the requests the code made against the emulator,\n", time.Now().UTC().Format(time.DateOnly))
+	where := "the emulator"
+	if strings.HasPrefix(r.Against, "AWS") {
+		where = "AWS"
+	}
+	fmt.Fprintf(out, "webhook-inbox cost meter (%s): every unit below is priced from the requests the code made against %s,\n",
+		time.Now().UTC().Format(time.DateOnly), where)
 	fmt.Fprintln(out, "the items they wrote and template.yaml's own indexes, by DynamoDB's published rules (tools/cost).")
 	var sizes []string
 	for _, s := range r.Sizes {
@@ -156,7 +161,9 @@ func (r *Report) printMoney(out io.Writer) {
 		for range r.Sizes {
 			row += fmt.Sprintf("+%.2f\t", r.XRayActive[0])
 		}
-		fmt.Fprintf(w, "%sX-Ray, not in the total (the template's Tracing parameter is PassThrough): a trace per sampled invocation of each function at 1M events a month (default rule: the first each second, then 5%%); +$%.2f/M at 10M a month\n", row, r.XRayActive[1])
+		fmt.Fprintf(w, "%sX-Ray, not in the total (the template's Tracing parameter is PassThrough): "+
+			"a trace per sampled invocation of each function at 1M events a month (default rule: the first each second, then 5%%); "+
+			"+$%.2f/M at 10M a month\n", row, r.XRayActive[1])
 	}
 	_ = w.Flush()
 }
@@ -226,7 +233,8 @@ func (r *Report) printFixed(out io.Writer) {
 func (r *Report) eventBridge() (float64, string) {
 	gbs := float64(r.ProcessorMB) / 1024 * math.Ceil(r.ProcessorMs) / 1000
 	usd := price("eventbridge.partner") + price("lambda.requests") + price("lambda."+r.ProcessorArch)*gbs*1e6 + price("ddb.write")
-	return usd, fmt.Sprintf("$%.2f/M: partner events $%.2f/M + a consumer Lambda (request, %.0f ms at %d MB, %s) + one 1 KB conditional put", usd, price("eventbridge.partner"), math.Ceil(r.ProcessorMs), r.ProcessorMB, r.ProcessorArch)
+	return usd, fmt.Sprintf("$%.2f/M: partner events $%.2f/M + a consumer Lambda (request, %.0f ms at %d MB, %s) + one 1 KB conditional put",
+		usd, price("eventbridge.partner"), math.Ceil(r.ProcessorMs), r.ProcessorMB, r.ProcessorArch)
 }
 
 // objectStorage is what the items without TTL of n objects cost a month,
@@ -255,10 +263,13 @@ func (r *Report) printHot(out io.Writer) {
 func (r *Report) printNotes(out io.Writer) {
 	fmt.Fprintln(out, "\nassumptions:")
 	notes := []string{
-		"a cancelled transaction is billed as its prepare phase, each item once (DynamoDB documents the two writes of a committed transaction only); index writes are not doubled in a transaction",
-		"the after-image of a write that did not apply is the same update run on a copy of the item in a scratch table; applied writes are read back, strongly consistent",
+		"a cancelled transaction is billed as its prepare phase, each item once (DynamoDB documents the two writes of a committed transaction only); " +
+			"index writes are not doubled in a transaction",
+		"the after-image of a write that did not apply is the same update run on a copy of the item in a scratch table; " +
+			"applied writes are read back, strongly consistent",
 		fmt.Sprintf("each event is compared by %.1f scheduled reconciler runs on average (%s)", r.ReconcilerRuns, r.reconcilerWhy),
-		"durations are measured in process against the emulator, minus the meter's own reads; AWS's round trips are slower, Lambda bills each invocation's milliseconds rounded up",
+		"durations are measured in process against the emulator, minus the meter's own reads; " +
+			"AWS's round trips are slower, Lambda bills each invocation's milliseconds rounded up",
 		"TTL deletions are DynamoDB's own and free; a 30-day month; no free tiers",
 	}
 	for _, n := range append(notes, r.notes...) {

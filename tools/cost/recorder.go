@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sync"
 	"time"
@@ -34,6 +35,18 @@ type Call struct {
 	// Chunks counts the 64 KB chunks of the SQS messages the call sent,
 	// the unit SQS bills a request by.
 	Chunks int
+	// Consumed is what the answer said the call consumed, by table and
+	// index, when the recorder asked for it (AskConsumed) and the call
+	// succeeded: an error (a failed condition, a cancelled transaction)
+	// carries no ConsumedCapacity, though DynamoDB charges for it.
+	Consumed []Capacity
+}
+
+// Capacity is what DynamoDB's answer to one call reported it consumed on
+// one table or index (ReturnConsumedCapacity=INDEXES).
+type Capacity struct {
+	Target string // "EventsTable", "EventsTable/pending"
+	Units  float64
 }
 
 // WriteUnits is the call's write units, tables and indexes.
@@ -77,15 +90,18 @@ type RecordedRead struct {
 // instruments, and prices their DynamoDB writes and reads.
 type Recorder struct {
 	schema  *Schema
-	db      *dynamodb.Client         // unrecorded: reads the images
-	tables  map[string]*Table        // by physical name
-	names   map[string]string        // logical id → physical name
-	scratch map[string]string        // logical id → scratch table
-	mu      sync.Mutex               // one recorded DynamoDB request at a time
-	logMu   sync.Mutex               // guards the fields below
-	calls   []Call                   //
-	label   string                   //
-	spent   map[string]time.Duration // per function: time in the recorder's own requests
+	db      *dynamodb.Client  // unrecorded: reads the images
+	tables  map[string]*Table // by physical name
+	names   map[string]string // logical id → physical name
+	scratch map[string]string // logical id → scratch table
+	// consumed: every recorded DynamoDB request asks for its
+	// ConsumedCapacity (AskConsumed).
+	consumed bool
+	mu       sync.Mutex               // one recorded DynamoDB request at a time
+	logMu    sync.Mutex               // guards the fields below
+	calls    []Call                   //
+	label    string                   //
+	spent    map[string]time.Duration // per function: time in the recorder's own requests
 }
 
 // NewRecorder returns a recorder for the tables of schema, provisioned
@@ -123,8 +139,21 @@ func NewRecorder(ctx context.Context, cfg aws.Config, schema *Schema, tables map
 		}
 		r.scratch[logical] = aws.ToString(in.TableName)
 	}
+	// DynamoDB creates a table asynchronously (an emulator at once).
+	for _, name := range r.scratch {
+		if err := dynamodb.NewTableExistsWaiter(r.db).Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
+			return nil, fmt.Errorf("cost: wait for scratch table %s: %w", name, err)
+		}
+	}
 	return r, nil
 }
+
+// AskConsumed makes every DynamoDB request recorded from now on ask for
+// the capacity it consumes, table and indexes (ReturnConsumedCapacity
+// INDEXES, set on a copy of the request: the code's own input is left as
+// it was), and records the answer in Call.Consumed beside the meter's own
+// pricing. It changes what the requests return, never what they write.
+func (r *Recorder) AskConsumed() { r.consumed = true }
 
 // SetLabel labels the calls recorded from now on.
 func (r *Recorder) SetLabel(label string) {
@@ -166,7 +195,8 @@ func (r *Recorder) add(c Call, spent time.Duration) {
 func (r *Recorder) Instrument(cfg aws.Config, function string) aws.Config {
 	cfg = cfg.Copy()
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("costRecorder", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("costRecorder", func(ctx context.Context, in middleware.InitializeInput,
+			next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			c := Call{Function: function, Service: awsmiddleware.GetServiceID(ctx), Operation: awsmiddleware.GetOperationName(ctx), Input: in.Parameters}
 			if c.Service != "DynamoDB" {
 				out, md, err := next.HandleInitialize(ctx, in)
@@ -186,9 +216,14 @@ func (r *Recorder) Instrument(cfg aws.Config, function string) aws.Config {
 				defer func() { inner += time.Since(t) }()
 				return next.HandleInitialize(ctx, in)
 			}
+			if r.consumed {
+				in.Parameters = withConsumedCapacity(in.Parameters)
+			}
 			out, md, err := r.dynamo(ctx, &c, in.Parameters, call)
 			if err != nil {
 				c.Err = err.Error()
+			} else if r.consumed {
+				c.Consumed = r.consumedOf(out.Result)
 			}
 			r.add(c, time.Since(start)-inner)
 			return out, md, err
@@ -254,7 +289,8 @@ func (r *Recorder) dynamo(ctx context.Context, c *Call, params any, call nextFun
 			case it.Put != nil:
 				add(it.Put.TableName, Put, nil, it.Put.Item, update{})
 			case it.Update != nil:
-				add(it.Update.TableName, Update, it.Update.Key, nil, update{it.Update.UpdateExpression, it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues})
+				u := it.Update
+				add(u.TableName, Update, u.Key, nil, update{u.UpdateExpression, u.ExpressionAttributeNames, u.ExpressionAttributeValues})
 			case it.Delete != nil:
 				add(it.Delete.TableName, Delete, it.Delete.Key, nil, update{})
 			case it.ConditionCheck != nil:
@@ -515,4 +551,65 @@ func sqsChunks(params any) int {
 		return max(1, (n+65535)/65536)
 	}
 	return 1
+}
+
+// withConsumedCapacity returns a copy of a DynamoDB request that asks for
+// the capacity it consumes on its table and each index; a request without
+// the field is returned as it is.
+func withConsumedCapacity(params any) any {
+	v := reflect.ValueOf(params)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return params
+	}
+	f := v.Elem().FieldByName("ReturnConsumedCapacity")
+	if !f.IsValid() || f.Type() != reflect.TypeOf(types.ReturnConsumedCapacityIndexes) {
+		return params
+	}
+	cp := reflect.New(v.Elem().Type())
+	cp.Elem().Set(v.Elem())
+	cp.Elem().FieldByName("ReturnConsumedCapacity").Set(reflect.ValueOf(types.ReturnConsumedCapacityIndexes))
+	return cp.Interface()
+}
+
+// consumedOf reads a DynamoDB answer's ConsumedCapacity (one, or one per
+// table for a batch or a transaction), by target. A table reported without
+// its parts (TOTAL) counts its whole on the table.
+func (r *Recorder) consumedOf(result any) []Capacity {
+	v := reflect.ValueOf(result)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	f := v.Elem().FieldByName("ConsumedCapacity")
+	if !f.IsValid() {
+		return nil
+	}
+	var ccs []types.ConsumedCapacity
+	switch x := f.Interface().(type) {
+	case *types.ConsumedCapacity:
+		if x != nil {
+			ccs = append(ccs, *x)
+		}
+	case []types.ConsumedCapacity:
+		ccs = x
+	}
+	var out []Capacity
+	for _, cc := range ccs {
+		t := r.tables[aws.ToString(cc.TableName)]
+		if t == nil {
+			continue
+		}
+		if cc.Table == nil && len(cc.GlobalSecondaryIndexes) == 0 && len(cc.LocalSecondaryIndexes) == 0 {
+			out = append(out, Capacity{Target: t.Target(""), Units: aws.ToFloat64(cc.CapacityUnits)})
+			continue
+		}
+		if cc.Table != nil {
+			out = append(out, Capacity{Target: t.Target(""), Units: aws.ToFloat64(cc.Table.CapacityUnits)})
+		}
+		for _, ixs := range []map[string]types.Capacity{cc.GlobalSecondaryIndexes, cc.LocalSecondaryIndexes} {
+			for name, c := range ixs {
+				out = append(out, Capacity{Target: t.Target(name), Units: aws.ToFloat64(c.CapacityUnits)})
+			}
+		}
+	}
+	return out
 }

@@ -24,9 +24,14 @@ var Volumes = []float64{1e6, 10e6}
 
 // Report is what Measure found.
 type Report struct {
-	Rate    float64
-	Samples int
-	Sizes   []EventSize
+	// Against names what was measured: the emulator, or AWS.
+	Against string
+	// Consumed compares the meter's units with the reported ones, per
+	// scenario, when Options.Consumed asked for them.
+	Consumed []Consumption
+	Rate     float64
+	Samples  int
+	Sizes    []EventSize
 	// Bytes is each size's payload, in bytes.
 	Bytes map[string]int
 	// Scenarios holds each scenario's steps, by label(scenario, size).
@@ -353,7 +358,8 @@ func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
 	add("Lambda requests", price("lambda.requests")*(1+1/batch), "receiver 1 per delivery; processor 1 per batch of %.0f (the template's BatchSize)", batch)
 	recvGBs := memGB(devstack.ReceiverID) * math.Ceil(rep.ReceiverMs) / 1000
 	procGBs := memGB(devstack.ProcessorID) * math.Ceil(rep.ProcessorMs) / 1000
-	add("Lambda duration ("+m.arch(devstack.ReceiverID)+")", price("lambda."+m.arch(devstack.ReceiverID))*recvGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
+	durationUSD := price("lambda."+m.arch(devstack.ReceiverID))*recvGBs*1e6 + price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6
+	add("Lambda duration ("+m.arch(devstack.ReceiverID)+")", durationUSD,
 		"%s MB; measured in process against the emulator: receiver %.1f ms, processor %.1f ms an event (each event invoked alone: an upper bound)",
 		template.Scalar(m.functionProperty(devstack.ReceiverID, "MemorySize")), rep.ReceiverMs, rep.ProcessorMs)
 	sqsReqs, byOp := 2/batch, map[string]int{}
@@ -449,7 +455,8 @@ func (m *meter) storage(calls []Call) (usd float64, how string, perObject float6
 		}
 	}
 	sort.Strings(untimed)
-	how = fmt.Sprintf("%.0f B of items + %.0f B of index entries an event (100 B overhead each), kept %.0f days (their TTL); PITR on the tables' own bytes", base, index, days)
+	how = fmt.Sprintf("%.0f B of items + %.0f B of index entries an event (100 B overhead each), kept %.0f days (their TTL); PITR on the tables' own bytes",
+		base, index, days)
 	return usd, how, perObject, dedupe(untimed)
 }
 
@@ -510,7 +517,8 @@ func (m *meter) platformBytes(invocations float64) (float64, string) {
 	// An estimate, not a measurement: Lambda's JSON platform records are
 	// about 180 B (start), 300 B (runtimeDone) and 330 B (report).
 	const perInvocation = 810
-	return perInvocation * invocations, fmt.Sprintf("Lambda's start/runtimeDone/report records, estimated at %d B an invocation (SystemLogLevel %s)", perInvocation, level)
+	return perInvocation * invocations,
+		fmt.Sprintf("Lambda's start/runtimeDone/report records, estimated at %d B an invocation (SystemLogLevel %s)", perInvocation, level)
 }
 
 // xray returns the X-Ray cost of a month of events: Lambda samples with

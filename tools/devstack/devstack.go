@@ -26,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devsecret"
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
@@ -41,8 +42,9 @@ import (
 )
 
 // DefaultWebhookSecret is the signing secret of the local stack, for local
-// use only: a deployment reads its secrets from SSM Parameter Store.
-const DefaultWebhookSecret = "whsec_local_development_only"
+// use only: a deployment reads its secrets from SSM Parameter Store. It is
+// package devsecret's, which inboxctl --dev links without the stack.
+const DefaultWebhookSecret = devsecret.Webhook
 
 // Logical ids of the functions in template.yaml.
 const (

@@ -25,6 +25,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 )
 
@@ -73,9 +74,23 @@ func FromEnv(ctx context.Context, opts Options) (*Emulator, error) {
 	return e, nil
 }
 
+// ErrShort: a test binary run with -short asked for an emulator. The fast
+// path (go test -short) runs only the tests that need none; a test that
+// needs one says so with needs.Emulator, which skips it there.
+var ErrShort = errors.New("emulator: go test -short runs only tests that need no emulator: " +
+	"this one starts one without saying so (call needs.Emulator, or testenv, which does)")
+
+// refuseShort is Start's and StartLocalStack's check of -short; the
+// package's own tests turn it off for their stand-ins, which are shell
+// scripts.
+var refuseShort = needs.Short
+
 // Start launches moto from the project's virtualenv and waits until it
-// answers.
+// answers. In a test binary run with -short it refuses (ErrShort).
 func Start(ctx context.Context, opts Options) (*Emulator, error) {
+	if refuseShort() {
+		return nil, ErrShort
+	}
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err

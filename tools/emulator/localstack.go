@@ -54,8 +54,12 @@ type LocalStack struct {
 // StartLocalStack launches LocalStack from .venv-localstack on a free
 // loopback port (or opts.Port) and waits until SQS, SSM and
 // CloudFormation run. It fails, and says why, when LocalStack is not
-// installed or does not come up: nothing is skipped for want of it.
+// installed or does not come up: nothing is skipped for want of it. In a
+// test binary run with -short it refuses (ErrShort).
 func StartLocalStack(ctx context.Context, opts Options) (*LocalStack, error) {
+	if refuseShort() {
+		return nil, ErrShort
+	}
 	root, err := repo.Root()
 	if err != nil {
 		return nil, err

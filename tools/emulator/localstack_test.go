@@ -2,6 +2,7 @@ package emulator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -10,12 +11,17 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 )
 
 // fakeProject makes a project root whose .venv-localstack/bin/python is
 // script, and makes it the working directory.
 func fakeProject(t *testing.T, script string) string {
 	t.Helper()
+	// The stand-in is a shell script: nothing the fast path refuses.
+	refuseShort = func() bool { return false }
+	t.Cleanup(func() { refuseShort = needs.Short })
 	root := t.TempDir()
 	for _, f := range []string{"template.yaml", "go.mod"} {
 		if err := os.WriteFile(filepath.Join(root, f), nil, 0o644); err != nil {
@@ -56,6 +62,7 @@ func TestStartLocalStackFailsLoudlyWhenItExits(t *testing.T) {
 // children and all, once the grace period is over. The stand-in answers
 // LocalStack's health check on GATEWAY_LISTEN, as LocalStack does.
 func TestLocalStackStopsAfterAGracePeriod(t *testing.T) {
+	needs.Python(t)
 	python, err := exec.LookPath("python3")
 	if err != nil {
 		t.Fatal(err)
@@ -128,4 +135,18 @@ func isZombie(pid int) bool {
 	// pid (comm) state ...
 	i := strings.LastIndexByte(string(b), ')')
 	return i > 0 && i+2 < len(b) && b[i+2] == 'Z'
+}
+
+// TestStartRefusesUnderShort: under go test -short neither emulator
+// starts, so a test that needs one and does not say so (needs.Emulator)
+// fails the fast path instead of quietly needing Python.
+func TestStartRefusesUnderShort(t *testing.T) {
+	refuseShort = func() bool { return true }
+	t.Cleanup(func() { refuseShort = needs.Short })
+	if _, err := Start(context.Background(), Options{}); !errors.Is(err, ErrShort) {
+		t.Errorf("Start: got %v, want ErrShort", err)
+	}
+	if _, err := StartLocalStack(context.Background(), Options{}); !errors.Is(err, ErrShort) {
+		t.Errorf("StartLocalStack: got %v, want ErrShort", err)
+	}
 }

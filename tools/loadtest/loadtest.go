@@ -29,10 +29,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -40,7 +42,6 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
 )
 
 // Config shapes a run.
@@ -217,13 +218,48 @@ func (d *downstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// Run performs a load test.
+// Run performs a load test: it plans the stream, builds the world around
+// a local stack, delivers, lets the reconciler repair what was never
+// delivered, waits until every event is finished, and checks the
+// invariants.
 func Run(ctx context.Context, c Config) (Result, error) {
 	if c.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.Timeout)
 		defer cancel()
 	}
+	evs, order, res := stream(c)
+	w, err := startWorld(ctx, c, evs)
+	if err != nil {
+		return res, err
+	}
+	defer w.close()
+	w.injectFaults(c.FaultRate)
+
+	start := time.Now()
+	if err := w.deliver(ctx, order, &res); err != nil {
+		return res, err
+	}
+	rec, err := w.reconciler(ctx)
+	if err != nil {
+		return res, err
+	}
+	if err := repair(ctx, rec, &res); err != nil {
+		return res, err
+	}
+	if err := w.waitFinished(ctx, rec, &res); err != nil {
+		return res, err
+	}
+	res.Elapsed = time.Since(start)
+	res.Throughput = float64(len(evs)) / res.Elapsed.Seconds()
+	res.FaultsInjected = w.proxy.Injected()
+	w.proxy.Clear()
+	return res, w.check(ctx, &res)
+}
+
+// stream plans the run's events and the order of their deliveries, from
+// c's seed, and the Result's counts of what it planned.
+func stream(c Config) ([]ev, []int, Result) {
 	rng := rand.New(rand.NewPCG(c.Seed, c.Seed^0x9e3779b97f4a7c15))
 	// Events so that the deliveries, duplicates included, come to about c.Deliveries.
 	nEvents := max(1, int(float64(c.Deliveries)/(1-c.Missing+c.Duplicate*(1-c.Missing))))
@@ -239,105 +275,154 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			res.NeverDelivered++
 		}
 	}
+	return evs, order, res
+}
 
-	// The world: Stripe's API holds every event; the application downstream;
-	// a fault proxy in front of the emulator.
-	fake := stripefake.New()
-	defer fake.Close()
+// world is what a run drives and reads: Stripe's API holding every event,
+// the team's application downstream, a fault proxy in front of the
+// emulator, and the local stack behind it.
+type world struct {
+	c      Config
+	evs    []ev
+	fake   *stripefake.Server
+	down   *downstream
+	dsrv   *httptest.Server
+	proxy  *faultproxy.Proxy
+	psrv   *httptest.Server
+	stack  *devstack.Stack
+	cfg    aws.Config // through the fault proxy
+	db     *dynamodb.Client
+	events *store.Events
+	// mirrorTable holds the ledger effect's items beside the mirror.
+	mirrorTable string
+	effects     *effect.Registry
+	closers     []func()
+}
+
+func (w *world) close() {
+	for i := len(w.closers) - 1; i >= 0; i-- {
+		w.closers[i]()
+	}
+}
+
+// startWorld builds the world and starts the local stack in it.
+func startWorld(ctx context.Context, c Config, evs []ev) (*world, error) {
+	w := &world{c: c, evs: evs, fake: stripefake.New(), down: &downstream{calls: map[string]int{}}}
+	w.closers = append(w.closers, w.fake.Close)
 	for _, e := range evs {
-		if err := fake.Add(e.body); err != nil {
-			return res, err
+		if err := w.fake.Add(e.body); err != nil {
+			w.close()
+			return nil, err
 		}
 	}
-	down := &downstream{calls: map[string]int{}}
-	dsrv := httptest.NewServer(down)
-	defer dsrv.Close()
-	proxy, err := faultproxy.New(c.Endpoints)
-	if err != nil {
-		return res, err
+	w.dsrv = httptest.NewServer(w.down)
+	w.closers = append(w.closers, w.dsrv.Close)
+	var err error
+	if w.proxy, err = faultproxy.New(c.Endpoints); err != nil {
+		w.close()
+		return nil, err
 	}
-	psrv := httptest.NewServer(proxy)
-	defer psrv.Close()
-
-	cfg, err := emulator.Config(ctx, emulator.One(psrv.URL))
-	if err != nil {
-		return res, err
+	w.psrv = httptest.NewServer(w.proxy)
+	w.closers = append(w.closers, w.psrv.Close)
+	if w.cfg, err = emulator.Config(ctx, emulator.One(w.psrv.URL)); err != nil {
+		w.close()
+		return nil, err
 	}
 	direct, err := emulator.Config(ctx, c.Endpoints)
 	if err != nil {
-		return res, err
+		w.close()
+		return nil, err
 	}
 	prefix := "load-" + stripefixture.NewID("")[:8]
-	// The ledger effect counts commits per event in the same transaction as
-	// the status: a count above one is an effect applied twice.
-	var mirrorTable string
-	effects := &effect.Registry{}
-	effects.On(effect.Func{HandlerName: "ledger", Fn: func(_ context.Context, ev effect.Event) ([]types.TransactWriteItem, error) {
-		return []types.TransactWriteItem{{Update: &types.Update{
-			TableName:                 aws.String(mirrorTable),
-			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ledger#" + ev.Record.ID}},
-			UpdateExpression:          aws.String("ADD commits :one"),
-			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
-		}}}, nil
-	}}, "*")
-	mirrorTable = prefix + "-MirrorTable"
-	stack, err := devstack.Start(ctx, devstack.Options{
+	w.mirrorTable = prefix + "-MirrorTable"
+	w.effects = w.ledger()
+	w.stack, err = devstack.Start(ctx, devstack.Options{
 		Template: c.Template,
 		Overrides: map[string]string{
 			"ProcessorTimeout": "10", "QueueVisibilityTimeout": "20", "MaxReceiveCount": "8",
 		},
 		Prefix:         prefix,
 		Addr:           "127.0.0.1:0",
-		Env:            map[string]string{"FORWARD_URL": dsrv.URL, "FORWARD_SECRET": "fwd_load", "RETRY_BACKOFF_BASE": "1s", "STRIPE_API_BASE": fake.URL},
+		Env:            map[string]string{"FORWARD_URL": w.dsrv.URL, "FORWARD_SECRET": "fwd_load", "RETRY_BACKOFF_BASE": "1s", "STRIPE_API_BASE": w.fake.URL},
 		APIKey:         "sk_test_load",
-		Effects:        effects,
+		Effects:        w.effects,
 		ReconcileEvery: -1,
-		AWS:            cfg,
+		AWS:            w.cfg,
 		Logger:         slog.New(slog.NewJSONHandler(io.Discard, nil)),
 	})
 	if err != nil {
-		return res, err
+		w.close()
+		return nil, err
 	}
-	defer stack.Close()
+	w.closers = append(w.closers, w.stack.Close)
+	w.db = dynamodb.NewFromConfig(direct)
+	w.events = &store.Events{DB: w.db, Table: prefix + "-EventsTable"}
+	return w, nil
+}
 
-	if c.FaultRate > 0 {
-		proxy.Set(
-			// A quarter of the rate outlasts the SDK's retries: the
-			// receiver answers 5xx and the delivery is retried, or the
-			// processor records a failure and the message comes back.
-			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate / 4, Sticky: true},
-			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
-			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: c.FaultRate / 4, Sticky: true},
-			// The rest are absorbed by the SDK's retries, or (an answer
-			// dropped after the commit) by the writes' idempotency.
-			faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
-			faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: c.FaultRate},
-			faultproxy.Rule{Service: "dynamodb", Operation: "UpdateItem", Action: faultproxy.Throttle, Probability: c.FaultRate},
-			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: c.FaultRate},
-			faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.DropAfter, Probability: c.FaultRate / 2},
-		)
+// ledger is the team's effects: one that counts commits per event in the
+// same transaction as the status, so a count above one is an effect
+// applied twice.
+func (w *world) ledger() *effect.Registry {
+	effects := &effect.Registry{}
+	effects.On(effect.Func{HandlerName: "ledger", Fn: func(_ context.Context, ev effect.Event) ([]types.TransactWriteItem, error) {
+		return []types.TransactWriteItem{{Update: &types.Update{
+			TableName:                 aws.String(w.mirrorTable),
+			Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ledger#" + ev.Record.ID}},
+			UpdateExpression:          aws.String("ADD commits :one"),
+			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
+		}}}, nil
+	}}, "*")
+	return effects
+}
+
+// injectFaults sets the proxy's faults at rate.
+func (w *world) injectFaults(rate float64) {
+	if rate <= 0 {
+		return
 	}
+	w.proxy.Set(
+		// A quarter of the rate outlasts the SDK's retries: the receiver
+		// answers 5xx and the delivery is retried, or the processor
+		// records a failure and the message comes back.
+		faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: rate / 4, Sticky: true},
+		faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: rate / 4, Sticky: true},
+		faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: rate / 4, Sticky: true},
+		// The rest are absorbed by the SDK's retries, or (an answer
+		// dropped after the commit) by the writes' idempotency.
+		faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Throttle, Probability: rate},
+		faultproxy.Rule{Service: "sqs", Operation: "SendMessage", Action: faultproxy.Error, Probability: rate},
+		faultproxy.Rule{Service: "dynamodb", Operation: "UpdateItem", Action: faultproxy.Throttle, Probability: rate},
+		faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.Error, Probability: rate},
+		faultproxy.Rule{Service: "dynamodb", Operation: "TransactWriteItems", Action: faultproxy.DropAfter, Probability: rate / 2},
+	)
+}
 
-	// Deliver.
-	start := time.Now()
-	lat, retries, err := deliver(ctx, stack.URL+"/webhooks/stripe", evs, order, c)
+// deliver makes every delivery of order and records the latencies and
+// retries in res.
+func (w *world) deliver(ctx context.Context, order []int, res *Result) error {
+	lat, retries, err := deliver(ctx, w.stack.URL+"/webhooks/stripe", w.evs, order, w.c)
 	if err != nil {
-		return res, err
+		return err
 	}
 	// Every delivery was accepted (deliver retries until it is); those
 	// beyond one per delivered event were duplicates the pipeline absorbed.
-	res.Retries, res.DuplicatesAbsorbed = retries, len(order)-(len(evs)-res.NeverDelivered)
+	res.Retries, res.DuplicatesAbsorbed = retries, len(order)-(len(w.evs)-res.NeverDelivered)
 	slices.Sort(lat)
 	if len(lat) > 0 {
 		res.LatencyP50 = lat[len(lat)/2]
 		res.LatencyP99 = lat[min(len(lat)-1, len(lat)*99/100)]
 	}
+	return nil
+}
 
-	// Repair what was never delivered, as the scheduled reconciler would.
+// reconciler builds the reconciler as the scheduled one runs, over the
+// Stripe stand-in, through the fault proxy.
+func (w *world) reconciler(ctx context.Context) (*reconcile.Reconciler, error) {
 	rec, err := reconcilerboot.New(ctx, func(k string) string {
 		switch k {
 		case "STRIPE_API_BASE":
-			return fake.URL
+			return w.fake.URL
 		case "STRIPE_API_KEY":
 			return "sk_test_load"
 		case "RECONCILE_SETTLE":
@@ -353,99 +438,92 @@ func Run(ctx context.Context, c Config) (Result, error) {
 			// The schedule's 15 minutes, shrunk to the test's scale.
 			return "10s"
 		}
-		return stack.FunctionEnv[devstack.ReconcilerID][k]
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), effects)
+		return w.stack.FunctionEnv[devstack.ReconcilerID][k]
+	}, w.cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), w.effects)
 	if err != nil {
-		return res, fmt.Errorf("loadtest: reconciler: %w", err)
+		return nil, fmt.Errorf("loadtest: reconciler: %w", err)
 	}
-	// Its AWS calls meet the injected faults too: a failed run is run
-	// again, as the next scheduled run would.
+	return rec, nil
+}
+
+// repair runs the reconciler over the run's window until one run
+// completes, as the scheduled reconciler would repair what was never
+// delivered: its AWS calls meet the injected faults too, and a failed run
+// is run again, as the next scheduled run would be.
+func repair(ctx context.Context, rec *reconcile.Reconciler, res *Result) error {
 	for attempt := 0; ; attempt++ {
 		rr, err := rec.Run(ctx, reconcile.RunOptions{Since: 3 * time.Hour})
 		res.FoundByReconciler += rr.Missing
 		if err == nil && rr.Stopped == "" {
-			break
+			return nil
 		}
 		if attempt > 20 || ctx.Err() != nil {
-			return res, fmt.Errorf("loadtest: reconcile did not complete: %v (stopped: %s)", err, rr.Stopped)
+			return fmt.Errorf("loadtest: reconcile did not complete: %v (stopped: %s)", err, rr.Stopped)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
+}
 
-	// Wait until every event is finished, then stop injecting.
-	db := dynamodb.NewFromConfig(direct)
-	events := &store.Events{DB: db, Table: prefix + "-EventsTable"}
-	finished := func() (int, error) {
-		n := 0
-		for _, e := range evs {
-			r, err := events.Get(ctx, event.ProviderStripe, e.id)
-			if errors.Is(err, store.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				return 0, err
-			}
-			if r.Status == event.StatusProcessed || r.Status == event.StatusDeadLettered {
-				n++
-			}
+// finished counts the events processed or dead-lettered.
+func (w *world) finished(ctx context.Context) (int, error) {
+	n := 0
+	for _, e := range w.evs {
+		r, err := w.events.Get(ctx, event.ProviderStripe, e.id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
 		}
-		return n, nil
+		if err != nil {
+			return 0, err
+		}
+		if r.Status == event.StatusProcessed || r.Status == event.StatusDeadLettered {
+			n++
+		}
 	}
-	// Meanwhile the reconciler keeps running, as on its schedule: an event
-	// stored but whose enqueue met an outage stays received until its
-	// stuck-event sweep sends it again.
+	return n, nil
+}
+
+// waitFinished waits until every event is finished. Meanwhile the
+// reconciler keeps running, as on its schedule: an event stored but whose
+// enqueue met an outage stays received until its stuck-event sweep sends
+// it again.
+func (w *world) waitFinished(ctx context.Context, rec *reconcile.Reconciler, res *Result) error {
 	lastRun := time.Now()
 	for {
-		n, err := finished()
+		n, err := w.finished(ctx)
 		if err != nil {
-			return res, err
+			return err
 		}
-		if n < len(evs) && time.Since(lastRun) >= 10*time.Second {
+		if n < len(w.evs) && time.Since(lastRun) >= 10*time.Second {
 			rr, _ := rec.Run(ctx, reconcile.RunOptions{})
 			res.FoundByReconciler += rr.Missing
 			res.StuckRequeued += rr.Stuck
 			lastRun = time.Now()
 		}
-		if c.Progress != nil {
-			c.Progress(res.Deliveries+n, res.Deliveries+len(evs))
+		if w.c.Progress != nil {
+			w.c.Progress(res.Deliveries+n, res.Deliveries+len(w.evs))
 		}
-		if n == len(evs) {
-			break
+		if n == len(w.evs) {
+			return nil
 		}
-		select {
-		case <-ctx.Done():
-			res.Lost = len(evs) - n
-			return res, fmt.Errorf("loadtest: %d of %d events unfinished when the time ran out", len(evs)-n, len(evs))
-		case <-time.After(time.Second):
+		if pause.For(ctx, time.Second) != nil {
+			res.Lost = len(w.evs) - n
+			return fmt.Errorf("loadtest: %d of %d events unfinished when the time ran out", len(w.evs)-n, len(w.evs))
 		}
 	}
-	res.Elapsed = time.Since(start)
-	res.Throughput = float64(len(evs)) / res.Elapsed.Seconds()
-	res.FaultsInjected = proxy.Injected()
-	proxy.Clear()
+}
 
-	// Check the invariants.
-	reader := &mirror.Reader{DB: db, Table: mirrorTable}
-	truth := map[string]ev{}
-	for _, e := range evs {
-		cur, ok := truth[e.object]
-		switch {
-		case !ok:
-			truth[e.object] = e
-		case cur.deleted && !e.deleted:
-			// A deletion is final.
-		case e.deleted && !cur.deleted, e.created > cur.created || (e.created == cur.created && e.id > cur.id):
-			truth[e.object] = e
-		}
-	}
-	for _, e := range evs {
-		r, err := events.Get(ctx, event.ProviderStripe, e.id)
+// check counts what broke an invariant: events lost or not finished,
+// effects committed twice, repeated downstream calls, and objects whose
+// snapshot differs from the chronological ground truth.
+func (w *world) check(ctx context.Context, res *Result) error {
+	for _, e := range w.evs {
+		r, err := w.events.Get(ctx, event.ProviderStripe, e.id)
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			res.Lost++
 			continue
 		case err != nil:
-			return res, err
+			return err
 		}
 		if r.Status == event.StatusDeadLettered {
 			res.DeadLettered++
@@ -454,25 +532,44 @@ func Run(ctx context.Context, c Config) (Result, error) {
 		if r.Status != event.StatusProcessed {
 			res.Lost++
 		}
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(mirrorTable), ConsistentRead: aws.Bool(true),
+		out, err := w.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(w.mirrorTable), ConsistentRead: aws.Bool(true),
 			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ledger#" + e.id}}})
 		if err != nil {
-			return res, err
+			return err
 		}
 		if n, ok := out.Item["commits"].(*types.AttributeValueMemberN); ok && n.Value != "1" {
 			res.DoubleEffects++
 		}
-		if calls := down.calls[e.id+":forward"]; calls > 1 {
+		if calls := w.down.calls[e.id+":forward"]; calls > 1 {
 			res.RepeatedCalls += calls - 1
 		}
 	}
-	for obj, want := range truth {
+	reader := &mirror.Reader{DB: w.db, Table: w.mirrorTable}
+	for obj, want := range truth(w.evs) {
 		snap, err := reader.Object(ctx, obj)
 		if err != nil || snap.LastEventID != want.id || snap.Deleted != want.deleted {
 			res.MirrorMismatches++
 		}
 	}
-	return res, nil
+	return nil
+}
+
+// truth is each object's last event in chronological order, a deletion
+// being final: what its snapshot must show.
+func truth(evs []ev) map[string]ev {
+	last := map[string]ev{}
+	for _, e := range evs {
+		cur, ok := last[e.object]
+		switch {
+		case !ok:
+			last[e.object] = e
+		case cur.deleted && !e.deleted:
+			// A deletion is final.
+		case e.deleted && !cur.deleted, e.created > cur.created || (e.created == cur.created && e.id > cur.id):
+			last[e.object] = e
+		}
+	}
+	return last
 }
 
 // deliver makes the deliveries with c.Concurrency workers, retrying each

@@ -27,6 +27,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/pause"
 	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
 )
 
@@ -89,7 +90,7 @@ func (p *Poller) loop(ctx context.Context) {
 				return
 			}
 			p.Logger.Warn("poller: receive failed", slog.String("function", p.Function), slog.String("error", err.Error()))
-			sleep(ctx, backoff)
+			_ = pause.For(ctx, backoff)
 			backoff = min(backoff*2, 5*time.Second)
 			continue
 		}
@@ -265,13 +266,6 @@ func call(ctx context.Context, h Handler, ev events.SQSEvent) (events.SQSEventRe
 		return r.resp, r.err
 	case <-ctx.Done():
 		return events.SQSEventResponse{}, fmt.Errorf("task timed out: %w", ctx.Err())
-	}
-}
-
-func sleep(ctx context.Context, d time.Duration) {
-	select {
-	case <-ctx.Done():
-	case <-time.After(d):
 	}
 }
 

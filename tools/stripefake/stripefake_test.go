@@ -10,7 +10,7 @@ import (
 	"github.com/stripe/stripe-go/v81"
 	"github.com/stripe/stripe-go/v81/client"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 )
 
 // newClient is a per-instance stripe-go client pointed at the fake.

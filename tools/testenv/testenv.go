@@ -6,7 +6,9 @@
 // endpoints beside it (AWS_ENDPOINT_URL_DYNAMODB: make test-localstack runs
 // DynamoDB on moto and the rest on LocalStack). Otherwise the first test
 // that asks starts moto for the test binary, which stops with it. A test never
-// skips for want of an emulator: it fails and says how to get one.
+// skips for want of an emulator: it fails and says how to get one. Only
+// under go test -short, the fast path, is a test that asks for one skipped
+// (package needs).
 package testenv
 
 import (
@@ -28,6 +30,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 )
 
@@ -52,6 +55,7 @@ func Endpoint(t testing.TB) string {
 // Endpoints(t).Environ(...) or the variables of Endpoints(t).Vars().
 func Endpoints(t testing.TB) emulator.Endpoints {
 	t.Helper()
+	needs.Emulator(t)
 	once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 		defer cancel()

@@ -1,8 +1,8 @@
 #!/bin/bash
 # LocalStack init hook (READY stage): provision template.yaml's tables and
-# queues, and the local secrets, with cmd/provision, the provisioner make dev
+# queues, and the local secrets, with tools/cmd/provision, the provisioner make dev
 # and the tests use. Build it on the host first (the container has no Go):
-#   CGO_ENABLED=0 GOOS=linux go build -o localstack/bin/provision ./cmd/provision
+#   CGO_ENABLED=0 GOOS=linux go build -o localstack/bin/provision ./tools/cmd/provision
 # The resources and each function's environment are printed as JSON
 # (docker compose -f localstack/compose.yaml logs localstack).
 set -euo pipefail
@@ -11,7 +11,7 @@ home=${WEBHOOK_INBOX_HOME:-/opt/webhook-inbox}
 bin=$home/bin/provision
 if [ ! -x "$bin" ]; then
   echo "webhook-inbox: $bin missing; on the host run:" >&2
-  echo "  CGO_ENABLED=0 GOOS=linux go build -o localstack/bin/provision ./cmd/provision" >&2
+  echo "  CGO_ENABLED=0 GOOS=linux go build -o localstack/bin/provision ./tools/cmd/provision" >&2
   exit 1
 fi
 

@@ -7,7 +7,7 @@
 // input through unchanged and prints the table after it, so it sits at the
 // end of a pipe:
 //
-//	go test -run '^$' -bench . -benchmem -count 3 ./shared/... | go run ./tools/benchratio
+//	go test -run '^$' -bench . -benchmem -count 3 ./shared/... | go run ./tools/cmd/benchratio
 //
 // With -count above 1 each figure is the median of the runs, which damps a
 // noisy, shared machine. The table reports; it does not fail: a threshold on

@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 )
 
 // noMoveTask fails the test if a command starts an SQS message move task:
@@ -279,4 +281,67 @@ func TestRedriveOneEventInterruptedLosesNothing(t *testing.T) {
 	if main, dlq := census(t, w); len(main) != 0 || !slices.Equal(dlq, ids) {
 		t.Errorf("after a failed send: webhook queue %v, DLQ %v; want every message in the DLQ, visible", main, dlq)
 	}
+}
+
+// TestDiscardWorksForEveryProvider: dlq discard finds an event of any
+// provider, records the decision on that provider's record and deletes
+// that provider's messages only. An id two providers share is refused
+// until --provider names one, and then only that one's message goes.
+func TestDiscardWorksForEveryProvider(t *testing.T) {
+	w := newWorld(t, true)
+	c := w.cli()
+	c.wrapSQS = noMoveTask(t)
+	ctx := context.Background()
+	stored := func(prov, id string) {
+		t.Helper()
+		b := []byte(`{"id":"` + id + `"}`)
+		r := event.NewRecord(prov, event.Envelope{ID: id, Type: "delivery.test", Created: now.Unix()}, b, ingest.Hash(b), event.SourceWebhook, event.StatusFailed, now)
+		if _, err := w.events.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		p, err := json.Marshal(event.PointerTo(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		sendDLQ(t, w, string(p))
+	}
+	for _, prov := range event.Providers {
+		if prov == event.ProviderStripe {
+			continue
+		}
+		t.Run(prov, func(t *testing.T) {
+			id := "dlv_" + prov
+			stored(prov, id)
+			r := c.run(ctx, "dlq", "discard", id, "--reason", "a test delivery", "--json").must(t, 0)
+			var out DiscardJSON
+			if err := json.Unmarshal([]byte(r.stdout), &out); err != nil || len(out.Results) != 1 {
+				t.Fatalf("got %s (%v), want one result", r.stdout, err)
+			}
+			if got := out.Results[0]; got.Action != "discarded" || got.Provider != prov || got.Messages != 1 || got.StatusAfter != "dead_lettered" {
+				t.Errorf("got %+v, want %s's event discarded, its 1 message deleted, dead_lettered", got, prov)
+			}
+			rec, err := w.events.Get(ctx, prov, id)
+			if err != nil || rec.DiscardReason != "a test delivery" || rec.Status != event.StatusDeadLettered {
+				t.Errorf("%s's record: %s, reason %q (%v); want dead_lettered with the reason", prov, rec.Status, rec.DiscardReason, err)
+			}
+		})
+	}
+	if _, dlq := census(t, w); len(dlq) != 0 {
+		t.Fatalf("DLQ after the discards: %v, want empty", dlq)
+	}
+
+	stored(provider.GitHub, "dlv_shared")
+	stored(provider.Shopify, "dlv_shared")
+	r := c.run(ctx, "dlq", "discard", "dlv_shared", "--reason", "x").must(t, 1)
+	if !strings.Contains(r.stdout, "--provider") {
+		t.Errorf("an id of two providers: %s, want a result naming --provider", r.stdout)
+	}
+	c.run(ctx, "dlq", "discard", "dlv_shared", "--provider", "shopify", "--reason", "x").must(t, 0)
+	if got, _ := w.events.Get(ctx, provider.GitHub, "dlv_shared"); !got.DiscardedAt.IsZero() {
+		t.Error("--provider shopify discarded GitHub's event too")
+	}
+	if _, dlq := census(t, w); !slices.Equal(dlq, []string{"dlv_shared"}) {
+		t.Errorf("DLQ after --provider shopify: %v, want GitHub's message alone", dlq)
+	}
+	c.run(ctx, "dlq", "discard", "dlv_shared", "--provider", "gitlab", "--reason", "x").must(t, 2)
 }

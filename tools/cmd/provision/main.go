@@ -8,7 +8,7 @@
 // It only talks to AWS_ENDPOINT_URL, which must be set: real AWS accounts
 // are deployed with `sam deploy`, never with this command.
 //
-//	AWS_ENDPOINT_URL=http://localhost:4566 go run ./cmd/provision
+//	AWS_ENDPOINT_URL=http://localhost:4566 go run ./tools/cmd/provision
 //
 // It prints the provisioned resources and each function's resolved
 // environment as JSON.

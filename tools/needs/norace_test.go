@@ -1,0 +1,5 @@
+//go:build !race
+
+package needs
+
+const raceEnabled = false
