@@ -54,7 +54,7 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
 .PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
-	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
+	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
 ## (--clear: a changed lock file gives exactly its packages, none left over)
@@ -259,6 +259,8 @@ build-ProcessorFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/processor
 build-ReconcilerFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/reconciler
+build-BridgeFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/bridge
 # The cold-start benchmark's baseline: hello world on aws-lambda-go, built the
 # same way. Not in the template.
 build-HelloFunction:

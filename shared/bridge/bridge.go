@@ -35,8 +35,8 @@ type DeadLetters interface {
 // Message attributes a rejected message carries in the dead-letter queue,
 // beside its unchanged body.
 const (
-	AttrOutcome = "outcome"
-	AttrError   = "error"
+	AttrOutcome = "bridge_outcome"
+	AttrError   = "bridge_error"
 )
 
 // Config configures a Handler. Every field but Logger, Now and APIVersion

@@ -26,12 +26,12 @@
 //	stored, requeued,       in the pipeline (or already in hand): deleted
 //	duplicate, ignored
 //	rejected_malformed,     can never be stored: moved at once to the
-//	rejected_missing_id,    ingress dead-letter queue (its body unchanged,
-//	rejected_wrong_source,  the outcome and the error as message
-//	rejected_wrong_account, attributes), where the alarm sees it; never
-//	rejected_wrong_mode     retried, never dropped. Should the move fail,
-//	                        the message is retried instead
-//	                        (dead_letter_failures)
+//	rejected_missing_id,    ingress dead-letter queue, its body unchanged,
+//	rejected_wrong_source,  the outcome and the error as its message
+//	rejected_wrong_account, attributes bridge_outcome and bridge_error,
+//	rejected_wrong_mode     where the alarm sees it; never retried, never
+//	                        dropped. Should the move fail, the message is
+//	                        retried instead (dead_letter_failures)
 //	persist_failed,         not safely in the pipeline: a batch item
 //	enqueue_failed,         failure, so SQS delivers it again after the
 //	throttled, timeout      visibility timeout; the queue's redrive policy
