@@ -137,7 +137,7 @@ test: venv rie
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
 ## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
-LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./cmd/... ./tools/faultproxy ./shared/secrets
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./cmd/... ./internal/provision ./tools/faultproxy ./shared/secrets
 test-localstack: venv rie localstack-venv
 	$(GO) run ./tools/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 

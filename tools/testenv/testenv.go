@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -143,6 +144,11 @@ func Provision(t testing.TB, overrides map[string]string) *Stack {
 	}
 	s := &Stack{AWS: cfg, DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg), Template: tmpl, Prefix: Prefix(t)}
 	p := &provision.Provisioner{DynamoDB: s.DynamoDB, SQS: s.SQS, Prefix: s.Prefix}
+	// The routing (Stripe's EventBridge destination) where the emulator
+	// runs it: LocalStack. On moto, Resources.LeftOut names it.
+	if Backend(t, "CloudFormation") == "localstack" {
+		p.CloudFormation = cloudformation.NewFromConfig(cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if s.Resources, err = p.Provision(ctx, tmpl); err != nil {
