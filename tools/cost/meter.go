@@ -30,9 +30,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/bridge"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/bridge"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
@@ -111,28 +111,28 @@ type meter struct {
 	// resources: what is provisioned and where functions are read from.
 	// The fixed monthly cost is the default template's.
 	tmpl, full *template.Template
-	schema   *Schema
-	rec      *Recorder
-	logs     *Logs
-	base     aws.Config
-	res      *provision.Resources
-	env      map[string]map[string]string
-	sqs      *sqs.Client // unrecorded: stands in for Lambda's event source mapping
-	queue    provision.Queue
-	source   template.SQSSource
-	route    template.HTTPRoute
-	recv     *receiver.Handler
-	proc     *processor.Processor
-	bridge   *bridge.Handler
-	ingress  provision.Queue
+	schema     *Schema
+	rec        *Recorder
+	logs       *Logs
+	base       aws.Config
+	res        *provision.Resources
+	env        map[string]map[string]string
+	sqs        *sqs.Client // unrecorded: stands in for Lambda's event source mapping
+	queue      provision.Queue
+	source     template.SQSSource
+	route      template.HTTPRoute
+	recv       *receiver.Handler
+	proc       *processor.Processor
+	bridge     *bridge.Handler
+	ingress    provision.Queue
 	// ingressSource is the bridge's event source mapping.
 	ingressSource template.SQSSource
-	timeouts map[string]time.Duration
-	failOnce *failOnce
-	secret   string
-	created  int64
-	bodies   [][]byte       // every event delivered, for the reconciler
-	bytes    map[string]int // each size's payload bytes
+	timeouts      map[string]time.Duration
+	failOnce      *failOnce
+	secret        string
+	created       int64
+	bodies        [][]byte       // every event delivered, for the reconciler
+	bytes         map[string]int // each size's payload bytes
 	// lastMessage is the body of the last queue message processed.
 	lastMessage string
 
