@@ -96,6 +96,18 @@ func TestEventBridgeIngestKillsLoseNothing(t *testing.T) {
 			t.Errorf("%s: processed %d times, want once", id, n)
 		}
 	}
+	// The operator's view is the same as for any event.
+	shown, err := p.inboxctl("event", ids[0], "--json")
+	if err != nil {
+		t.Fatalf("inboxctl event: %v\n%s", err, shown)
+	}
+	var ev struct{ Status, Source, Outcome string }
+	decodeJSON(t, shown, &ev)
+	// The events are about one invoice (the fixture's), so an older one
+	// processed after a newer is superseded: its effects ran all the same.
+	if ev.Status != "processed" || ev.Source != string(event.SourceEventBridge) || (ev.Outcome != "applied" && ev.Outcome != "superseded") {
+		t.Errorf("inboxctl event %s: got %+v, want processed (applied or superseded), source eventbridge", ids[0], ev)
+	}
 	testenv.Eventually(t, 30*time.Second, "the ingress queue to be empty", func() bool { return p.queueDepth("IngressQueue") == 0 })
 	if d := p.queueDepth("IngressDeadLetterQueue"); d != 0 {
 		t.Errorf("ingress dead-letter queue: %d messages, want none", d)
