@@ -38,6 +38,10 @@
 //	                        moves it to the same dead-letter queue after
 //	                        maxReceiveCount receives
 //
+// A message is at most what EventBridge carries (an event of 256 KB); the
+// store keeps a payload too large for its item out of the table, as it does
+// a webhook's, and the processor reads it from Stripe's API instead.
+//
 // One message's failure never holds the others (partial batch responses).
 // Nothing here panics or fails the invocation: an error of the whole
 // invocation would retry every message of the batch.
