@@ -54,7 +54,7 @@ RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
 .PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
-	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-HelloFunction
+	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
 ## (--clear: a changed lock file gives exactly its packages, none left over)
@@ -76,13 +76,19 @@ $(CHECKOV_STAMP): dev/checkov.lock
 	touch $@
 
 ## localstack-venv: LocalStack (localstack-core, dev/localstack.lock: every
-## package pinned, with its hashes, as wheels) in its own virtualenv, with
-## Python >= $(LOCALSTACK_PYTHON) from PATH or pyenv
+## package pinned, with its hashes) in its own virtualenv, with Python >=
+## $(LOCALSTACK_PYTHON) from PATH or pyenv. Every package is a wheel but the
+## two EventBridge needs that are published only as source
+## (LOCALSTACK_SDISTS): their hash-checked sdists are built without build
+## isolation by the pinned setuptools wheel of dev/localstack-build.lock,
+## installed first, so no build dependency comes from outside the locks.
+LOCALSTACK_SDISTS := crontab,jsonpath-rw
 localstack-venv: $(LOCALSTACK_STAMP)
-$(LOCALSTACK_STAMP): dev/localstack.lock
+$(LOCALSTACK_STAMP): dev/localstack.lock dev/localstack-build.lock
 	@py=$$($(GO) run ./tools/cmd/findpython -min $(LOCALSTACK_PYTHON) -for "LocalStack (dev/localstack.lock)") && \
 	  echo "$$py -m venv --clear $(LOCALSTACK_VENV)" && $$py -m venv --clear $(LOCALSTACK_VENV)
-	$(LOCALSTACK_VENV)/bin/pip install $(PIP_INSTALL) -r dev/localstack.lock
+	$(LOCALSTACK_VENV)/bin/pip install $(PIP_INSTALL) -r dev/localstack-build.lock
+	$(LOCALSTACK_VENV)/bin/pip install $(PIP_INSTALL) --no-binary $(LOCALSTACK_SDISTS) --no-build-isolation -r dev/localstack.lock
 	$(LOCALSTACK_VENV)/bin/pip check --disable-pip-version-check
 	touch $@
 
@@ -101,17 +107,21 @@ lock:
 	rm -rf .venv-lock
 
 ## lock-localstack: resolve dev/localstack.in again into dev/localstack.lock,
-## as of LOCALSTACK_UPLOADED_PRIOR_TO, with Python $(LOCALSTACK_PYTHON). The
-## three packages LocalStack publishes only as source (--unsafe-package:
-## listed, not pinned) serve services it does not run for us; installing
-## them would run their setup.py. dev/localstack.in says more.
+## as of LOCALSTACK_UPLOADED_PRIOR_TO, with Python $(LOCALSTACK_PYTHON), and
+## dev/localstack-build.in (the build backend of the two packages built from
+## source) into dev/localstack-build.lock, constrained to the same pins.
+## airspeed-ext, published only as source, serves a service not run for us
+## (--unsafe-package: listed, not pinned). dev/localstack.in says more.
 lock-localstack:
 	@py=$$($(GO) run ./tools/cmd/findpython -min $(LOCALSTACK_PYTHON) -for "make lock-localstack") && $$py -m venv --clear .venv-lock
 	.venv-lock/bin/pip install --quiet --disable-pip-version-check pip==$(LOCK_PIP_VERSION) pip-tools==$(PIP_TOOLS_VERSION)
 	.venv-lock/bin/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
-	  --unsafe-package airspeed-ext --unsafe-package crontab --unsafe-package jsonpath-rw \
+	  --unsafe-package airspeed-ext \
 	  --pip-args "--uploaded-prior-to $(LOCALSTACK_UPLOADED_PRIOR_TO)" $(LOCK_FLAGS) \
 	  --output-file dev/localstack.lock dev/localstack.in
+	.venv-lock/bin/pip-compile --quiet --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --pip-args "--uploaded-prior-to $(LOCALSTACK_UPLOADED_PRIOR_TO)" $(LOCK_FLAGS) \
+	  --output-file dev/localstack-build.lock dev/localstack-build.in
 	rm -rf .venv-lock
 
 ## dev: the whole pipeline on this machine, in the foreground
@@ -127,7 +137,7 @@ test: venv rie
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
 ## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
-LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./tools/faultproxy ./shared/secrets
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./internal/provision ./tools/faultproxy ./shared/secrets
 test-localstack: venv rie localstack-venv
 	$(GO) run ./tools/cmd/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 
@@ -249,6 +259,8 @@ build-ProcessorFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/processor
 build-ReconcilerFunction:
 	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/reconciler
+build-BridgeFunction:
+	$(LAMBDA_BUILD) -o $(ARTIFACTS_DIR)/bootstrap ./functions/bridge
 # The cold-start benchmark's baseline: hello world on aws-lambda-go, built the
 # same way. Not in the template.
 build-HelloFunction:

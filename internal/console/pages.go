@@ -216,8 +216,11 @@ func transitions(r event.Record) []transition {
 		}
 	}
 	how := "by webhook"
-	if r.Source == event.SourceReconciler {
+	switch r.Source {
+	case event.SourceReconciler:
 		how = "by the reconciler: its webhook never arrived"
+	case event.SourceEventBridge:
+		how = "by Stripe's EventBridge destination"
 	}
 	add(r.ReceivedAt, "received", how)
 	if r.Attempts > 0 {

@@ -2,6 +2,9 @@
 // emulator (moto, LocalStack), idempotently, and resolves the references the
 // functions' environments make to them. The definitions come from
 // template.yaml only: there is no second copy of a table or queue here.
+// The routing (RoutingTypes: Stripe's EventBridge destination, when the
+// template has it) is created by the emulator's CloudFormation from the
+// template's own definitions.
 package provision
 
 import (
@@ -13,6 +16,7 @@ import (
 	"sort"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
@@ -30,6 +34,13 @@ type Queue struct {
 type Resources struct {
 	Tables map[string]string
 	Queues map[string]Queue
+	// Routing holds the routing resources' physical ids (an event bus's
+	// name, a rule's id), nil when the template has none or they were left
+	// out.
+	Routing map[string]string
+	// LeftOut names the routing resources not created: the Provisioner had
+	// no CloudFormation client.
+	LeftOut []string
 }
 
 // Provisioner creates resources with a name prefix, so several stacks (a
@@ -37,13 +48,19 @@ type Resources struct {
 type Provisioner struct {
 	DynamoDB *dynamodb.Client
 	SQS      *sqs.Client
-	Prefix   string
+	// CloudFormation creates the template's routing (RoutingTypes) in a
+	// stack of its own (RoutingStackName); nil leaves the routing out
+	// (Resources.LeftOut names it): moto runs none of it as the template
+	// needs.
+	CloudFormation *cloudformation.Client
+	Prefix         string
 }
 
 // Name is the physical name of a resource.
 func (p *Provisioner) Name(logicalID string) string { return p.Prefix + "-" + logicalID }
 
-// Provision creates every table and queue of t that does not exist yet.
+// Provision creates every table and queue of t that does not exist yet,
+// and the routing when it has a CloudFormation client.
 func (p *Provisioner) Provision(ctx context.Context, t *template.Template) (*Resources, error) {
 	res := &Resources{Tables: map[string]string{}, Queues: map[string]Queue{}}
 	for _, r := range t.Resources("AWS::DynamoDB::Table") {
@@ -64,6 +81,18 @@ func (p *Provisioner) Provision(ctx context.Context, t *template.Template) (*Res
 			return nil, err
 		}
 		res.Queues[r.LogicalID] = q
+	}
+	routing := routingResources(t)
+	switch {
+	case len(routing) == 0:
+	case p.CloudFormation == nil:
+		for _, r := range routing {
+			res.LeftOut = append(res.LeftOut, r.LogicalID)
+		}
+	default:
+		if err := p.route(ctx, routing, res); err != nil {
+			return nil, err
+		}
 	}
 	return res, nil
 }

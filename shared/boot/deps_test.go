@@ -18,6 +18,8 @@ const module = "github.com/webhook-inbox/webhook-inbox/"
 //   - the receiver links neither the reconciler, the mirror nor the
 //     processor, and of stripe-go only the webhook signature check (with
 //     the root package and form, which it imports);
+//   - the bridge links what the receiver may, and neither the receiver
+//     nor the other providers' verifiers;
 //   - the processor does not link the reconciler;
 //   - only the reconciler links GitHub's API (go-github's package builds
 //     tables of every event type at init);
@@ -41,6 +43,12 @@ func TestDependencies(t *testing.T) {
 	}{
 		"receiver": {
 			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi", module + "shared/githubapi", gogithub}, everywhere...),
+			stripe:    []string{stripe, stripe + "/form", stripe + "/webhook"},
+		},
+		// The bridge (Stripe's EventBridge destination) stores and queues,
+		// as the receiver does, and verifies no signature of its own.
+		"bridge": {
+			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi", module + "shared/githubapi", module + "shared/receiver", module + "shared/provider", gogithub}, everywhere...),
 			stripe:    []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
 		"processor":  {forbidden: append([]string{module + "shared/reconcile", module + "shared/githubapi", gogithub}, everywhere...)},

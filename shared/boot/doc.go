@@ -1,4 +1,4 @@
-// Package boot is what the three functions' wiring shares: reading the
+// Package boot is what the functions' wiring shares: reading the
 // configuration from the environment (every problem reported at once), the
 // rules for where a secret may come from, the handled event types, and the
 // ingest path. Each function's wiring is its own package, so that a
@@ -8,6 +8,7 @@
 //	receiverboot    the receiver: signature check, store, queue
 //	processorboot   the processor: store, mirror, effects, Stripe's API
 //	reconcilerboot  the reconciler: Stripe's API, store, queue
+//	bridgeboot      the bridge (Stripe's EventBridge destination): store, queue
 //
 // Each builds its handler once, at cold start, from an Env, an aws.Config
 // (package awsenv in Lambda) and the team's effects (hooks.Registry()); the

@@ -14,7 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/egress"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider/stripesign"
 )
 
 // Forward is a built-in effect: it POSTs each processed event to your
@@ -28,7 +28,7 @@ import (
 //   - Webhook-Inbox-Event-Id and Webhook-Inbox-Event-Type.
 //   - Webhook-Inbox-Signature, when a secret is configured: a
 //     Stripe-Signature header in every byte ("t=<unix>,v1=<hex
-//     HMAC-SHA256 of "<t>.<body>">"), made by provider.SignStripe, the
+//     HMAC-SHA256 of "<t>.<body>">"), made by stripesign.Header, the
 //     project's one signer. The application verifies it as it would a
 //     Stripe webhook, with the forward secret in place of Stripe's: in Go,
 //     stripe-go's webhook.ValidatePayload(body, header, secret), which
@@ -84,7 +84,7 @@ func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteIt
 		if f.Now != nil {
 			now = f.Now
 		}
-		req.Header.Set("Webhook-Inbox-Signature", provider.SignStripe(ev.Payload, f.Secret, now()))
+		req.Header.Set("Webhook-Inbox-Signature", stripesign.Header(ev.Payload, f.Secret, now()))
 	}
 	// A redirect comes back as the answer: see Forward.
 	resp, err := egress.Send(f.Client, req)

@@ -104,6 +104,12 @@ const (
 	// mirror and runs no effect: it happened before this deployment was
 	// responsible for it (package reconcile).
 	SourceBackfill Source = "backfill"
+	// SourceEventBridge: delivered by Stripe's Amazon EventBridge event
+	// destination (package bridge), the Stripe event as the EventBridge
+	// event's detail. The same event id through the webhook endpoint is
+	// the same record: whichever way stored it first, the other is a
+	// duplicate.
+	SourceEventBridge Source = "eventbridge"
 )
 
 // ProviderStripe is the first provider and the default; keys carry the

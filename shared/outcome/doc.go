@@ -14,7 +14,7 @@
 // what one step did. So is the processor's error_class (a failure's kind).
 //
 // docs/outcomes.md describes every value once, with who emits it and the
-// metric that counts it; a test holds that table to Receiver, Processor and
-// Run. Operators' queries, the dashboard and the alarms in template.yaml use
+// metric that counts it; a test holds that table to Receiver, Bridge,
+// Processor and Run. Operators' queries, the dashboard and the alarms in template.yaml use
 // these names: renaming one is a change to all of them.
 package outcome

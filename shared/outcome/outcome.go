@@ -71,6 +71,24 @@ const (
 	SecretsUnavailable Outcome = "secrets_unavailable"
 )
 
+// What the bridge did with one message of the ingress queue (an EventBridge
+// event from Stripe's event destination): the `outcome` field of its
+// "eventbridge event" log line and the dimension of its `events` metric.
+// Beside these two it emits the ingest words above (Stored, Requeued,
+// Duplicate, Ignored: the message is deleted), RejectedMalformed,
+// RejectedMissingID and RejectedWrongMode (like the two below, the message
+// is moved to the ingress dead-letter queue at once: retrying cannot help),
+// and PersistFailed, EnqueueFailed, Throttled and Timeout (the message is
+// reported as a batch item failure and comes back; see Bridge).
+const (
+	// RejectedWrongSource: the event's source is not the partner event
+	// source this deployment is configured for.
+	RejectedWrongSource Outcome = "rejected_wrong_source"
+	// RejectedWrongAccount: the event's account is not this deployment's
+	// AWS account.
+	RejectedWrongAccount Outcome = "rejected_wrong_account"
+)
+
 // What the processor did with one queue message: the name of the metric
 // that counts it on each batch's log line. Applied and Superseded are also
 // the outcome a processed record keeps.
@@ -128,6 +146,14 @@ var Receiver = []Outcome{
 	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedReplay, RejectedMalformed,
 	RejectedMissingID, RejectedWrongMode, RejectedUnknownProvider, RejectedTooLarge,
 	PersistFailed, EnqueueFailed, Throttled, Timeout, SecretsUnavailable,
+}
+
+// Bridge lists the bridge's outcomes of a message: acknowledged, moved to
+// the ingress dead-letter queue, retried.
+var Bridge = []Outcome{
+	Stored, Requeued, Duplicate, Ignored,
+	RejectedMalformed, RejectedMissingID, RejectedWrongSource, RejectedWrongAccount, RejectedWrongMode,
+	PersistFailed, EnqueueFailed, Throttled, Timeout,
 }
 
 // Processor lists the processor's outcomes of a message, in the order its

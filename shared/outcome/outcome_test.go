@@ -21,7 +21,7 @@ func TestDocsDescribeEveryOutcomeOnce(t *testing.T) {
 		rows[string(m[1])]++
 	}
 	values := map[outcome.Outcome]bool{}
-	for _, list := range [][]outcome.Outcome{outcome.Receiver, outcome.Processor, outcome.Run} {
+	for _, list := range [][]outcome.Outcome{outcome.Receiver, outcome.Bridge, outcome.Processor, outcome.Run} {
 		for _, o := range list {
 			values[o] = true
 		}
@@ -40,7 +40,7 @@ func TestDocsDescribeEveryOutcomeOnce(t *testing.T) {
 
 // TestListsHoldEachValueOnce: each list is what its emitter counts, once.
 func TestListsHoldEachValueOnce(t *testing.T) {
-	for name, list := range map[string][]outcome.Outcome{"Receiver": outcome.Receiver, "Processor": outcome.Processor, "Run": outcome.Run} {
+	for name, list := range map[string][]outcome.Outcome{"Receiver": outcome.Receiver, "Bridge": outcome.Bridge, "Processor": outcome.Processor, "Run": outcome.Run} {
 		s := slices.Clone(list)
 		slices.Sort(s)
 		if len(slices.Compact(s)) != len(list) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stripe/stripe-go/v81/webhook"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider/stripesign"
 )
 
 // Stripe is Stripe's webhooks (snapshot and thin events, Connect too); its
@@ -111,9 +112,7 @@ func (h StripeHeader) match(payload []byte, secrets []string) (int, error) {
 // GenerateTestSignedPayload). The CLI, the forward effect and tests use it
 // to make deliveries.
 func SignStripe(payload []byte, secret string, t time.Time) string {
-	return webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{
-		Payload: payload, Secret: secret, Timestamp: t,
-	}).Header
+	return stripesign.Header(payload, secret, t)
 }
 
 func signStripe(secret string, d Delivery) (map[string]string, error) {

@@ -1,6 +1,6 @@
 // Package cost is the cost meter (make cost): it drives the real receiver,
-// processor and reconciler, built by shared/boot as the local stack builds
-// them, against the AWS emulator, records every AWS request they make with
+// bridge (Stripe's EventBridge destination), processor and reconciler,
+// built by shared/boot as the local stack builds them, against the AWS emulator, records every AWS request they make with
 // an SDK middleware, and prices what it recorded.
 //
 // Nothing here knows the items the code writes. Write and read units come
@@ -53,10 +53,14 @@
 //
 // The report (Report.Print) gives, per scenario (a new event, a duplicate
 // delivery, a duplicate message, an event that failed once and was retried,
-// a superseded event; then GitHub's sample delivery new, redelivered, and
-// its body under a fresh delivery id, which the receiver refuses as a
-// replay after one write, its claim of the body), each request's write and
-// read units by table and index; then dollars per million events line by line, the fixed monthly
+// a superseded event, a new event through EventBridge; then GitHub's
+// sample delivery new, redelivered, and its body under a fresh delivery
+// id, which the receiver refuses as a replay after one write, its claim of
+// the body), each request's write and read units by table and index; then
+// dollars per million events line by line, the two ways in side by side
+// (API Gateway and the receiver; EventBridge's partner event, the ingress
+// queue and the bridge, whose sends to the queue EventBridge makes and the
+// meter prices from the list), the fixed monthly
 // cost, the hosted alternatives at the same volumes, and the write units a
 // second that the hottest partition-key value of each table and index
 // receives at a steady 3,000 events a second. Its last three lines are the

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -31,9 +32,11 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/bridgeboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/bridge"
 	"github.com/webhook-inbox/webhook-inbox/shared/defaults"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
@@ -93,10 +96,19 @@ const (
 	ScenarioDupMessage = "duplicate queue message of a processed event"
 	ScenarioRetried    = "failed once (retryable), then retried"
 	ScenarioSuperseded = "superseded (older event after a newer one)"
+	// ScenarioEventBridge is ScenarioNew by the other way in: Stripe's
+	// EventBridge destination, the bridge behind the ingress queue.
+	ScenarioEventBridge = "new event through EventBridge, processed"
 )
 
 // Scenarios lists the scenarios in report order.
-var Scenarios = []string{ScenarioNew, ScenarioDupDeliver, ScenarioDupMessage, ScenarioRetried, ScenarioSuperseded}
+var Scenarios = []string{ScenarioNew, ScenarioDupDeliver, ScenarioDupMessage, ScenarioRetried, ScenarioSuperseded, ScenarioEventBridge}
+
+// costPartnerSource is the partner event source the metered template's
+// EventBridge destination is on for: its bridge and ingress queue are
+// metered. Nothing here needs the bus or the rule: EventBridge's own
+// charge and its sends to the ingress queue are priced from the list.
+const costPartnerSource = "aws.partner/stripe.com/ed_test_cost_meter"
 
 // The GitHub scenarios, measured once, with GitHub's own sample delivery
 // (GitHubSample): GitHub signs the body only, so the receiver claims each
@@ -128,23 +140,31 @@ func label(scenario string, size EventSize) string { return scenario + " / " + s
 
 // meter is one measurement's state.
 type meter struct {
-	opts     Options
-	tmpl     *template.Template
-	schema   *Schema
-	rec      *Recorder
-	logs     *Logs
-	base     aws.Config
-	res      *provision.Resources
-	env      map[string]map[string]string
-	sqs      *sqs.Client // unrecorded: stands in for Lambda's event source mapping
-	queue    provision.Queue
-	source   template.SQSSource
-	route    template.HTTPRoute
-	recv     *receiver.Handler
-	proc     *processor.Processor
-	timeouts map[string]time.Duration
-	failOnce *failOnce
-	secret   string
+	opts Options
+	// tmpl is the template as deployed by default; full has Stripe's
+	// EventBridge destination on too (costPartnerSource), which only adds
+	// resources: what is provisioned and where functions are read from.
+	// The fixed monthly cost is the default template's.
+	tmpl, full *template.Template
+	schema     *Schema
+	rec        *Recorder
+	logs       *Logs
+	base       aws.Config
+	res        *provision.Resources
+	env        map[string]map[string]string
+	sqs        *sqs.Client // unrecorded: stands in for Lambda's event source mapping
+	queue      provision.Queue
+	source     template.SQSSource
+	route      template.HTTPRoute
+	recv       *receiver.Handler
+	proc       *processor.Processor
+	bridge     *bridge.Handler
+	ingress    provision.Queue
+	// ingressSource is the bridge's event source mapping.
+	ingressSource template.SQSSource
+	timeouts      map[string]time.Duration
+	failOnce      *failOnce
+	secret        string
 	// githubSecret signs the GitHub scenarios' deliveries; githubRoute
 	// is the route they are posted to.
 	githubSecret string
@@ -156,6 +176,10 @@ type meter struct {
 	lastMessage string
 
 	recvMs, procMs []float64 // durations of new events' invocations
+	bridgeMs       []float64
+	// envelopes is each size's EventBridge event (its detail the event),
+	// in bytes: what EventBridge and SQS bill in 64 KB chunks.
+	envelopes map[string]int
 }
 
 // Measure runs the scenarios against the emulator and returns the report.
@@ -168,7 +192,7 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	}
 	defaults.Set(&opts.Rate, 3000)
 	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, githubSecret: "cost meter github secret",
-		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}}
+		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}, envelopes: map[string]int{}}
 	if opts.AWS != nil {
 		// Provisioned here, so deleted here, even after a failure.
 		defer m.teardown(context.WithoutCancel(ctx))
@@ -267,6 +291,9 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.tmpl, err = template.Load(m.opts.Template, nil); err != nil {
 		return err
 	}
+	if m.full, err = template.Load(m.opts.Template, map[string]string{"StripeEventSourceName": costPartnerSource}); err != nil {
+		return err
+	}
 	if m.schema, err = LoadSchema(m.tmpl); err != nil {
 		return err
 	}
@@ -279,7 +306,7 @@ func (m *meter) setup(ctx context.Context) error {
 	_, _ = rand.Read(nonce[:])
 	prefix := "cost-" + hex.EncodeToString(nonce[:])
 	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(m.base), SQS: sqs.NewFromConfig(m.base), Prefix: prefix}
-	if m.res, err = prov.Provision(ctx, m.tmpl); err != nil {
+	if m.res, err = prov.Provision(ctx, m.full); err != nil {
 		return err
 	}
 	if m.rec, err = NewRecorder(ctx, m.base, m.schema, m.res.Tables); err != nil {
@@ -291,8 +318,8 @@ func (m *meter) setup(ctx context.Context) error {
 	m.sqs = sqs.NewFromConfig(m.base)
 	m.env = map[string]map[string]string{}
 	m.timeouts = map[string]time.Duration{}
-	for _, id := range m.tmpl.Functions() {
-		f, err := m.tmpl.Function(id)
+	for _, id := range m.full.Functions() {
+		f, err := m.full.Function(id)
 		if err != nil {
 			return err
 		}
@@ -351,6 +378,17 @@ func (m *meter) setup(ctx context.Context) error {
 	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), procCfg, procLog, effects); err != nil {
 		return err
 	}
+	bridgeFn, err := m.full.Function(devstack.BridgeID)
+	if err != nil {
+		return err
+	}
+	if m.ingressSource, err = bridgeFn.SQS(); err != nil {
+		return err
+	}
+	m.ingress = m.res.Queues[m.ingressSource.Queue.LogicalID]
+	if m.bridge, err = bridgeboot.New(ctx, envOf(m.env[devstack.BridgeID]), m.rec.Instrument(m.base, "bridge"), m.logs.Logger("bridge", m.logLevel(devstack.BridgeID)), effects); err != nil {
+		return err
+	}
 	m.created = time.Now().Add(-30 * time.Minute).Unix()
 	return nil
 }
@@ -367,7 +405,11 @@ func (m *meter) logLevel(id string) slog.Level {
 // function's own value wins; maps merge).
 func (m *meter) functionProperty(id string, path ...string) any {
 	var v any
-	for _, src := range []map[string]any{m.tmpl.Globals("Function"), resourceProps(m.tmpl, id)} {
+	t := m.full
+	if t == nil {
+		t = m.tmpl
+	}
+	for _, src := range []map[string]any{t.Globals("Function"), resourceProps(t, id)} {
 		cur := any(src)
 		for _, p := range path {
 			mm, _ := cur.(map[string]any)
@@ -484,7 +526,66 @@ func (m *meter) scenarios(ctx context.Context, size EventSize) error {
 	if err != nil {
 		return err
 	}
-	return m.deliverAndProcess(ctx, older, false)
+	if err := m.deliverAndProcess(ctx, older, false); err != nil {
+		return err
+	}
+
+	// A new event by Stripe's EventBridge destination.
+	m.label(label(ScenarioEventBridge, size))
+	return m.newEventByEventBridge(ctx, size)
+}
+
+// newEventByEventBridge has a new event of size arrive as Stripe's
+// EventBridge destination delivers it: the EventBridge event (detail the
+// Stripe event, compact, as EventBridge re-serializes it) on the ingress
+// queue, handed to the bridge as the event source mapping would, then
+// processed. EventBridge's own send to the queue is not an SDK call of
+// ours: it is unrecorded here and priced from the list.
+func (m *meter) newEventByEventBridge(ctx context.Context, size EventSize) error {
+	body, err := size.build(stripefixture.NewID("evt_"), stripefixture.NewID("sub_"), stripefixture.NewID("cus_"), m.created)
+	if err != nil {
+		return err
+	}
+	m.bodies = append(m.bodies, body)
+	var detail bytes.Buffer
+	if err := json.Compact(&detail, body); err != nil {
+		return err
+	}
+	env, err := json.Marshal(map[string]any{
+		"version": "0", "id": newRequestID(), "detail-type": size.Type, "source": costPartnerSource,
+		"account": m.env[devstack.BridgeID]["EVENTBRIDGE_ACCOUNT"], "time": time.Now().UTC().Format(time.RFC3339),
+		"region": template.Region, "resources": []string{}, "detail": json.RawMessage(detail.Bytes()),
+	})
+	if err != nil {
+		return err
+	}
+	m.envelopes[size.Name] = len(env)
+	if _, err := m.sqs.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(m.ingress.URL), MessageBody: aws.String(string(env))}); err != nil {
+		return err
+	}
+	out, err := m.sqs.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{
+		QueueUrl: aws.String(m.ingress.URL), MaxNumberOfMessages: 1, WaitTimeSeconds: 5,
+		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
+	}, poller.LongPoll)
+	if err != nil || len(out.Messages) != 1 {
+		return fmt.Errorf("ingress queue: got %d messages: %v", len(out.Messages), err)
+	}
+	p := &poller.Poller{QueueARN: m.ingress.ARN}
+	ictx, cancel := m.invocation(ctx, devstack.BridgeID)
+	defer cancel()
+	spent, start := m.rec.Spent("bridge"), time.Now()
+	resp, err := m.bridge.Handle(ictx, p.Event(out.Messages))
+	m.bridgeMs = append(m.bridgeMs, ms(time.Since(start)-(m.rec.Spent("bridge")-spent)))
+	if err != nil || len(resp.BatchItemFailures) != 0 {
+		return fmt.Errorf("bridge: %+v, %v", resp.BatchItemFailures, err)
+	}
+	if _, err := m.sqs.DeleteMessage(ctx, &sqs.DeleteMessageInput{QueueUrl: aws.String(m.ingress.URL), ReceiptHandle: out.Messages[0].ReceiptHandle}); err != nil {
+		return err
+	}
+	if n, failed, err := m.process(ctx, 5, false); err != nil || n != 1 || failed != 0 {
+		return fmt.Errorf("processed %d, failed %d: %v", n, failed, err)
+	}
+	return nil
 }
 
 // github measures the GitHub scenarios: a new delivery, processed; its

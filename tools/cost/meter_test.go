@@ -67,6 +67,28 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 	if got := rep.GitHub[ScenarioGitHubReplay]; got.WRU() != 1 || len(got.Steps) != 1 {
 		t.Errorf("a replayed GitHub body: got %d WRU in %d steps, want 1 in 1 (the claim's failed condition)", got.WRU(), len(got.Steps))
 	}
+	// The EventBridge route: the same ingest writes and processing as a
+	// webhook, by the bridge; priced with the partner event and the
+	// ingress queue's requests, beside the API Gateway route.
+	for _, size := range rep.Sizes {
+		eb := rep.Scenario(ScenarioEventBridge, size)
+		bridged := false
+		for _, st := range eb.Steps {
+			bridged = bridged || st.Function == "bridge"
+		}
+		if !bridged || eb.WRU() == 0 {
+			t.Errorf("%s: a new event by EventBridge: %d WRU, steps %+v; want the bridge's writes", size.Name, eb.WRU(), eb.Steps)
+		}
+		lines := map[string]float64{}
+		total := 0.0
+		for _, l := range rep.EventBridgeMoney[size.Name] {
+			lines[strings.Fields(l.What)[0]] += l.USD
+			total += l.USD
+		}
+		if lines["EventBridge"] != price("eventbridge.partner") || lines["SQS"] <= 0 || lines["Lambda"] <= 0 || lines["DynamoDB"] <= 0 || total != rep.EventBridgePerMillion[size.Name] {
+			t.Errorf("%s: the EventBridge route's lines %v (total %v, reported %v): want the partner event, SQS, Lambda and DynamoDB, summing to the total", size.Name, lines, total, rep.EventBridgePerMillion[size.Name])
+		}
+	}
 	if small, large := rep.Scenario(ScenarioNew, Small).WRU(), rep.Scenario(ScenarioNew, Large).WRU(); small >= large {
 		t.Errorf("a new 2.6 KB event: got %d WRU, a 7.3 KB one %d: want fewer", small, large)
 	}
@@ -129,6 +151,9 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 
 	var out bytes.Buffer
 	rep.Print(&out)
+	if !strings.Contains(out.String(), "API Gateway 2.6 KB  EventBridge 2.6 KB") {
+		t.Errorf("the report sets no EventBridge route beside the API Gateway one:\n%s", out.String())
+	}
 	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
 	last := lines[len(lines)-3:]
 	for i, re := range []*regexp.Regexp{

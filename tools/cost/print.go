@@ -52,6 +52,7 @@ func (r *Report) print(out io.Writer) {
 	}
 	r.printSummary(out)
 	r.printMoney(out)
+	r.printRoutes(out)
 	r.printFixed(out)
 	r.printHot(out)
 	r.printNotes(out)
@@ -166,6 +167,62 @@ func (r *Report) printMoney(out io.Writer) {
 			"+$%.2f/M at 10M a month\n", row, r.XRayActive[1])
 	}
 	_ = w.Flush()
+}
+
+// printRoutes sets the two ways in side by side: the webhook endpoint
+// (API Gateway, the receiver) and Stripe's EventBridge destination (the
+// partner event, the ingress queue, the bridge), each with the same
+// processor behind it.
+func (r *Report) printRoutes(out io.Writer) {
+	fmt.Fprintf(out, "\n== the two ways in, $ per million events: API Gateway (webhook endpoint) beside EventBridge (Stripe's destination), without X-Ray (prices read %s)\n", PricesRead)
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	head := "line\t"
+	for _, s := range r.Sizes {
+		head += "API Gateway " + s.Name + "\tEventBridge " + s.Name + "\t"
+	}
+	fmt.Fprintln(w, head+"how (EventBridge, "+Small.Name+")")
+	rows := []struct{ name, api, eb string }{
+		{"ingress", "API Gateway HTTP API", "EventBridge partner events"},
+		{"Lambda requests", "Lambda requests", "Lambda requests"},
+		{"Lambda duration", "Lambda duration", "Lambda duration"},
+		{"SQS", "SQS", "SQS"},
+		{"DynamoDB writes", "DynamoDB writes", "DynamoDB writes"},
+		{"DynamoDB reads", "DynamoDB reads", "DynamoDB reads"},
+		{"DynamoDB storage + PITR", "DynamoDB storage + PITR", "DynamoDB storage + PITR"},
+		{"CloudWatch Logs", "CloudWatch Logs", "CloudWatch Logs"},
+	}
+	find := func(lines []MoneyLine, prefix string) MoneyLine {
+		for _, l := range lines {
+			if strings.HasPrefix(l.What, prefix) {
+				return l
+			}
+		}
+		return MoneyLine{}
+	}
+	totals := map[string][2]float64{}
+	for _, row := range rows {
+		line := row.name + "\t"
+		for _, s := range r.Sizes {
+			api, eb := find(r.RoutesNoXray(s.Name), row.api), find(r.EventBridgeMoney[s.Name], row.eb)
+			line += fmt.Sprintf("%.2f\t%.2f\t", api.USD, eb.USD)
+			t := totals[s.Name]
+			totals[s.Name] = [2]float64{t[0] + api.USD, t[1] + eb.USD}
+		}
+		fmt.Fprintln(w, line+find(r.EventBridgeMoney[Small.Name], row.eb).How)
+	}
+	line := "total\t"
+	for _, s := range r.Sizes {
+		line += fmt.Sprintf("%.2f\t%.2f\t", totals[s.Name][0], totals[s.Name][1])
+	}
+	fmt.Fprintln(w, line+"a new event, processed, each way (the API Gateway total is the one above, less X-Ray)")
+	_ = w.Flush()
+	fixed := 0.0
+	var parts []string
+	for _, f := range r.EventBridgeFixed {
+		fixed += f.USD
+		parts = append(parts, fmt.Sprintf("%s $%.2f (%s)", f.What, f.USD, f.How))
+	}
+	fmt.Fprintf(out, "EventBridge destination on: +$%.2f a month fixed: %s\n", fixed, strings.Join(parts, "; "))
 }
 
 func (r *Report) printFixed(out io.Writer) {

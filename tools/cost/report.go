@@ -63,6 +63,19 @@ type Report struct {
 	// object, index entries included: they grow with objects, not events.
 	ObjectBytes  float64
 	ObjectTables []string
+	// EventBridgeMoney is each size's dollars per million events arriving
+	// by Stripe's EventBridge destination (ScenarioEventBridge), line by
+	// line, and EventBridgePerMillion its total; both without X-Ray, as
+	// RoutesNoXray gives the webhook route's.
+	EventBridgeMoney      map[string][]MoneyLine
+	EventBridgePerMillion map[string]float64
+	// BridgeMs is the bridge's measured duration, ms an event.
+	BridgeMs float64
+	// BridgeMetrics are the custom metrics the bridge emitted, and
+	// EventBridgeFixed what the destination adds to the monthly fixed cost
+	// when it is on (Fixed is the default template's).
+	BridgeMetrics    []string
+	EventBridgeFixed []MoneyLine
 	// ProcessorMB is the processor's memory, for the consumer of the
 	// EventBridge route.
 	ProcessorMB   int
@@ -197,20 +210,29 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 
 	// Custom metrics: every metric a line declared, in any scenario but
 	// GitHub's: the fixed cost is a Stripe-only deployment's, and each
-	// outcome another provider adds is one more, as the report says.
-	seen := map[string]bool{}
+	// outcome another provider adds is one more, as the report says; the
+	// bridge's apart, as it runs only with the EventBridge destination on.
+	seen, bridged := map[string]bool{}, map[string]bool{}
 	for _, l := range m.logs.Lines("") {
 		if slices.Contains(GitHubScenarios, l.Label) {
 			continue
 		}
 		for _, id := range l.Metrics {
-			seen[id] = true
+			if l.Function == "bridge" {
+				bridged[id] = true
+			} else {
+				seen[id] = true
+			}
 		}
 	}
 	for id := range seen {
 		rep.Metrics = append(rep.Metrics, id)
 	}
 	sort.Strings(rep.Metrics)
+	for id := range bridged {
+		rep.BridgeMetrics = append(rep.BridgeMetrics, id)
+	}
+	sort.Strings(rep.BridgeMetrics)
 
 	rep.xray = m.xray(false)
 	active := m.xray(true)
@@ -225,7 +247,20 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 		rep.Money[size.Name] = lines
 		rep.PerMillion[size.Name] = total
 	}
+	rep.BridgeMs = median(m.bridgeMs)
+	rep.EventBridgeMoney = map[string][]MoneyLine{}
+	rep.EventBridgePerMillion = map[string]float64{}
+	for _, size := range rep.Sizes {
+		lines := m.moneyEventBridge(rep, size)
+		total := 0.0
+		for _, l := range lines {
+			total += l.USD
+		}
+		rep.EventBridgeMoney[size.Name] = lines
+		rep.EventBridgePerMillion[size.Name] = total
+	}
 	rep.Fixed = m.fixed(rep, run)
+	rep.EventBridgeFixed = m.fixedEventBridge(rep)
 	fixed := 0.0
 	for _, f := range rep.Fixed {
 		fixed += f.USD
@@ -395,6 +430,82 @@ func (m *meter) money(rep *Report, size EventSize) []MoneyLine {
 		add("X-Ray", 0, "Tracing is not Active in the template: no traces recorded (what Active costs: below the total)")
 	}
 	return lines
+}
+
+// moneyEventBridge is dollars per million new events of size arriving by
+// Stripe's EventBridge destination, line by line, as money prices the
+// webhook route: EventBridge's partner event, its send to the ingress
+// queue and the event source mapping's receive and delete there, the
+// bridge's invocation and what it recorded, then the processor as for a
+// webhook. X-Ray is left out (see RoutesNoXray).
+func (m *meter) moneyEventBridge(rep *Report, size EventSize) []MoneyLine {
+	l := label(ScenarioEventBridge, size)
+	sc := rep.Scenario(ScenarioEventBridge, size)
+	calls := m.rec.Calls(l)
+	batch := float64(max(m.source.BatchSize, 1))
+	ingressBatch := float64(max(m.ingressSource.BatchSize, 1))
+	memGB := func(id string) float64 { return float64(m.memoryMB(id)) / 1024 }
+	envelope := m.envelopes[size.Name]
+	chunks := math.Ceil(float64(envelope) / (64 << 10))
+	var lines []MoneyLine
+	add := func(what string, usd float64, how string, args ...any) {
+		lines = append(lines, MoneyLine{What: what, USD: usd, How: fmt.Sprintf(how, args...)})
+	}
+	add("EventBridge partner events", price("eventbridge.partner")*chunks,
+		"1 partner event an event (%d B with its envelope, billed per 64 KB); the rule and its delivery to the SQS target are not charged", envelope)
+	add("Lambda requests", price("lambda.requests")*(1/ingressBatch+1/batch), "bridge 1 per batch of %.0f, processor 1 per batch of %.0f (the template's BatchSizes)", ingressBatch, batch)
+	bridgeGBs := memGB(devstack.BridgeID) * math.Ceil(rep.BridgeMs) / 1000
+	procGBs := memGB(devstack.ProcessorID) * math.Ceil(rep.ProcessorMs) / 1000
+	add("Lambda duration ("+m.arch(devstack.BridgeID)+")", price("lambda."+m.arch(devstack.BridgeID))*bridgeGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
+		"%d MB; measured in process against the emulator: bridge %.1f ms, processor %.1f ms an event (each event invoked alone: an upper bound)",
+		m.memoryMB(devstack.BridgeID), rep.BridgeMs, rep.ProcessorMs)
+	// EventBridge's SendMessage to the ingress queue is billed to the
+	// queue's owner, per 64 KB; the event source mappings receive and
+	// delete once per batch on each queue.
+	sqsReqs, byOp := chunks+2/ingressBatch+2/batch, map[string]int{}
+	for _, c := range calls {
+		if c.Service == "SQS" {
+			sqsReqs += float64(c.Chunks)
+			byOp[c.Operation] += c.Chunks
+		}
+	}
+	var ops []string
+	for op, k := range byOp {
+		ops = append(ops, fmt.Sprintf("%s %d", op, k))
+	}
+	sort.Strings(ops)
+	add("SQS", price("sqs")*sqsReqs, "EventBridge's SendMessage to the ingress queue %.0f; %s recorded; receive and delete 1 per batch on the ingress queue (%.0f) and the webhook queue (%.0f)", chunks, strings.Join(ops, ", "), ingressBatch, batch)
+	add("DynamoDB writes", price("ddb.write")*float64(sc.WRU()), "%d WRU an event (steps above)", sc.WRU())
+	add("DynamoDB reads", price("ddb.read")*sc.RRU(), "%.1f RRU an event (steps above)", sc.RRU())
+	storage, how, _, _ := m.storage(calls)
+	add("DynamoDB storage + PITR", storage, "%s", how)
+	var app float64
+	per := map[string]float64{}
+	for _, x := range m.logs.Lines(l) {
+		b := float64(x.Bytes)
+		if x.Function == "processor" && !x.AboutEvent {
+			b /= batch
+		}
+		app += b
+		per[x.Function] += b
+	}
+	platform, platformHow := m.platformBytes(1/ingressBatch + 1/batch)
+	logs := app + platform
+	add("CloudWatch Logs", price("logs.ingest")*logs*1e6/(1<<30), "%.0f B an event: bridge %.0f, processor %.0f (its batch line shared by %.0f), no access log, %s",
+		logs, per["bridge"], per["processor"], batch, platformHow)
+	return lines
+}
+
+// RoutesNoXray is the webhook route's lines of Money without X-Ray, to
+// set beside EventBridgeMoney.
+func (r *Report) RoutesNoXray(size string) []MoneyLine {
+	var out []MoneyLine
+	for _, l := range r.Money[size] {
+		if !strings.HasPrefix(l.What, "X-Ray") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // storage is the storage and point-in-time recovery an event's items cost
@@ -606,6 +717,28 @@ func (m *meter) fixed(rep *Report, run reconcilerRun) []MoneyLine {
 	lines = append(lines, MoneyLine{"SQS idle polling", polls * price("sqs") / 1e6,
 		fmt.Sprintf("%.0f empty receives (stated: the event source mapping's 5 pollers, 20 s long polls)", polls)})
 	return lines
+}
+
+// fixedEventBridge is what Stripe's EventBridge destination adds to the
+// fixed monthly cost when it is on: the alarms only it has, the bridge's
+// custom metrics, and the idle polling of its event source mapping.
+func (m *meter) fixedEventBridge(rep *Report) []MoneyLine {
+	have := map[string]bool{}
+	for _, a := range m.tmpl.Resources("AWS::CloudWatch::Alarm") {
+		have[a.LogicalID] = true
+	}
+	alarms := 0
+	for _, a := range m.full.Resources("AWS::CloudWatch::Alarm") {
+		if !have[a.LogicalID] {
+			alarms++
+		}
+	}
+	polls := 5.0 * secondsPerMonth / 20
+	return []MoneyLine{
+		{"alarms", float64(alarms) * price("cw.alarm"), fmt.Sprintf("%d standard-resolution alarm(s) of its own", alarms)},
+		{"custom metrics (EMF)", float64(len(rep.BridgeMetrics)) * price("cw.metric"), fmt.Sprintf("%d metric names × dimension values the bridge emitted here", len(rep.BridgeMetrics))},
+		{"SQS idle polling", polls * price("sqs") / 1e6, fmt.Sprintf("%.0f empty receives on the ingress queue (stated: 5 pollers, 20 s long polls)", polls)},
+	}
 }
 
 // hotKeys finds, from the sampled new events, the write units a second the

@@ -1,7 +1,9 @@
 // Package devstack runs the whole pipeline on one machine: the template's
 // tables and queues on an AWS emulator, the receiver behind a local API
 // Gateway, the processor behind a local SQS event source mapping, and the
-// reconciler on its schedule. The handlers are built by package boot, from
+// reconciler on its schedule. With StripeEventSourceName set (an emulator
+// that runs EventBridge: LocalStack), also Stripe's EventBridge
+// destination: the bus and rule, and the bridge behind its ingress queue. The handlers are built by package boot, from
 // the environment the template gives each function, exactly as in Lambda.
 package devstack
 
@@ -21,6 +23,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
@@ -30,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/bridgeboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
@@ -51,6 +55,8 @@ const (
 	ReceiverID   = "ReceiverFunction"
 	ProcessorID  = "ProcessorFunction"
 	ReconcilerID = "ReconcilerFunction"
+	// BridgeID is in the template only with StripeEventSourceName set.
+	BridgeID = "BridgeFunction"
 )
 
 // Options configure a Stack.
@@ -127,7 +133,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if err != nil {
 		return nil, err
 	}
-	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(opts.AWS), SQS: sqs.NewFromConfig(opts.AWS), Prefix: opts.Prefix}
+	// The routing (Stripe's EventBridge destination) needs an emulator
+	// that runs it; on moto, setting StripeEventSourceName fails here and
+	// says so.
+	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(opts.AWS), SQS: sqs.NewFromConfig(opts.AWS), CloudFormation: cloudformation.NewFromConfig(opts.AWS), Prefix: opts.Prefix}
 	res, err := prov.Provision(ctx, t)
 	if err != nil {
 		return nil, err
@@ -211,6 +220,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		p.Run(runCtx)
 	}()
 
+	if err := s.startBridge(ctx, runCtx, t, opts); err != nil {
+		cancel()
+		s.wg.Wait()
+		return nil, err
+	}
+
 	if err := s.startReconciler(ctx, runCtx, t, opts); err != nil {
 		cancel()
 		s.wg.Wait()
@@ -246,6 +261,43 @@ func (s *Stack) Close() {
 	}
 	s.cancel()
 	s.wg.Wait()
+}
+
+// startBridge runs the bridge behind its ingress queue, as Lambda's event
+// source mapping would, when the template has it (StripeEventSourceName
+// set).
+func (s *Stack) startBridge(ctx, runCtx context.Context, t *template.Template, opts Options) error {
+	fn, err := t.Function(BridgeID)
+	if err != nil {
+		return nil
+	}
+	src, err := fn.SQS()
+	if err != nil {
+		return err
+	}
+	q, ok := s.Resources.Queues[src.Queue.LogicalID]
+	if !ok {
+		return fmt.Errorf("devstack: bridge queue %s not provisioned", src.Queue.LogicalID)
+	}
+	log := opts.Logger.With(slog.String("lambda", BridgeID))
+	h, err := bridgeboot.New(ctx, envOf(s.FunctionEnv[BridgeID]), opts.AWS, log, opts.Effects)
+	if err != nil {
+		return err
+	}
+	p := &poller.Poller{
+		SQS: sqs.NewFromConfig(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
+		Handler: h.Handle, Function: BridgeID,
+		Timeout: time.Duration(fn.Timeout) * time.Second,
+		Workers: min(src.MaxConcurrency, 2),
+		Logger:  opts.Logger,
+	}
+	log.InfoContext(ctx, "bridge polling the ingress queue", slog.String("partner_source", s.FunctionEnv[BridgeID]["EVENTBRIDGE_SOURCE"]))
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		p.Run(runCtx)
+	}()
+	return nil
 }
 
 // placeholderAPIKey is the API key given to a local Stripe stand-in when no

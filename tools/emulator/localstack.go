@@ -26,14 +26,16 @@ const (
 	// LocalStackVenv is its virtualenv, in the project's root.
 	LocalStackVenv = ".venv-localstack"
 	// LocalStackServices are the services it starts: what the project
-	// uses of it (SQS, SSM, CloudFormation) and what they lean on.
-	// DynamoDB is not among them: LocalStack serves it with DynamoDB
-	// Local, a Java program it downloads at first use and which is not
-	// open source; moto serves it instead.
-	LocalStackServices = "sqs,ssm,sts,iam,s3,cloudformation,logs"
+	// uses of it (SQS, SSM, CloudFormation, EventBridge for Stripe's
+	// EventBridge destination) and what they lean on. DynamoDB is not
+	// among them: LocalStack serves it with DynamoDB Local, a Java program
+	// it downloads at first use and which is not open source; moto serves
+	// it instead.
+	LocalStackServices = "sqs,ssm,sts,iam,s3,cloudformation,logs,events"
 	// localStackReady are the services it must run before it is ready:
-	// those the project sends it.
-	localStackReady = "sqs,ssm,cloudformation"
+	// those the project sends it. EventBridge reports "error" without the
+	// crontab package (dev/localstack.in).
+	localStackReady = "sqs,ssm,cloudformation,events"
 )
 
 // stopGrace is how long Stop waits after SIGTERM before SIGKILL:
@@ -52,8 +54,8 @@ type LocalStack struct {
 }
 
 // StartLocalStack launches LocalStack from .venv-localstack on a free
-// loopback port (or opts.Port) and waits until SQS, SSM and
-// CloudFormation run. It fails, and says why, when LocalStack is not
+// loopback port (or opts.Port) and waits until SQS, SSM, CloudFormation
+// and EventBridge run. It fails, and says why, when LocalStack is not
 // installed or does not come up: nothing is skipped for want of it. In a
 // test binary run with -short it refuses (ErrShort).
 func StartLocalStack(ctx context.Context, opts Options) (*LocalStack, error) {

@@ -76,7 +76,7 @@ exec `+python+` -c '
 import http.server, json, os
 host, port = os.environ["GATEWAY_LISTEN"].split(":")
 assert os.environ["OVERRIDE_IN_DOCKER"] == "0" and os.environ["SERVICES"].startswith("sqs,ssm")
-body = json.dumps({"services": {"sqs": "running", "ssm": "running", "cloudformation": "running"}, "version": "fake"}).encode()
+body = json.dumps({"services": {s: "running" for s in "`+localStackReady+`".split(",")}, "version": "fake"}).encode()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         self.send_response(200); self.end_headers(); self.wfile.write(body)

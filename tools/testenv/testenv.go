@@ -23,7 +23,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/cloudformation"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/eventbridge"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
@@ -147,6 +149,11 @@ func Provision(t testing.TB, overrides map[string]string) *Stack {
 	}
 	s := &Stack{AWS: cfg, DynamoDB: dynamodb.NewFromConfig(cfg), SQS: sqs.NewFromConfig(cfg), Template: tmpl, Prefix: Prefix(t)}
 	p := &provision.Provisioner{DynamoDB: s.DynamoDB, SQS: s.SQS, Prefix: s.Prefix}
+	// The routing (Stripe's EventBridge destination) where the emulator
+	// runs it: LocalStack. On moto, Resources.LeftOut names it.
+	if Backend(t, "CloudFormation") == "localstack" {
+		p.CloudFormation = cloudformation.NewFromConfig(cfg)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if s.Resources, err = p.Provision(ctx, tmpl); err != nil {
@@ -169,4 +176,39 @@ func Prefix(t testing.TB) string {
 		name = name[len(name)-30:]
 	}
 	return "t" + hex.EncodeToString(b[:]) + "-" + strings.Trim(name, "-")
+}
+
+// RunsEventBridge reports whether the emulator serving EventBridge runs
+// Stripe's EventBridge destination as the template needs it: LocalStack
+// does. moto does not (docs/localstack.md): a bus named after a partner
+// source (aws.partner/stripe.com/ed_...) is refused or renamed there, its
+// delivered envelope lacks account, a failing target fails PutEvents.
+// On moto this asserts the first of those gaps, so the day moto closes it
+// the calling test fails and asks for its cases to run on moto too; the
+// caller asserts nothing more there. make test-localstack runs the cases.
+func RunsEventBridge(t testing.TB) bool {
+	t.Helper()
+	if Backend(t, "EventBridge") == "localstack" {
+		return true
+	}
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	name := "aws.partner/stripe.com/ed_test_moto" + hex.EncodeToString(b[:])
+	eb := eventbridge.NewFromConfig(AWS(t))
+	ctx := context.Background()
+	if _, err := eb.CreateEventBus(ctx, &eventbridge.CreateEventBusInput{Name: aws.String(name)}); err != nil {
+		t.Logf("moto refuses a partner source's bus (%v): the EventBridge cases run on LocalStack (make test-localstack)", err)
+		return false
+	}
+	got, err := eb.DescribeEventBus(ctx, &eventbridge.DescribeEventBusInput{Name: aws.String(name)})
+	if err != nil {
+		t.Logf("moto does not keep a partner source's bus (%v): the EventBridge cases run on LocalStack (make test-localstack)", err)
+		return false
+	}
+	if aws.ToString(got.Name) != name {
+		t.Logf("moto renames a partner source's bus (%q): the EventBridge cases run on LocalStack (make test-localstack)", aws.ToString(got.Name))
+		return false
+	}
+	t.Fatalf("moto now keeps a bus named %s: check its other EventBridge gaps (docs/localstack.md) and run the EventBridge cases on moto too", name)
+	return false
 }

@@ -3,7 +3,9 @@
 // resources on it, the webhook endpoint at
 // http://127.0.0.1:3000/webhooks/stripe, the processor consuming the queue,
 // and the reconciler on the template's schedule when a Stripe API key or a
-// local Stripe stand-in (STRIPE_API_BASE) is configured, and the operator
+// local Stripe stand-in (STRIPE_API_BASE) is configured, Stripe's
+// EventBridge destination with StripeEventSourceName set (on LocalStack),
+// and the operator
 // console (inboxctl console) at http://127.0.0.1:8080. Ctrl-C stops
 // everything and leaves no process behind.
 package main
@@ -158,6 +160,10 @@ func banner(s *devstack.Stack, emu *emulator.Emulator, console string) {
 	if s.ReconcileEvery > 0 {
 		reconciler = "every " + s.ReconcileEvery.String()
 	}
+	eventbridge := "off (-parameter-overrides StripeEventSourceName=aws.partner/stripe.com/ed_..., on LocalStack: docs/localstack.md)"
+	if bus := s.Resources.Routing["StripeEventBus"]; bus != "" {
+		eventbridge = "bus " + bus + " -> " + s.Resources.Queues["IngressQueue"].URL + " -> bridge"
+	}
 	// inboxctl takes no secret silently: say which one this stack checks.
 	try := "go run ./cmd/inboxctl send --dev customer.subscription.created"
 	if os.Getenv("STRIPE_WEBHOOK_SECRET") != "" {
@@ -173,13 +179,14 @@ webhook-inbox local stack is up
   mirror table      %s
   queue             %s
   reconciler        %s
+  eventbridge       %s
   console           %s
 
 Try:  %s
       stripe listen --forward-to localhost:3000/webhooks/stripe
 Ctrl-C stops everything.
 
-`, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, console, try)
+`, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, eventbridge, console, try)
 }
 
 // ownEndpoints lists the services with an endpoint of their own
