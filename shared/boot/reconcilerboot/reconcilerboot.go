@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,8 +39,9 @@ const (
 // read at the first run and kept), STRIPE_API_BASE, EVENT_TYPES, and
 // RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_RATE and RECONCILE_SINCE
 // (see firstLookback), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
-// RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
-// RECONCILE_DEADLINE_MARGIN.
+// RECONCILE_MAX_STUCK, RECONCILE_STUCK_PROVIDERS (the providers whose
+// stuck records the sweep reads, comma-separated; every provider when
+// unset), RECONCILE_RATE_LIMIT (requests/s) and RECONCILE_DEADLINE_MARGIN.
 //
 // GitHub's missed deliveries are redelivered when GITHUB_HOOKS lists hooks
 // (repo:OWNER/REPO/HOOK_ID, org:ORG/HOOK_ID, app:APP_ID; see
@@ -75,6 +78,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	key := r.Secret("STRIPE_API_KEY", true)
+	rc.StuckProviders = stuckProviders(r)
 	gh := readGitHub(r)
 	if err := r.Err("reconciler"); err != nil {
 		return nil, err
@@ -127,6 +131,25 @@ func firstLookback(r *boot.Reader) time.Duration {
 		return p
 	}
 	return reconcile.DefaultFirstLookback
+}
+
+// stuckProviders reads RECONCILE_STUCK_PROVIDERS: the providers whose
+// lanes the stuck sweep reads (16 queries each per run), every provider
+// (event.Providers) when unset. A deployment that serves Stripe alone
+// needs only Stripe's.
+func stuckProviders(r *boot.Reader) []string {
+	var out []string
+	for _, p := range strings.Split(r.Optional("RECONCILE_STUCK_PROVIDERS", ""), ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case !slices.Contains(event.Providers, p):
+			r.Fail(fmt.Errorf("RECONCILE_STUCK_PROVIDERS: %q is not a provider (want some of %s)", p, strings.Join(event.Providers, ", ")))
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // github is the GitHub part of the reconciler's configuration.
