@@ -77,6 +77,17 @@ func (s Status) NeedsEnqueue() bool {
 	return s == StatusReceived || s == StatusFailed
 }
 
+// NeedsPayload reports whether a record in this status may still need its
+// payload: to be processed, or for an operator's redrive or replay. Only a
+// settled record (processed, ignored) never does. A record can be stored
+// without its payload (the payload's own put failed, or its writer died
+// between the two) and still move on, the stuck sweep sending it to the
+// processor: so a later delivery of the event stores its payload whatever
+// the status, unless it is settled.
+func (s Status) NeedsPayload() bool {
+	return s != StatusProcessed && s != StatusIgnored
+}
+
 // ParseStatus returns the status named by s.
 func ParseStatus(s string) (Status, error) {
 	for _, st := range Statuses {
