@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -382,11 +384,16 @@ type run struct {
 	// throttles counts 429s in a row.
 	throttles int
 	// oldest is the least advanced done_through over the groups.
-	oldest    int64
-	anyNever  bool
-	groupIdx  int
-	progress  Progress
-	startedAt time.Time
+	oldest   int64
+	anyNever bool
+	groupIdx int
+	// groupLimit, when positive, is the page count at which the group
+	// being listed has spent its share of the budget (do), and shareSpent
+	// says it did.
+	groupLimit int
+	shareSpent bool
+	progress   Progress
+	startedAt  time.Time
 	// started is the start this run set for a group reconciled for the
 	// first time (Unix seconds), zero when none.
 	started int64
@@ -437,23 +444,57 @@ func (rn *run) do(ctx context.Context) error {
 	if err := rn.requeueStuck(ctx); err != nil {
 		return err
 	}
-	for i, g := range rn.r.groups {
-		if ctx.Err() != nil {
-			break
-		}
-		rn.groupIdx = i
+	groups := rn.r.groups
+	cps := make([]store.Checkpoint, len(groups))
+	for i, g := range groups {
 		cp, err := rn.r.LoadCheckpoint(ctx, g)
 		if err != nil {
 			return err
 		}
-		if rn.res.Stopped == stopNone && rn.mayContinue(ctx) {
-			if cp, err = rn.group(ctx, g, cp); err != nil {
-				rn.track(cp)
+		cps[i] = cp
+	}
+	defer func() {
+		for _, cp := range cps {
+			rn.track(cp)
+		}
+	}()
+	// The page budget is shared fairly: the least advanced group first,
+	// each up to its share, then what is left to those their share did not
+	// bring to the present, in the same order. A backlog in one group
+	// (thousands of events after an outage) cannot keep the others from
+	// being listed run after run, as a fixed order with one shared budget
+	// did.
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cps[a].DoneThrough, cps[b].DoneThrough) })
+	share := max(1, rn.maxPages()/max(len(groups), 1))
+	behind := make([]bool, len(groups))
+	for pass := range 2 {
+		for _, i := range order {
+			if pass == 1 && !behind[i] {
+				continue
+			}
+			rn.groupLimit = 0
+			if pass == 0 {
+				rn.groupLimit = rn.res.Pages + share
+			}
+			if ctx.Err() != nil || !rn.mayContinue(ctx) {
+				rn.groupLimit = 0
+				return nil
+			}
+			rn.groupIdx, rn.shareSpent = i, false
+			cp, err := rn.group(ctx, groups[i], cps[i])
+			cps[i] = cp
+			if err != nil {
+				rn.groupLimit = 0
 				return err
 			}
+			behind[i] = rn.shareSpent
 		}
-		rn.track(cp)
 	}
+	rn.groupLimit = 0
 	return nil
 }
 
@@ -480,6 +521,10 @@ func (rn *run) mayContinue(ctx context.Context) bool {
 		rn.res.Stopped = StopDeadline
 	case rn.res.Pages >= rn.maxPages():
 		rn.res.Stopped = StopMaxPages
+	case rn.groupLimit > 0 && rn.res.Pages >= rn.groupLimit:
+		// The group's share is spent, not the run's budget: the group
+		// stops here (its checkpoint holds the cursor) and the run goes on.
+		rn.shareSpent = true
 	default:
 		return true
 	}
