@@ -31,6 +31,9 @@ type Lister interface {
 type Events interface {
 	// Existing returns the ids among ids that have a record.
 	Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+	// Held returns what the store holds of each of ids: its record's
+	// status and whether its payload is stored.
+	Held(ctx context.Context, provider string, ids []string) (map[string]store.Held, error)
 	// Stuck yields the unfinished records whose last transition is older
 	// than before, oldest first, at most limit of them.
 	Stuck(ctx context.Context, provider string, before time.Time, limit int) iter.Seq2[event.Record, error]
@@ -151,10 +154,18 @@ type Config struct {
 	// GitHubMaxWait: a GitHub rate limit that lifts within this is waited
 	// out; a longer one stops the sweep until a later run.
 	GitHubMaxWait time.Duration
-	// GitHubMaxRedeliveries bounds the redeliveries asked for per run.
+	// Redeliveries keeps the redeliveries owed to GitHub's failed
+	// deliveries; required with GitHubHooks.
+	Redeliveries Redeliveries
+	// GitHubMaxRedeliveries bounds each hook's redeliveries per run.
 	GitHubMaxRedeliveries int
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// GitHubRedeliveryBackoff is the wait after a delivery's first
+	// redelivery before the next, doubled after each; GitHubMaxAsks
+	// bounds the asks before a delivery is given up.
+	GitHubRedeliveryBackoff time.Duration
+	GitHubMaxAsks           int
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 	// Runs, when set, keeps each run's result where operators read it;
 	// the log line is written either way.
 	Runs Runs
@@ -197,6 +208,9 @@ func New(cfg Config) (*Reconciler, error) {
 	if (cfg.GitHub == nil) != (len(cfg.GitHubHooks) == 0) {
 		missing = append(missing, "GitHub with GitHubHooks")
 	}
+	if len(cfg.GitHubHooks) > 0 && cfg.Redeliveries == nil {
+		missing = append(missing, "Redeliveries with GitHubHooks")
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("reconcile: config without %s", strings.Join(missing, ", "))
 	}
@@ -215,6 +229,10 @@ func New(cfg Config) (*Reconciler, error) {
 	def(&cfg.GitHubMaxWait, DefaultGitHubMaxWait)
 	if cfg.GitHubMaxRedeliveries <= 0 {
 		cfg.GitHubMaxRedeliveries = DefaultGitHubMaxRedeliveries
+	}
+	def(&cfg.GitHubRedeliveryBackoff, DefaultGitHubRedeliveryBackoff)
+	if cfg.GitHubMaxAsks <= 0 {
+		cfg.GitHubMaxAsks = DefaultGitHubMaxAsks
 	}
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
@@ -319,10 +337,20 @@ type Result struct {
 	// Deliveries counts the GitHub deliveries listed, GitHubPages the
 	// requests that listed them.
 	Deliveries, GitHubPages int
-	// Redelivered counts the redeliveries asked of GitHub: deliveries that
-	// failed and left no record here. RedeliveryRefused counts those GitHub
-	// refused (older than its three days).
+	// RedeliveriesScheduled counts the failed deliveries found that the
+	// store does not hold whole (no record, or a record without the
+	// payload it still needs), each now owed redeliveries.
+	RedeliveriesScheduled int
+	// Redelivered counts the redeliveries asked of GitHub. RedeliveryRefused
+	// counts those GitHub refused (older than its three days).
 	Redelivered, RedeliveryRefused int
+	// RedeliveryBacklog counts the redeliveries due that a hook's budget
+	// left for a later run: above zero run after run, redelivery cannot
+	// keep up. RedeliveriesAbandoned counts the deliveries given up after
+	// Config.GitHubMaxAsks asks. Rejected counts the failed deliveries the
+	// receiver refused on purpose (a 4xx), not redelivered by a scheduled
+	// run.
+	RedeliveryBacklog, RedeliveriesAbandoned, Rejected int
 	// GitHubThrottled counts GitHub's rate-limit answers (also in
 	// Throttled).
 	GitHubThrottled int
@@ -331,9 +359,10 @@ type Result struct {
 	GitHubStopped string
 	// CheckpointAge is how far behind the least advanced group's checkpoint
 	// is at the end of the run: Retention for a group that never completed
-	// a window.
-	CheckpointAge time.Duration
-	Duration      time.Duration
+	// a window. GitHubCheckpointAge is the same for the GitHub hooks
+	// (githubapi.Retention for a hook that never completed one).
+	CheckpointAge, GitHubCheckpointAge time.Duration
+	Duration                           time.Duration
 }
 
 // Input is the scheduled invocation's payload: EventBridge Scheduler
@@ -392,8 +421,19 @@ type run struct {
 	// says it did.
 	groupLimit int
 	shareSpent bool
-	progress   Progress
-	startedAt  time.Time
+	// hookPages counts the pages of the hook being swept; githubHalt says
+	// why the whole GitHub sweep stopped, if it did; githubOldest and
+	// githubNever track the hooks' checkpoints, as oldest and anyNever
+	// the groups'.
+	hookPages  int
+	githubHalt string
+	// delivered holds the guids an attempt of which the receiver answered
+	// 2xx, in this run's listings.
+	delivered    map[string]bool
+	githubOldest int64
+	githubNever  bool
+	progress     Progress
+	startedAt    time.Time
 	// started is the start this run set for a group reconciled for the
 	// first time (Unix seconds), zero when none.
 	started int64
@@ -405,7 +445,7 @@ type run struct {
 // metrics. An error means the run could not go on (Stripe or AWS failed);
 // whatever it finished before is kept and the next run resumes from there.
 func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
-	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now()}
+	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now(), delivered: map[string]bool{}}
 	rn.res.RunID = newRunID()
 	rn.progress.Groups = len(r.groups)
 	if dl, ok := ctx.Deadline(); ok {
@@ -434,6 +474,13 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 		rn.res.CheckpointAge = Retention
 	default:
 		rn.res.CheckpointAge = now.Sub(time.Unix(rn.oldest, 0))
+	}
+	switch {
+	case len(r.cfg.GitHubHooks) == 0:
+	case rn.githubNever || rn.githubOldest == 0:
+		rn.res.GitHubCheckpointAge = githubapi.Retention
+	default:
+		rn.res.GitHubCheckpointAge = now.Sub(time.Unix(rn.githubOldest, 0))
 	}
 	r.report(ctx, rn, err)
 	r.record(ctx, rn, err)

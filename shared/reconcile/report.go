@@ -106,6 +106,11 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 			metrics.C(MetricDeliveries, res.Deliveries),
 			metrics.C(MetricRedelivered, res.Redelivered),
 			metrics.C(MetricRedeliveryRefused, res.RedeliveryRefused),
+			metrics.C(MetricRedeliveriesScheduled, res.RedeliveriesScheduled),
+			metrics.C(MetricRedeliveryBacklog, res.RedeliveryBacklog),
+			metrics.C(MetricRedeliveriesAbandoned, res.RedeliveriesAbandoned),
+			metrics.C(MetricRejected, res.Rejected),
+			metrics.Metric{Name: MetricGitHubCheckpointAge, Unit: metrics.Seconds, Value: res.GitHubCheckpointAge.Seconds()},
 			metrics.C(MetricGitHubThrottled, res.GitHubThrottled))
 	}
 	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}}, ms...)...)
@@ -128,5 +133,20 @@ const (
 	MetricDeliveries        = "github_deliveries_listed"
 	MetricRedelivered       = "github_redelivered"
 	MetricRedeliveryRefused = "github_redelivery_refused"
-	MetricGitHubThrottled   = "github_throttled"
+	// MetricRedeliveriesScheduled counts the failed deliveries found
+	// missing, or stored without their payload.
+	MetricRedeliveriesScheduled = "github_redeliveries_scheduled"
+	// MetricRedeliveryBacklog counts the redeliveries due that the budget
+	// left for a later run: GitHubRedeliveryBacklogAlarm.
+	MetricRedeliveryBacklog = "github_redelivery_backlog"
+	// MetricRedeliveriesAbandoned counts the deliveries given up after
+	// their last ask: GitHubRedeliveriesAbandonedAlarm.
+	MetricRedeliveriesAbandoned = "github_redeliveries_abandoned"
+	// MetricRejected counts the failed deliveries the receiver refused on
+	// purpose, left alone.
+	MetricRejected = "github_rejected"
+	// MetricGitHubCheckpointAge is how far behind the least advanced
+	// hook's checkpoint is: GitHubCheckpointStalledAlarm.
+	MetricGitHubCheckpointAge = "github_checkpoint_age"
+	MetricGitHubThrottled     = "github_throttled"
 )

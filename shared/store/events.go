@@ -505,8 +505,8 @@ func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status 
 	// says which. The record the condition failed on comes with the
 	// failure (ALL_OLD); after no answer at all it is read back.
 	var (
-		ccf *types.ConditionalCheckFailedException
-		cur event.Record
+		ccf  *types.ConditionalCheckFailedException
+		cur  event.Record
 		rerr error
 	)
 	if errors.As(err, &ccf) && len(ccf.Item) > 0 {

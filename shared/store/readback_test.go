@@ -165,3 +165,18 @@ func TestACompleteWhoseEveryAnswerWasLostIsReadBack(t *testing.T) {
 		t.Errorf("effect applied %v times, want exactly once", out.Item["applied"])
 	}
 }
+
+// payloadFails fails the second PutItem it is asked for: Create's put of
+// the payload, after the record's.
+type payloadFails struct {
+	store.DynamoDB
+	puts int
+}
+
+func (p *payloadFails) PutItem(ctx context.Context, in *dynamodb.PutItemInput, o ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	p.puts++
+	if p.puts == 2 {
+		return nil, errors.New("throttled (injected)")
+	}
+	return p.DynamoDB.PutItem(ctx, in, o...)
+}

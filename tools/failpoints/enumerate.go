@@ -57,10 +57,10 @@ type Report struct {
 	// whose second fault is on a call only the first fault reaches (a site
 	// the fault-free run never called: an error path), and the rest of the
 	// OtherPairs.
-	Pairs                                      []Result
+	Pairs                                        []Result
 	FaultPathPairs, OtherPairs, SampledFaultPath int
-	Seed          uint64
-	Elapsed       time.Duration
+	Seed                                         uint64
+	Elapsed                                      time.Duration
 }
 
 // Totals counts the cases and the broken invariants, over singles and
@@ -331,4 +331,3 @@ func (e *env) seed(ctx context.Context) error {
 	}
 	return nil
 }
-

@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
@@ -284,6 +285,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		fenv[reconcilerID]["GITHUB_HOOKS"] = githubHook
 		fenv[reconcilerID]["GITHUB_API_TOKEN"] = githubToken
 		fenv[reconcilerID]["GITHUB_API_BASE"] = recGitHub
+		fenv[reconcilerID]["GITHUB_REDELIVERY_BACKOFF"] = scaled(reconcile.DefaultGitHubRedeliveryBackoff).String()
 	}
 
 	envOf := func(id string) boot.Env {

@@ -50,8 +50,10 @@ const (
 // GITHUB_API_TOKEN_PARAMETER) and an App's private key for App hooks
 // (GITHUB_APP_PRIVATE_KEY, else GITHUB_APP_PRIVATE_KEY_PARAMETER), each
 // read at the first request that needs it; GITHUB_API_BASE for a stand-in
-// or GitHub Enterprise Server; GITHUB_MAX_REDELIVERIES per run. Without
-// GITHUB_HOOKS the reconciler is Stripe's alone.
+// or GitHub Enterprise Server; GITHUB_MAX_REDELIVERIES per hook and run,
+// GITHUB_REDELIVERY_BACKOFF (the wait after a first redelivery, doubled
+// after each) and GITHUB_REDELIVERY_ASKS (the asks before one is given
+// up). Without GITHUB_HOOKS the reconciler is Stripe's alone.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*reconcile.Reconciler, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
@@ -86,6 +88,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	var err error
 	if len(gh.hooks) > 0 {
 		rc.GitHubHooks, rc.GitHubMaxRedeliveries = gh.hooks, gh.maxRedeliveries
+		rc.GitHubRedeliveryBackoff, rc.GitHubMaxAsks = gh.backoff, gh.maxAsks
 		rc.GitHub, err = githubapi.New(githubapi.Config{Token: gh.token, AppKey: gh.appKey, BaseURL: gh.base})
 		if err != nil {
 			return nil, fmt.Errorf("boot reconciler: %w", err)
@@ -102,6 +105,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	rc.Events = c.Events(db)
 	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
 	rc.Runs = &store.Runs{DB: db, Table: c.EventsTable}
+	if len(gh.hooks) > 0 {
+		rc.Redeliveries = &store.Redeliveries{DB: db, Table: c.EventsTable, Keep: githubapi.Retention}
+	}
 	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
@@ -158,6 +164,8 @@ type github struct {
 	token, appKey   func(context.Context) (string, error)
 	base            string
 	maxRedeliveries int
+	backoff         time.Duration
+	maxAsks         int
 }
 
 // readGitHub reads GITHUB_HOOKS and the credentials its hooks need: a
@@ -197,5 +205,7 @@ func readGitHub(r *boot.Reader) github {
 		return err
 	})
 	g.maxRedeliveries = r.Integer("GITHUB_MAX_REDELIVERIES", reconcile.DefaultGitHubMaxRedeliveries)
+	g.backoff = r.Duration("GITHUB_REDELIVERY_BACKOFF", reconcile.DefaultGitHubRedeliveryBackoff)
+	g.maxAsks = r.Integer("GITHUB_REDELIVERY_ASKS", reconcile.DefaultGitHubMaxAsks)
 	return g
 }
