@@ -2,7 +2,7 @@
 // envelope read from a delivery, the record kept in the store, the pointer sent
 // through the queue, and the status machine that connects them.
 //
-// The status machine, in full:
+// The status machine, in short:
 //
 //	received ──claim──▶ processing ──commit──▶ processed
 //	   ▲                    │  │
@@ -12,7 +12,11 @@
 //	ignored (type not handled; never enqueued)
 //
 // A record in processing whose lease has expired can be claimed again, so a
-// worker that dies never blocks its event.
+// worker that dies never blocks its event. The machine in full, each
+// transition with its condition and the write that makes it, is one table,
+// Transitions: shared/store's test holds every conditional write to exactly
+// it, and TestTheStatusMachineKeepsItsPromises explores it, with the
+// actors around it, for every interleaving of a small world.
 //
 // # Reading a payload: one rule for repeated keys
 //
