@@ -47,8 +47,10 @@ type Result struct {
 	Disagree bool `json:"disagree,omitempty"`
 	// Why explains a broken invariant.
 	Why string `json:"why,omitempty"`
-	// Calls are the calls the case made, in order.
+	// Calls are the calls the case's functions made, in order.
 	Calls []Call `json:"-"`
+	// CallCount is len(Calls), in the report's JSON.
+	CallCount int `json:"calls"`
 	// Unfired are faults whose point the case never reached.
 	Unfired []Fault       `json:"unfired,omitempty"`
 	Elapsed time.Duration `json:"elapsed"`
@@ -107,6 +109,7 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 	wg.Wait()
 	s.halt()
 	res.Calls = s.tap.recorded()
+	res.CallCount = len(res.Calls)
 	res.Unfired = s.tap.unfired()
 	e.check(&res, s, snd, d)
 	s.remove()
@@ -116,37 +119,43 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 
 // settle waits until the world is quiet for the event, or the case's time
 // is up: the sender done, the record finished, the queue empty, and a
-// reconciler run since, which finds nothing more to do.
+// reconciler run since, which finds nothing more to do. (A GitHub delivery
+// whose attempt failed after the receiver stored it whole stays failed in
+// GitHub's log, and needs no redelivery: its record is what settles it.)
 func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 	events := &store.Events{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["EventsTable"]}
 	q := sqs.NewFromConfig(e.direct)
 	queue := s.res.Queues["WebhookQueue"].URL
-	quietRuns := -1
+	// quietFrom is the count of runs started when the world went quiet;
+	// -1 while it is not. Each look costs the emulator two requests at
+	// most, and none while the sender is still at work.
+	quietFrom := -1
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(250 * time.Millisecond):
+		case <-time.After(400 * time.Millisecond):
 		}
 		if !snd.done() {
-			quietRuns = -1
-			continue
-		}
-		r, err := events.Get(ctx, s.w.Provider, d.id)
-		if err != nil || r.Status.Pending() || (s.github != nil && !snd.acked()) {
-			quietRuns = -1
+			quietFrom = -1
 			continue
 		}
 		if n, err := depth(ctx, q, queue); err != nil || n > 0 {
-			quietRuns = -1
+			quietFrom = -1
 			continue
 		}
-		runs := s.reconcilerRuns()
+		held, err := events.Held(ctx, s.w.Provider, []string{d.id})
+		if h, ok := held[d.id]; err != nil || !ok || h.Status.Pending() {
+			quietFrom = -1
+			continue
+		}
+		started, ended := s.reconcilerRuns()
 		switch {
-		case quietRuns < 0:
-			quietRuns = runs
-		case runs > quietRuns+1:
-			// A whole run started and ended since the world went quiet.
+		case quietFrom < 0:
+			quietFrom = started
+		case ended > quietFrom:
+			// A run that started after the world went quiet has ended,
+			// and found nothing to do.
 			return
 		}
 	}

@@ -142,9 +142,9 @@ type stack struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// runs counts the reconciler's runs started.
-	runsMu sync.Mutex
-	runs   int
+	// started and ended count the reconciler's runs.
+	runsMu         sync.Mutex
+	started, ended int
 }
 
 // env is an enumeration's shared setup: the emulators, the template, and
@@ -155,6 +155,39 @@ type env struct {
 	template  string
 	root      string
 	alarms    alarms
+
+	// templates holds the template as each world's cases load it (a
+	// parse costs tens of milliseconds, and is serialized).
+	templatesMu sync.Mutex
+	templates   map[string]*template.Template
+}
+
+// worldTemplate returns the template with w's overrides, parsed once.
+func (e *env) worldTemplate(w World) (*template.Template, error) {
+	e.templatesMu.Lock()
+	defer e.templatesMu.Unlock()
+	if t, ok := e.templates[w.Name]; ok {
+		return t, nil
+	}
+	over := map[string]string{
+		"WebhookSecretsParameter": secretsParameter(event.ProviderStripe),
+		"ApiKeyParameter":         apiKeyParameter,
+	}
+	for k, v := range overrides {
+		over[k] = v
+	}
+	if w.Provider != event.ProviderStripe {
+		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
+	}
+	t, err := template.Load(e.template, over)
+	if err != nil {
+		return nil, err
+	}
+	if e.templates == nil {
+		e.templates = map[string]*template.Template{}
+	}
+	e.templates[w.Name] = t
+	return t, nil
 }
 
 // start provisions and starts a case's stack for w, whose provider's
@@ -168,17 +201,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 			s.stop()
 		}
 	}()
-	over := map[string]string{
-		"WebhookSecretsParameter": secretsParameter(event.ProviderStripe),
-		"ApiKeyParameter":         apiKeyParameter,
-	}
-	for k, v := range overrides {
-		over[k] = v
-	}
-	if w.Provider != event.ProviderStripe {
-		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
-	}
-	tmpl, err := template.Load(e.template, over)
+	tmpl, err := e.worldTemplate(w)
 	if err != nil {
 		return nil, err
 	}
@@ -363,12 +386,15 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 			case <-tick.C:
 			}
 			s.runsMu.Lock()
-			s.runs++
+			s.started++
 			s.runsMu.Unlock()
 			invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
 			_ = rec.Handle(invCtx, json.RawMessage(`{}`))
 			cancel()
 			s.tap.ended(functionReconciler)
+			s.runsMu.Lock()
+			s.ended++
+			s.runsMu.Unlock()
 		}
 	}()
 	ok = true
@@ -381,10 +407,12 @@ func (s *stack) serve(h http.Handler) *httptest.Server {
 	return srv
 }
 
-func (s *stack) reconcilerRuns() int {
+// reconcilerRuns returns how many of the reconciler's runs started and
+// ended.
+func (s *stack) reconcilerRuns() (started, ended int) {
 	s.runsMu.Lock()
 	defer s.runsMu.Unlock()
-	return s.runs
+	return s.started, s.ended
 }
 
 // stop stops the world and deletes the case's tables and queues.

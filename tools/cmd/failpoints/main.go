@@ -27,9 +27,9 @@ func main() {
 
 func run() int {
 	var o failpoints.Options
-	flag.IntVar(&o.Pairs, "pairs", 120, "pairs of faults to run, sampled with -seed (-1: every pair)")
+	flag.IntVar(&o.Pairs, "pairs", 100, "pairs of faults to run, sampled with -seed (-1: every pair)")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the pairs' sample")
-	flag.IntVar(&o.Workers, "workers", 10, "cases run at once")
+	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
 	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")
 	discover := flag.Bool("discover", false, "run the fault-free runs only and print their calls")
