@@ -23,6 +23,15 @@
 // the record failed_permanent and the message is acknowledged; any other
 // error is retried with exponential backoff (ChangeMessageVisibility) until
 // the last receive the redrive policy allows.
+//
+// A lease names the message it was claimed from (leaseOwner). A claim,
+// commit or failure whose answer was lost is read back by the store;
+// should the claim's read-back fail too, the message comes back when the
+// lease it may hold ends, and that receive, finding a live lease claimed
+// from this very message, comes back again when it ends (lease_wait)
+// instead of being deleted as a duplicate: it may be the event's only
+// message. A message meeting a failed_permanent record counts it
+// (permanent), so its alarm sees it however the record got there.
 package processor
 
 import (
