@@ -74,7 +74,7 @@ func TestACallIsNamedByItsShape(t *testing.T) {
 	}{
 		{"PutItem", `{"TableName":"fpx-EventsTable","Item":{"pk":{"S":"stripe#evt_1"},"lane":{"S":"stripe#pending#03"}}}`, "PutItem Events.record"},
 		{"PutItem", `{"TableName":"fpx-EventsTable","Item":{"pk":{"S":"payload#github#g"},"payload":{"B":"eA=="}}}`, "PutItem Events.payload"},
-		{"UpdateItem", `{"TableName":"fpx-EventsTable","Key":{"pk":{"S":"shopify#1"}},"UpdateExpression":"SET #st = :status, status_at = :now","ExpressionAttributeValues":{":status":{"S":"failed_permanent"},":now":{"N":"1"}}}`, "UpdateItem Events.record →failed_permanent"},
+		{"UpdateItem", `{"TableName":"fpx-EventsTable","Key":{"pk":{"S":"shopify#1"}},"UpdateExpression":"SET #st = :status","ExpressionAttributeValues":{":status":{"S":"failed_permanent"}}}`, "UpdateItem Events.record →failed_permanent"},
 		{"Query", `{"TableName":"fpx-EventsTable","IndexName":"unprocessed"}`, "Query Events.unprocessed"},
 		{"SendMessage", `{"QueueUrl":"http://127.0.0.1:1/000000000000/fpx-WebhookQueue"}`, "SendMessage WebhookQueue"},
 		{"GetParameter", `{"Name":"/webhook-inbox/dev/failpoints/stripe/webhook-secrets"}`, "GetParameter stripe/webhook-secrets"},
