@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
@@ -122,6 +124,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	e.alarms = loadAlarms(tmpl)
+	if err := e.warm(ctx); err != nil {
+		return nil, err
+	}
 	if err := e.seed(ctx); err != nil {
 		return nil, err
 	}
@@ -309,6 +314,32 @@ func (e *env) runAll(ctx context.Context, specs []Spec, o Options, done0, total 
 	close(work)
 	wg.Wait()
 	return out
+}
+
+// warm waits until each service of the emulator answers: its first
+// request of a service loads that service, which on a busy machine takes
+// longer than a client waits.
+func (e *env) warm(ctx context.Context) error {
+	db, q, p := dynamodb.NewFromConfig(e.direct), sqs.NewFromConfig(e.direct), ssm.NewFromConfig(e.direct)
+	calls := []func() error{
+		func() error { _, err := db.ListTables(ctx, &dynamodb.ListTablesInput{}); return err },
+		func() error { _, err := q.ListQueues(ctx, &sqs.ListQueuesInput{}); return err },
+		func() error { _, err := p.DescribeParameters(ctx, &ssm.DescribeParametersInput{}); return err },
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, call := range calls {
+		for {
+			err := call()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("failpoints: the emulator does not answer: %w", err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return nil
 }
 
 // seed stores the world's secrets where the template's parameters (as the

@@ -42,7 +42,7 @@ func TestEveryWorldsFaultFreeRunIsDiscovered(t *testing.T) {
 		"processor dynamodb UpdateItem Events.record →processing",
 		"processor dynamodb GetItem Events.payload",
 		"event-source sqs DeleteMessageBatch WebhookQueue",
-		"reconciler dynamodb Query Events.unprocessed",
+		"reconciler dynamodb Query Events.unprocessed/pending",
 	}
 	for _, d := range rep.Discovery {
 		if d.Outcome != OutcomeProcessed || !d.OK() {
@@ -75,7 +75,8 @@ func TestACallIsNamedByItsShape(t *testing.T) {
 		{"PutItem", `{"TableName":"fpx-EventsTable","Item":{"pk":{"S":"stripe#evt_1"},"lane":{"S":"stripe#pending#03"}}}`, "PutItem Events.record"},
 		{"PutItem", `{"TableName":"fpx-EventsTable","Item":{"pk":{"S":"payload#github#g"},"payload":{"B":"eA=="}}}`, "PutItem Events.payload"},
 		{"UpdateItem", `{"TableName":"fpx-EventsTable","Key":{"pk":{"S":"shopify#1"}},"UpdateExpression":"SET #st = :status","ExpressionAttributeValues":{":status":{"S":"failed_permanent"}}}`, "UpdateItem Events.record →failed_permanent"},
-		{"Query", `{"TableName":"fpx-EventsTable","IndexName":"unprocessed"}`, "Query Events.unprocessed"},
+		{"Query", `{"TableName":"fpx-EventsTable","IndexName":"unprocessed","ExpressionAttributeValues":{":k":{"S":"stripe#pending#07"},":lo":{"N":"0"}}}`, "Query Events.unprocessed/pending"},
+		{"Query", `{"TableName":"fpx-EventsTable","IndexName":"by_day","ExpressionAttributeValues":{":k":{"S":"stripe#2026-12-01#07"}}}`, "Query Events.by_day"},
 		{"SendMessage", `{"QueueUrl":"http://127.0.0.1:1/000000000000/fpx-WebhookQueue"}`, "SendMessage WebhookQueue"},
 		{"GetParameter", `{"Name":"/webhook-inbox/dev/failpoints/stripe/webhook-secrets"}`, "GetParameter stripe/webhook-secrets"},
 		{"BatchGetItem", `{"RequestItems":{"fpx-EventsTable":{"Keys":[{"pk":{"S":"github#a"}},{"pk":{"S":"payload#github#a"}}]}}}`, "BatchGetItem Events.payload + Events.record"},

@@ -89,7 +89,11 @@ func (r awsRequest) describe(prefix, op string) string {
 	}
 	where := logical(prefix, r.TableName)
 	if r.IndexName != "" {
-		return where + "." + r.IndexName
+		where += "." + r.IndexName
+		if part := r.partition(); part != "" {
+			where += "/" + part
+		}
+		return where
 	}
 	item := r.Key
 	if item == nil {
@@ -102,6 +106,18 @@ func (r awsRequest) describe(prefix, op string) string {
 		where += " →" + to
 	}
 	return where
+}
+
+// partition names the part of an index a query reads: the middle of a
+// sharded key ("pending" of stripe#pending#07), unless it varies (a day).
+func (r awsRequest) partition() string {
+	for _, name := range slices.Sorted(maps.Keys(r.ExpressionAttributeValues)) {
+		segs := strings.Split(stringValue(r.ExpressionAttributeValues[name]), "#")
+		if len(segs) == 3 && !strings.ContainsAny(segs[1], "0123456789") {
+			return segs[1]
+		}
+	}
+	return ""
 }
 
 // setStatus finds the value an update gives a placeholder-named attribute

@@ -96,7 +96,7 @@ func run() int {
 			fmt.Fprintf(os.Stderr, "[%d/%d %s] %s: %s: %s (%s)\n", done, total, time.Since(start).Round(time.Second), r.World.Name, faults, status, r.Elapsed.Round(100*time.Millisecond))
 			if *calls {
 				for _, c := range r.Calls {
-					if c.Site.Call != "Query Events.unprocessed" || c.N%16 == 1 {
+					if c.Site.Call != "Query Events.unprocessed/pending" || c.N%16 == 1 {
 						fmt.Fprintf(os.Stderr, "    %7s %s #%d %s\n", c.At.Round(10*time.Millisecond), c.Site, c.N, c.Injected)
 					}
 				}
