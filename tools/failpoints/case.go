@@ -129,7 +129,7 @@ func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 	// quietFrom is the count of runs started when the world went quiet;
 	// -1 while it is not. Each look costs the emulator two requests at
 	// most, and none while the sender is still at work.
-	quietFrom := -1
+	quietFrom, faults := -1, 0
 	for {
 		select {
 		case <-ctx.Done():
@@ -151,8 +151,12 @@ func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 		}
 		started, ended := s.reconcilerRuns()
 		switch {
-		case quietFrom < 0:
-			quietFrom = started
+		case quietFrom < 0 || s.tap.injected() != faults:
+			// Quiet (again, after a fault since: the world goes on after
+			// it): nothing is due before the reconciler's next run, so the
+			// world's time runs on to it at once.
+			quietFrom, faults = started, s.tap.injected()
+			s.runSoon()
 		case ended > quietFrom:
 			// A run that started after the world went quiet has ended,
 			// and found nothing to do.

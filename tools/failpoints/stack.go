@@ -142,9 +142,11 @@ type stack struct {
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
-	// started and ended count the reconciler's runs.
+	// started and ended count the reconciler's runs; a send on soon
+	// brings the next run forward.
 	runsMu         sync.Mutex
 	started, ended int
+	soon           chan struct{}
 }
 
 // env is an enumeration's shared setup: the emulators, the template, and
@@ -370,6 +372,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
+	s.soon = make(chan struct{}, 1)
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -384,6 +387,8 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 			case <-runCtx.Done():
 				return
 			case <-tick.C:
+			case <-s.soon:
+				tick.Reset(reconcileEvery)
 			}
 			s.runsMu.Lock()
 			s.started++
@@ -405,6 +410,15 @@ func (s *stack) serve(h http.Handler) *httptest.Server {
 	srv := httptest.NewServer(h)
 	s.servers = append(s.servers, srv)
 	return srv
+}
+
+// runSoon brings the reconciler's next run forward: the world is quiet,
+// nothing is due before it, so its time may pass at once.
+func (s *stack) runSoon() {
+	select {
+	case s.soon <- struct{}{}:
+	default:
+	}
 }
 
 // reconcilerRuns returns how many of the reconciler's runs started and

@@ -205,6 +205,19 @@ func (t *tap) ended(function string) bool {
 	return k
 }
 
+// injected counts the faults injected so far.
+func (t *tap) injected() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, f := range t.fired {
+		if f {
+			n++
+		}
+	}
+	return n
+}
+
 // recorded returns the calls so far.
 func (t *tap) recorded() []Call {
 	t.mu.Lock()
