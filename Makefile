@@ -53,7 +53,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest \
+.PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -166,6 +166,14 @@ drills: venv
 LOADTEST_FLAGS ?=
 loadtest: venv
 	$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/loadtest $(LOADTEST_FLAGS)
+
+## failpoints: the failure-point enumeration: every AWS and outside call of
+## every function, discovered from a fault-free run per provider, with every
+## fault kind, and sampled pairs; prints the table of docs/reliability.md
+## (FAILPOINTS_FLAGS=-write rewrites it there) and fails on a broken invariant
+FAILPOINTS_FLAGS ?=
+failpoints: venv
+	$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/failpoints $(FAILPOINTS_FLAGS)
 
 ## fuzz: a short run of each fuzz target (package:Target)
 # The budget is a number of executions, not a duration: Go 1.26's fuzz

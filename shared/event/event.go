@@ -2,7 +2,7 @@
 // envelope read from a delivery, the record kept in the store, the pointer sent
 // through the queue, and the status machine that connects them.
 //
-// The status machine, in full:
+// The status machine, in short:
 //
 //	received ──claim──▶ processing ──commit──▶ processed
 //	   ▲                    │  │
@@ -12,7 +12,11 @@
 //	ignored (type not handled; never enqueued)
 //
 // A record in processing whose lease has expired can be claimed again, so a
-// worker that dies never blocks its event.
+// worker that dies never blocks its event. The machine in full, each
+// transition with its condition and the write that makes it, is one table,
+// Transitions: shared/store's test holds every conditional write to exactly
+// it, and TestTheStatusMachineKeepsItsPromises explores it, with the
+// actors around it, for every interleaving of a small world.
 //
 // # Reading a payload: one rule for repeated keys
 //
@@ -75,6 +79,17 @@ func (s Status) Pending() bool {
 // failed: in both cases the queue may hold no message for it any more.
 func (s Status) NeedsEnqueue() bool {
 	return s == StatusReceived || s == StatusFailed
+}
+
+// NeedsPayload reports whether a record in this status may still need its
+// payload: to be processed, or for an operator's redrive or replay. Only a
+// settled record (processed, ignored) never does. A record can be stored
+// without its payload (the payload's own put failed, or its writer died
+// between the two) and still move on, the stuck sweep sending it to the
+// processor: so a later delivery of the event stores its payload whatever
+// the status, unless it is settled.
+func (s Status) NeedsPayload() bool {
+	return s != StatusProcessed && s != StatusIgnored
 }
 
 // ParseStatus returns the status named by s.

@@ -1,7 +1,10 @@
 // Package ingest is the one path by which an event enters the pipeline:
 // a conditional put of its record, a put of its payload (an item of its
 // own), then a pointer on the queue: three AWS calls for a new event, one
-// for a duplicate that needs nothing more. The receiver
+// for a duplicate of a settled record (processed, ignored). A duplicate
+// of any other record stores its payload again, conditionally (a stored
+// one stays), before it is answered: the record may have been stored
+// without it and moved on since (event.Status.NeedsPayload). The receiver
 // uses it for webhook deliveries and the reconciler for events it found
 // missing, so both produce identical records and a late webhook for an event
 // the reconciler already ingested is a plain duplicate.
@@ -95,18 +98,20 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 	// webhook's, so only a difference within one source is a conflict.
 	conflict := existing.PayloadHash != hash && existing.Source == source
 	res := Result{Outcome: outcome.Duplicate, Record: *existing, HashConflict: conflict}
-	if !existing.Status.NeedsEnqueue() {
-		return res, nil
-	}
-	res.Outcome = outcome.Requeued
-	if existing.Status == event.StatusReceived && !existing.PayloadOmitted && !conflict {
-		// The record may have been stored without its payload: its writer
-		// died between the two puts (Store.Create). This delivery brings
-		// it; a payload already there stays.
+	if existing.Status.NeedsPayload() && !existing.PayloadOmitted && !existing.PayloadErased && !conflict {
+		// The record may have been stored without its payload (its
+		// payload's put failed, or its writer died between the two puts:
+		// Store.Create), and moved on since, whatever its status now.
+		// This delivery brings it; a payload already there stays. Until it
+		// is stored, the sender is not answered 2xx.
 		if err := in.Store.StorePayload(ctx, &rec); err != nil {
 			return res, fmt.Errorf("%w: %w", ErrPersist, err)
 		}
 	}
+	if !existing.Status.NeedsEnqueue() {
+		return res, nil
+	}
+	res.Outcome = outcome.Requeued
 	if err := in.Queue.Send(ctx, event.PointerTo(*existing)); err != nil {
 		return res, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}

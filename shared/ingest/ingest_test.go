@@ -90,46 +90,92 @@ func TestIngest(t *testing.T) {
 	}
 }
 
-// TestAReceivedDuplicateStoresThePayloadBeforeEnqueueing: a record still
-// received may have been stored without its payload (its writer died
-// between the two puts), so the delivery that finds it stores the payload
-// (a stored one stays) before sending the pointer; when that fails, nothing
-// is sent and the sender must retry. Records in other statuses, and a
-// conflicting payload, are left alone.
-func TestAReceivedDuplicateStoresThePayloadBeforeEnqueueing(t *testing.T) {
+// TestARetryStoresThePayloadWhateverTheRecordsStatus: a record may have
+// been stored without its payload (its writer's payload put failed, or
+// it died between the two puts), and the stuck sweep may have sent it to
+// the processor meanwhile, which moves it on (failed, processing,
+// dead_lettered) without ever reading a payload. So the retry of the
+// delivery that finds a record, in whatever status it is, stores the
+// payload (the put is conditional: a payload already there stays) before
+// it answers or enqueues, unless the record is settled (processed,
+// ignored) or its payload can never be stored (omitted, erased); when
+// the payload's put fails, nothing is sent and the sender must retry.
+// Every status a record can be in is tried.
+func TestARetryStoresThePayloadWhateverTheRecordsStatus(t *testing.T) {
 	payload := []byte(`{"id":"evt_1"}`)
 	env := event.Envelope{ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1"}
 	existing := func(st event.Status, hash string) *event.Record {
 		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Status: st, PayloadHash: hash, Source: event.SourceWebhook}
 	}
-	tests := []struct {
-		name         string
-		existing     *event.Record
-		payloadErr   error
-		wantPayloads int
-		wantSent     int
-		wantErr      error
-	}{
-		{name: "received: payload, then pointer", existing: existing(event.StatusReceived, Hash(payload)), wantPayloads: 1, wantSent: 1},
-		{name: "received, the payload's put fails: no pointer", existing: existing(event.StatusReceived, Hash(payload)), payloadErr: errors.New("throttled"), wantErr: ErrPersist},
-		{name: "failed: it was claimed, so its payload is there", existing: existing(event.StatusFailed, Hash(payload)), wantSent: 1},
-		{name: "received with another payload of the same source: the original's stays", existing: existing(event.StatusReceived, "other"), wantSent: 1},
-		{name: "processed", existing: existing(event.StatusProcessed, Hash(payload))},
+	wantPayload := map[event.Status]bool{
+		event.StatusReceived: true, event.StatusProcessing: true, event.StatusFailed: true,
+		event.StatusFailedPermanent: true, event.StatusDeadLettered: true,
+		event.StatusProcessed: false, event.StatusIgnored: false,
 	}
-	for _, tc := range tests {
+	wantSent := map[event.Status]bool{event.StatusReceived: true, event.StatusFailed: true}
+	if len(wantPayload) != len(event.Statuses) {
+		t.Fatalf("the test names %d statuses, event.Statuses has %d: say what a retry does for each", len(wantPayload), len(event.Statuses))
+	}
+	for _, st := range event.Statuses {
+		t.Run(string(st), func(t *testing.T) {
+			st2 := &ingesttest.Store{Existing: existing(st, Hash(payload))}
+			q := &ingesttest.Queue{}
+			in := &Ingester{Store: st2, Queue: q, Provider: "stripe"}
+			if _, err := in.Ingest(context.Background(), env, payload, event.SourceWebhook); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(st2.Payloads) == 1; got != wantPayload[st] {
+				t.Errorf("payload stored: got %t, want %t", got, wantPayload[st])
+			}
+			if got := len(q.Sent) == 1; got != wantSent[st] {
+				t.Errorf("pointer sent: got %t, want %t", got, wantSent[st])
+			}
+			if len(st2.Payloads) == 1 && string(st2.Payloads[0].Payload) != string(payload) {
+				t.Errorf("stored payload %q, want this delivery's", st2.Payloads[0].Payload)
+			}
+			if !wantPayload[st] {
+				return
+			}
+			// The payload's put fails: no answer of success, nothing sent.
+			st3 := &ingesttest.Store{Existing: existing(st, Hash(payload)), PayloadErr: errors.New("throttled")}
+			q3 := &ingesttest.Queue{}
+			in = &Ingester{Store: st3, Queue: q3, Provider: "stripe"}
+			if _, err := in.Ingest(context.Background(), env, payload, event.SourceWebhook); !errors.Is(err, ErrPersist) {
+				t.Errorf("the payload's put failed: got error %v, want ErrPersist", err)
+			}
+			if len(q3.Sent) != 0 {
+				t.Errorf("the payload's put failed, and %d pointers were sent", len(q3.Sent))
+			}
+		})
+	}
+}
+
+// TestARetryLeavesAPayloadItCannotStoreAlone: a conflicting payload (same
+// id and source, other bytes), one too large to store (omitted) or one an
+// operator erased is not stored by a retry.
+func TestARetryLeavesAPayloadItCannotStoreAlone(t *testing.T) {
+	payload := []byte(`{"id":"evt_1"}`)
+	env := event.Envelope{ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1"}
+	for _, tc := range []struct {
+		name     string
+		existing event.Record
+		wantSent int
+	}{
+		{name: "received with another payload of the same source: the original's stays", existing: event.Record{Status: event.StatusReceived, PayloadHash: "other"}, wantSent: 1},
+		{name: "failed, its payload too large to store", existing: event.Record{Status: event.StatusFailed, PayloadHash: Hash(payload), PayloadOmitted: true}, wantSent: 1},
+		{name: "dead_lettered, its payload erased", existing: event.Record{Status: event.StatusDeadLettered, PayloadHash: Hash(payload), PayloadErased: true}},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &ingesttest.Store{Existing: tc.existing, PayloadErr: tc.payloadErr}
+			r := tc.existing
+			r.Provider, r.ID, r.Type, r.Source = "stripe", "evt_1", "invoice.paid", event.SourceWebhook
+			st := &ingesttest.Store{Existing: &r}
 			q := &ingesttest.Queue{}
 			in := &Ingester{Store: st, Queue: q, Provider: "stripe"}
-			_, err := in.Ingest(context.Background(), env, payload, event.SourceWebhook)
-			if !errors.Is(err, tc.wantErr) {
-				t.Fatalf("error: got %v, want %v", err, tc.wantErr)
+			if _, err := in.Ingest(context.Background(), env, payload, event.SourceWebhook); err != nil {
+				t.Fatal(err)
 			}
-			if len(st.Payloads) != tc.wantPayloads || len(q.Sent) != tc.wantSent {
-				t.Errorf("got %d payloads stored and %d pointers sent, want %d and %d", len(st.Payloads), len(q.Sent), tc.wantPayloads, tc.wantSent)
-			}
-			if len(st.Payloads) == 1 && string(st.Payloads[0].Payload) != string(payload) {
-				t.Errorf("stored payload %q, want this delivery's", st.Payloads[0].Payload)
+			if len(st.Payloads) != 0 || len(q.Sent) != tc.wantSent {
+				t.Errorf("got %d payloads stored and %d pointers sent, want 0 and %d", len(st.Payloads), len(q.Sent), tc.wantSent)
 			}
 		})
 	}

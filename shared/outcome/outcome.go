@@ -104,9 +104,15 @@ const (
 	// snapshot was applied to the mirror if newer than what it holds, no
 	// effect ran, and it is processed.
 	Backfilled Outcome = "backfilled"
-	// Leased: another worker holds a live lease on the event; the message is
-	// deleted and that worker finishes the event.
+	// Leased: another worker holds a live lease on the event, claimed from
+	// a message of its own; this message is deleted and that worker
+	// finishes the event.
 	Leased Outcome = "leased"
+	// LeaseWait: an earlier receive of this same message holds a live
+	// lease it never knew it took (its claim's answer was lost); the
+	// message comes back when the lease ends, since it may be the only
+	// one the event has.
+	LeaseWait Outcome = "lease_wait"
 	// Missing: no record for the message (expired, or never stored); the
 	// message is deleted.
 	Missing Outcome = "missing"
@@ -119,7 +125,8 @@ const (
 	// Retry: the attempt failed; the record is failed and the message comes
 	// back after a backoff.
 	Retry Outcome = "retry"
-	// Permanent: the attempt failed in a way no retry can fix; the record is
+	// Permanent: the attempt failed in a way no retry can fix, or the
+	// message met a record an earlier attempt failed so; the record is
 	// failed_permanent and the message deleted.
 	Permanent Outcome = "permanent"
 	// DeadLettered: the last receive the redrive policy allows failed; the
@@ -159,7 +166,7 @@ var Bridge = []Outcome{
 // Processor lists the processor's outcomes of a message, in the order its
 // batch line counts them.
 var Processor = []Outcome{
-	Applied, Superseded, Backfilled, Duplicate, Leased, Missing, BadMessage, LeaseLost,
+	Applied, Superseded, Backfilled, Duplicate, Leased, LeaseWait, Missing, BadMessage, LeaseLost,
 	Retry, Permanent, DeadLettered,
 }
 

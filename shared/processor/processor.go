@@ -23,6 +23,15 @@
 // the record failed_permanent and the message is acknowledged; any other
 // error is retried with exponential backoff (ChangeMessageVisibility) until
 // the last receive the redrive policy allows.
+//
+// A lease names the message it was claimed from (leaseOwner). A claim,
+// commit or failure whose answer was lost is read back by the store;
+// should the claim's read-back fail too, the message comes back when the
+// lease it may hold ends, and that receive, finding a live lease claimed
+// from this very message, comes back again when it ends (lease_wait)
+// instead of being deleted as a duplicate: it may be the event's only
+// message. A message meeting a failed_permanent record counts it
+// (permanent), so its alarm sees it however the record got there.
 package processor
 
 import (
@@ -34,6 +43,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -234,7 +244,7 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 // backoff, and a dead-lettered one moves to the DLQ on its next receive.
 // Every other outcome deletes the message.
 func redelivered(o outcome.Outcome) bool {
-	return o == outcome.Retry || o == outcome.DeadLettered
+	return o == outcome.Retry || o == outcome.DeadLettered || o == outcome.LeaseWait
 }
 
 // groupByObject returns the indexes of records, grouped by the object their
@@ -304,7 +314,7 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 	if dl, ok := ctx.Deadline(); ok && dl.Before(until) {
 		until = dl
 	}
-	owner := p.cfg.Instance + ":" + nonce()
+	owner := leaseOwner(p.cfg.Instance, m.MessageId)
 	rec, err := p.cfg.Store.Claim(ctx, ptr.Provider, ptr.ID, owner, now, until)
 	var nc *store.NotClaimableError
 	switch {
@@ -312,20 +322,37 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 		// Our claim took effect but its answer was lost, and the SDK's retry
 		// met our own lease: the claim is ours (owners are unique per claim).
 		rec, err = nc.Current, nil
+	case errors.As(err, &nc) && nc.Current.Status == event.StatusProcessing && fromMessage(nc.Current.LeaseOwner, m.MessageId):
+		// An earlier receive of this very message holds the lease and
+		// gave the message back without knowing it (its claim's answer was
+		// lost): no other message may exist for the event, so this one
+		// comes back when the lease ends, and claims it then.
+		log.WarnContext(ctx, "event leased by an earlier receive of this message; back when the lease ends", slog.Time("lease_until", nc.Current.LeaseUntil))
+		p.delay(ctx, m, untilSeconds(nc.Current.LeaseUntil.Sub(now)))
+		return outcome.LeaseWait
+	case errors.As(err, &nc) && nc.Current.Status == event.StatusProcessing:
+		// The lease holder claimed from a message of its own, which it
+		// keeps until it finishes or gives back: this one is a duplicate.
+		log.InfoContext(ctx, "event leased by another worker", slog.Time("lease_until", nc.Current.LeaseUntil))
+		return outcome.Leased
+	case errors.As(err, &nc) && nc.Current.Status == event.StatusFailedPermanent:
+		// Counted again, so its alarm sees it however it got there: a
+		// failure recorded by an attempt that never learned so (its
+		// answer lost, and its read-back) was counted as a retry.
+		log.ErrorContext(ctx, "message for an event that failed permanently", slog.String("last_error", nc.Current.LastError))
+		return outcome.Permanent
 	case errors.As(err, &nc):
-		if nc.Current.Status == event.StatusProcessing {
-			log.InfoContext(ctx, "event leased by another worker", slog.Time("lease_until", nc.Current.LeaseUntil))
-			return outcome.Leased
-		}
 		log.InfoContext(ctx, "duplicate message", slog.String("status", string(nc.Current.Status)))
 		return outcome.Duplicate
 	case errors.Is(err, store.ErrNotFound):
 		log.WarnContext(ctx, "message for an event with no record")
 		return outcome.Missing
 	case err != nil:
-		// Nothing was changed; the message comes back after its visibility
-		// timeout.
+		// The claim may have taken effect unseen (the store read back what
+		// it could): the message comes back when the lease it may hold
+		// ends, and its next receive finds it (lease_wait) or claims.
 		log.ErrorContext(ctx, "claim failed", slog.String("error", err.Error()))
+		p.delay(ctx, m, untilSeconds(until.Sub(now)))
 		return outcome.Retry
 	}
 
@@ -549,6 +576,27 @@ func Class(err error) string {
 // sender) without its shape.
 func isStripe(rec event.Record) bool {
 	return rec.Provider == "" || rec.Provider == event.ProviderStripe
+}
+
+// leaseOwner names a claim's lease: the worker, the message it claims
+// from, and a nonce, so that owners are unique per claim and a later
+// receive of the same message (SQS keeps a message's id across receives)
+// can tell the lease is one of its own earlier receives'.
+func leaseOwner(instance, messageID string) string {
+	return instance + ":" + messageID + ":" + nonce()
+}
+
+// fromMessage reports whether owner is the lease of a claim from the
+// message messageID.
+func fromMessage(owner, messageID string) bool {
+	return messageID != "" && strings.Contains(owner, ":"+messageID+":")
+}
+
+// untilSeconds is a delay of at least d, in whole seconds (SQS's unit),
+// plus one: a message made visible then finds the lease ended.
+func untilSeconds(d time.Duration) time.Duration {
+	ceil := (max(d, 0) + time.Second - 1) / time.Second
+	return (ceil + 1) * time.Second
 }
 
 func nonce() string {

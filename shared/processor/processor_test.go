@@ -39,6 +39,8 @@ type fakeStore struct {
 	// lostAnswer makes the next claim take effect, then fail as the SDK's
 	// retry of a claim whose answer was lost does: on our own lease.
 	lostAnswer bool
+	// claims holds each claim's owner, by event id.
+	claims map[string]string
 }
 
 func newFakeStore(recs ...event.Record) *fakeStore {
@@ -68,6 +70,10 @@ func (f *fakeStore) Claim(_ context.Context, _, id, owner string, now, until tim
 	}
 	r.Status, r.LeaseOwner, r.LeaseUntil = event.StatusProcessing, owner, until
 	r.Attempts++
+	if f.claims == nil {
+		f.claims = map[string]string{}
+	}
+	f.claims[id] = owner
 	if f.lostAnswer {
 		f.lostAnswer = false
 		return event.Record{}, &store.NotClaimableError{Current: *r}

@@ -64,6 +64,7 @@ func (g *githubHarness) reconciler(mod func(*reconcile.Config)) *reconcile.Recon
 	}
 	return g.harness.reconciler("sk_test_reconcile", func(c *reconcile.Config) {
 		c.GitHub, c.GitHubHooks, c.Now = client, []githubapi.Hook{g.hook}, g.clock.Now
+		c.Redeliveries = &store.Redeliveries{DB: g.db, Table: g.stack.Table("EventsTable"), Keep: githubapi.Retention}
 		if mod != nil {
 			mod(c)
 		}
@@ -125,21 +126,20 @@ func TestGitHubFailedDeliveriesWithoutARecordAreRedelivered(t *testing.T) {
 	g.attempt("young", 500, time.Minute, false)                     // may still be retried by hand
 	g.attempt("twice", 503, 3*time.Hour, false)                     // failed twice: the newest
 	twice := g.attempt("twice", 504, 30*time.Minute, true)          // attempt is redelivered
-	g.attempt("refused", 400, 40*time.Minute, false)                // a 4xx is not a 2xx either
-	refused := g.gh.Deliveries(g.path)[len(g.gh.Deliveries(g.path))-1]
+	g.attempt("refused", 400, 40*time.Minute, false)                // refused on purpose: left alone
 
 	r := g.reconciler(nil)
 	res, err := r.Run(context.Background(), reconcile.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]int64{"lost": {lost.ID}, "twice": {twice.ID}, "refused": {refused.ID}}
+	want := map[string][]int64{"lost": {lost.ID}, "twice": {twice.ID}}
 	if got := g.redelivered(); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("redelivered: got %v, want %v", got, want)
 	}
 	// The expired attempt is not listed: GitHub keeps three days.
-	if res.Redelivered != 3 || res.Deliveries != 9 || res.GitHubPages != 1 || res.GitHubStopped != "" {
-		t.Errorf("run: got %+v, want 3 redelivered of 9 listed in one page", res)
+	if res.Redelivered != 2 || res.Rejected != 1 || res.Deliveries != 9 || res.GitHubPages != 1 || res.GitHubStopped != "" {
+		t.Errorf("run: got %+v, want 2 redelivered and 1 left alone of 9 listed in one page", res)
 	}
 	g.gh.Flush()
 	for _, d := range g.gh.Deliveries(g.path)[10:] {
@@ -152,8 +152,8 @@ func TestGitHubFailedDeliveriesWithoutARecordAreRedelivered(t *testing.T) {
 		t.Errorf("checkpoint: got %+v, want done through the settle delay", cp)
 	}
 	lines := g.runLines()
-	if len(lines) != 1 || lines[0]["github_redelivered"] != 3.0 || lines[0]["github_deliveries_listed"] != 9.0 {
-		t.Errorf("run line: got %v, want github_redelivered=3 and github_deliveries_listed=9", lines)
+	if len(lines) != 1 || lines[0]["github_redelivered"] != 2.0 || lines[0]["github_deliveries_listed"] != 9.0 || lines[0]["github_rejected"] != 1.0 {
+		t.Errorf("run line: got %v, want github_redelivered=2, github_rejected=1 and github_deliveries_listed=9", lines)
 	}
 
 	// The redeliveries are too recent to judge at once; ten minutes later
@@ -164,7 +164,7 @@ func TestGitHubFailedDeliveriesWithoutARecordAreRedelivered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := g.redelivered(); len(got) != 4 || len(got["young"]) != 1 || len(got["lost"]) != 1 {
+	if got := g.redelivered(); len(got) != 3 || len(got["young"]) != 1 || len(got["lost"]) != 1 {
 		t.Errorf("second run: got %v, want only young redelivered in addition", got)
 	}
 	if res.Redelivered != 1 {

@@ -33,6 +33,18 @@ func (f *fakeGitHub) Redeliver(_ context.Context, h githubapi.Hook, id int64) er
 	return nil
 }
 
+// nopRedeliveries owes nothing.
+type nopRedeliveries struct{}
+
+func (nopRedeliveries) Schedule(context.Context, store.Redelivery) (bool, error) { return true, nil }
+func (nopRedeliveries) Due(context.Context, string, time.Time, int) ([]store.Redelivery, error) {
+	return nil, nil
+}
+func (nopRedeliveries) Asked(_ context.Context, d store.Redelivery, _ time.Time) (store.Redelivery, error) {
+	return d, nil
+}
+func (nopRedeliveries) Done(context.Context, store.Redelivery) error { return nil }
+
 func TestNewWantsGitHubWithItsHooks(t *testing.T) {
 	base := Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: nopIngester{}, Queue: nopQueue{}, Types: []string{"invoice.paid"}}
 	hooks := []githubapi.Hook{{Kind: githubapi.KindOrg, Owner: "acme", ID: 34}}
@@ -49,7 +61,7 @@ func TestNewWantsGitHubWithItsHooks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
-			cfg.GitHub, cfg.GitHubHooks = tc.gh, tc.hooks
+			cfg.GitHub, cfg.GitHubHooks, cfg.Redeliveries = tc.gh, tc.hooks, nopRedeliveries{}
 			_, err := New(cfg)
 			if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "GitHubHooks")) {
 				t.Errorf("got %v, want ok=%v", err, tc.ok)
@@ -67,7 +79,7 @@ func TestGitHubWindowPastThreeDaysIsClosedWithoutARequest(t *testing.T) {
 	cps := &fakeCheckpoints{stored: store.Checkpoint{Seq: 3, DoneThrough: old - 3600, WindowFrom: old - 3600, WindowTo: old + 600, Cursor: "v1_x", CursorCreated: old}}
 	gh := &fakeGitHub{t: t}
 	r, err := New(Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: cps, Ingester: nopIngester{}, Queue: nopQueue{},
-		Types: []string{"invoice.paid"}, GitHub: gh, GitHubHooks: []githubapi.Hook{{Kind: githubapi.KindApp, ID: 56}},
+		Types: []string{"invoice.paid"}, GitHub: gh, GitHubHooks: []githubapi.Hook{{Kind: githubapi.KindApp, ID: 56}}, Redeliveries: nopRedeliveries{},
 		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)

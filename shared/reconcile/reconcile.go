@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -9,14 +10,13 @@ import (
 	"fmt"
 	"iter"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
-	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
@@ -31,6 +31,9 @@ type Lister interface {
 type Events interface {
 	// Existing returns the ids among ids that have a record.
 	Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+	// Held returns what the store holds of each of ids: its record's
+	// status and whether its payload is stored.
+	Held(ctx context.Context, provider string, ids []string) (map[string]store.Held, error)
 	// Stuck yields the unfinished records whose last transition is older
 	// than before, oldest first, at most limit of them.
 	Stuck(ctx context.Context, provider string, before time.Time, limit int) iter.Seq2[event.Record, error]
@@ -151,10 +154,18 @@ type Config struct {
 	// GitHubMaxWait: a GitHub rate limit that lifts within this is waited
 	// out; a longer one stops the sweep until a later run.
 	GitHubMaxWait time.Duration
-	// GitHubMaxRedeliveries bounds the redeliveries asked for per run.
+	// Redeliveries keeps the redeliveries owed to GitHub's failed
+	// deliveries; required with GitHubHooks.
+	Redeliveries Redeliveries
+	// GitHubMaxRedeliveries bounds each hook's redeliveries per run.
 	GitHubMaxRedeliveries int
-	Logger                *slog.Logger
-	Now                   func() time.Time
+	// GitHubRedeliveryBackoff is the wait after a delivery's first
+	// redelivery before the next, doubled after each; GitHubMaxAsks
+	// bounds the asks before a delivery is given up.
+	GitHubRedeliveryBackoff time.Duration
+	GitHubMaxAsks           int
+	Logger                  *slog.Logger
+	Now                     func() time.Time
 	// Runs, when set, keeps each run's result where operators read it;
 	// the log line is written either way.
 	Runs Runs
@@ -197,6 +208,9 @@ func New(cfg Config) (*Reconciler, error) {
 	if (cfg.GitHub == nil) != (len(cfg.GitHubHooks) == 0) {
 		missing = append(missing, "GitHub with GitHubHooks")
 	}
+	if len(cfg.GitHubHooks) > 0 && cfg.Redeliveries == nil {
+		missing = append(missing, "Redeliveries with GitHubHooks")
+	}
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("reconcile: config without %s", strings.Join(missing, ", "))
 	}
@@ -215,6 +229,10 @@ func New(cfg Config) (*Reconciler, error) {
 	def(&cfg.GitHubMaxWait, DefaultGitHubMaxWait)
 	if cfg.GitHubMaxRedeliveries <= 0 {
 		cfg.GitHubMaxRedeliveries = DefaultGitHubMaxRedeliveries
+	}
+	def(&cfg.GitHubRedeliveryBackoff, DefaultGitHubRedeliveryBackoff)
+	if cfg.GitHubMaxAsks <= 0 {
+		cfg.GitHubMaxAsks = DefaultGitHubMaxAsks
 	}
 	if cfg.MaxPages <= 0 {
 		cfg.MaxPages = DefaultMaxPages
@@ -319,10 +337,20 @@ type Result struct {
 	// Deliveries counts the GitHub deliveries listed, GitHubPages the
 	// requests that listed them.
 	Deliveries, GitHubPages int
-	// Redelivered counts the redeliveries asked of GitHub: deliveries that
-	// failed and left no record here. RedeliveryRefused counts those GitHub
-	// refused (older than its three days).
+	// RedeliveriesScheduled counts the failed deliveries found that the
+	// store does not hold whole (no record, or a record without the
+	// payload it still needs), each now owed redeliveries.
+	RedeliveriesScheduled int
+	// Redelivered counts the redeliveries asked of GitHub. RedeliveryRefused
+	// counts those GitHub refused (older than its three days).
 	Redelivered, RedeliveryRefused int
+	// RedeliveryBacklog counts the redeliveries due that a hook's budget
+	// left for a later run: above zero run after run, redelivery cannot
+	// keep up. RedeliveriesAbandoned counts the deliveries given up after
+	// Config.GitHubMaxAsks asks. Rejected counts the failed deliveries the
+	// receiver refused on purpose (a 4xx), not redelivered by a scheduled
+	// run.
+	RedeliveryBacklog, RedeliveriesAbandoned, Rejected int
 	// GitHubThrottled counts GitHub's rate-limit answers (also in
 	// Throttled).
 	GitHubThrottled int
@@ -331,9 +359,10 @@ type Result struct {
 	GitHubStopped string
 	// CheckpointAge is how far behind the least advanced group's checkpoint
 	// is at the end of the run: Retention for a group that never completed
-	// a window.
-	CheckpointAge time.Duration
-	Duration      time.Duration
+	// a window. GitHubCheckpointAge is the same for the GitHub hooks
+	// (githubapi.Retention for a hook that never completed one).
+	CheckpointAge, GitHubCheckpointAge time.Duration
+	Duration                           time.Duration
 }
 
 // Input is the scheduled invocation's payload: EventBridge Scheduler
@@ -384,11 +413,27 @@ type run struct {
 	// throttles counts 429s in a row.
 	throttles int
 	// oldest is the least advanced done_through over the groups.
-	oldest    int64
-	anyNever  bool
-	groupIdx  int
-	progress  Progress
-	startedAt time.Time
+	oldest   int64
+	anyNever bool
+	groupIdx int
+	// groupLimit, when positive, is the page count at which the group
+	// being listed has spent its share of the budget (do), and shareSpent
+	// says it did.
+	groupLimit int
+	shareSpent bool
+	// hookPages counts the pages of the hook being swept; githubHalt says
+	// why the whole GitHub sweep stopped, if it did; githubOldest and
+	// githubNever track the hooks' checkpoints, as oldest and anyNever
+	// the groups'.
+	hookPages  int
+	githubHalt string
+	// delivered holds the guids an attempt of which the receiver answered
+	// 2xx, in this run's listings.
+	delivered    map[string]bool
+	githubOldest int64
+	githubNever  bool
+	progress     Progress
+	startedAt    time.Time
 	// started is the start this run set for a group reconciled for the
 	// first time (Unix seconds), zero when none.
 	started int64
@@ -400,7 +445,7 @@ type run struct {
 // metrics. An error means the run could not go on (Stripe or AWS failed);
 // whatever it finished before is kept and the next run resumes from there.
 func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
-	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now()}
+	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now(), delivered: map[string]bool{}}
 	rn.res.RunID = newRunID()
 	rn.progress.Groups = len(r.groups)
 	if dl, ok := ctx.Deadline(); ok {
@@ -430,58 +475,73 @@ func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 	default:
 		rn.res.CheckpointAge = now.Sub(time.Unix(rn.oldest, 0))
 	}
+	switch {
+	case len(r.cfg.GitHubHooks) == 0:
+	case rn.githubNever || rn.githubOldest == 0:
+		rn.res.GitHubCheckpointAge = githubapi.Retention
+	default:
+		rn.res.GitHubCheckpointAge = now.Sub(time.Unix(rn.githubOldest, 0))
+	}
 	r.report(ctx, rn, err)
 	r.record(ctx, rn, err)
 	return rn.res, err
-}
-
-// record keeps the run's result for operators. It runs after the run's own
-// context may have ended (a run stopped at its deadline is the one to
-// see), with a few seconds of its own; a failure to keep it is logged and
-// changes nothing about the run.
-func (r *Reconciler) record(ctx context.Context, rn *run, err error) {
-	if r.cfg.Runs == nil {
-		return
-	}
-	res := rn.res
-	x := store.Run{
-		ID: res.RunID, StartedAt: rn.startedAt, Duration: res.Duration, Outcome: string(outcome.RunComplete), Stopped: res.Stopped,
-		Since: rn.opts.Since, Listed: res.Listed, Missing: res.Missing, Raced: res.Raced, Stuck: res.Stuck, Pages: res.Pages, Throttled: res.Throttled,
-	}
-	switch {
-	case err != nil:
-		x.Outcome, x.Error = string(outcome.RunFailed), err.Error()
-	case res.Stopped != stopNone:
-		x.Outcome = string(outcome.RunPartial)
-	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if rerr := r.cfg.Runs.Record(rctx, r.cfg.Provider, x); rerr != nil {
-		r.cfg.Logger.WarnContext(ctx, "reconcile: keeping the run's result failed", slog.String("run_id", res.RunID), slog.String("error", rerr.Error()))
-	}
 }
 
 func (rn *run) do(ctx context.Context) error {
 	if err := rn.requeueStuck(ctx); err != nil {
 		return err
 	}
-	for i, g := range rn.r.groups {
-		if ctx.Err() != nil {
-			break
-		}
-		rn.groupIdx = i
+	groups := rn.r.groups
+	cps := make([]store.Checkpoint, len(groups))
+	for i, g := range groups {
 		cp, err := rn.r.LoadCheckpoint(ctx, g)
 		if err != nil {
 			return err
 		}
-		if rn.res.Stopped == stopNone && rn.mayContinue(ctx) {
-			if cp, err = rn.group(ctx, g, cp); err != nil {
-				rn.track(cp)
+		cps[i] = cp
+	}
+	defer func() {
+		for _, cp := range cps {
+			rn.track(cp)
+		}
+	}()
+	// The page budget is shared fairly: the least advanced group first,
+	// each up to its share, then what is left to those their share did not
+	// bring to the present, in the same order. A backlog in one group
+	// (thousands of events after an outage) cannot keep the others from
+	// being listed run after run, as a fixed order with one shared budget
+	// did.
+	order := make([]int, len(groups))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cps[a].DoneThrough, cps[b].DoneThrough) })
+	share := max(1, rn.maxPages()/max(len(groups), 1))
+	behind := make([]bool, len(groups))
+	for pass := range 2 {
+		for _, i := range order {
+			if pass == 1 && !behind[i] {
+				continue
+			}
+			rn.groupLimit = 0
+			if pass == 0 {
+				rn.groupLimit = rn.res.Pages + share
+			}
+			if ctx.Err() != nil || !rn.mayContinue(ctx) {
+				rn.groupLimit = 0
+				return nil
+			}
+			rn.groupIdx, rn.shareSpent = i, false
+			cp, err := rn.group(ctx, groups[i], cps[i])
+			cps[i] = cp
+			if err != nil {
+				rn.groupLimit = 0
 				return err
 			}
+			behind[i] = rn.shareSpent
 		}
-		rn.track(cp)
 	}
+	rn.groupLimit = 0
 	return nil
 }
 
@@ -508,6 +568,10 @@ func (rn *run) mayContinue(ctx context.Context) bool {
 		rn.res.Stopped = StopDeadline
 	case rn.res.Pages >= rn.maxPages():
 		rn.res.Stopped = StopMaxPages
+	case rn.groupLimit > 0 && rn.res.Pages >= rn.groupLimit:
+		// The group's share is spent, not the run's budget: the group
+		// stops here (its checkpoint holds the cursor) and the run goes on.
+		rn.shareSpent = true
 	default:
 		return true
 	}
@@ -519,179 +583,6 @@ func (rn *run) maxPages() int {
 		return rn.opts.MaxPages
 	}
 	return rn.r.cfg.MaxPages
-}
-
-// requeueStuck sends the pointer of every record stuck unfinished again,
-// every provider's (at most MaxStuck in all).
-func (rn *run) requeueStuck(ctx context.Context) error {
-	r := rn.r
-	cutoff := r.cfg.Now().Add(-r.cfg.StuckAfter)
-sweep:
-	for _, provider := range r.cfg.StuckProviders {
-		left := r.cfg.MaxStuck - rn.res.Stuck
-		if left <= 0 {
-			break
-		}
-		for rec, err := range r.cfg.Events.Stuck(ctx, provider, cutoff, left) {
-			if err != nil {
-				return err
-			}
-			if !rec.Status.Pending() {
-				continue
-			}
-			if err := r.cfg.Queue.Send(ctx, event.PointerTo(rec)); err != nil {
-				return fmt.Errorf("reconcile: re-enqueue stuck event %s#%s: %w", rec.Provider, rec.ID, err)
-			}
-			rn.res.Stuck++
-			r.cfg.Logger.WarnContext(ctx, "stuck event re-enqueued",
-				slog.String("run_id", rn.res.RunID), slog.String("provider", rec.Provider),
-				slog.String("event_id", rec.ID), slog.String("event_type", rec.Type),
-				slog.String("status", string(rec.Status)), slog.Time("status_at", rec.StatusAt))
-			if !rn.stopAt.IsZero() && !r.cfg.Now().Before(rn.stopAt) {
-				break sweep
-			}
-		}
-	}
-	rn.report()
-	return nil
-}
-
-// window is the stretch of creation times a group lists in one go.
-type window struct {
-	from, to      int64
-	cursor        string
-	cursorCreated int64
-}
-
-// group reconciles one group and returns its checkpoint as it left it.
-func (rn *run) group(ctx context.Context, g Group, cp store.Checkpoint) (store.Checkpoint, error) {
-	r := rn.r
-	now := r.cfg.Now()
-	floor := now.Add(-Retention + retentionMargin).Unix()
-	settled := now.Add(-r.cfg.Settle).Unix()
-	persist := rn.opts.Since <= 0
-	if cp.Seq == 0 {
-		// The group's first run, of whatever kind: its start is now, less
-		// the stretch since the deployment a first scheduled run may come
-		// after. What was created before is history: a new deployment does
-		// not replay a month of events through the team's effects.
-		start := now.Add(-r.cfg.FirstLookback).Unix()
-		next := cp
-		next.HistoryBefore, next.DoneThrough = start, start
-		saved, err := rn.save(ctx, cp, next)
-		if errors.Is(err, store.ErrCheckpointMoved) {
-			rn.res.Stopped = StopCheckpointMoved
-			return cp, nil
-		}
-		if err != nil {
-			return cp, err
-		}
-		cp = saved
-		rn.started = start
-	}
-	var w window
-	switch {
-	case !persist:
-		w = window{from: now.Add(-min(rn.opts.Since, Retention)).Unix(), to: settled}
-		if !rn.opts.Backfill {
-			w.from = max(w.from, cp.HistoryBefore)
-		}
-	case cp.InProgress():
-		w = window{from: cp.WindowFrom, to: cp.WindowTo, cursor: cp.Cursor, cursorCreated: cp.CursorCreated}
-	default:
-		w = window{from: max(cp.DoneThrough-int64(r.cfg.Overlap/time.Second), cp.HistoryBefore), to: settled}
-	}
-	w.from = max(w.from, floor)
-	// What is left of the window has left Stripe's retention: nothing more
-	// can be listed, so the window is as done as it will ever be.
-	expired := w.to < floor || (w.cursor != "" && w.cursorCreated < floor)
-	if expired || w.to < w.from {
-		if persist && (expired || cp.InProgress()) {
-			next := cp
-			next.DoneThrough = max(cp.DoneThrough, w.to)
-			next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
-			saved, err := rn.save(ctx, cp, next)
-			if errors.Is(err, store.ErrCheckpointMoved) {
-				rn.res.Stopped = StopCheckpointMoved
-				return cp, nil
-			}
-			return saved, err
-		}
-		return cp, nil
-	}
-	rn.progress.From, rn.progress.To, rn.progress.Through = time.Unix(w.from, 0), time.Unix(w.to, 0), time.Unix(w.to, 0)
-	backoff := r.cfg.ThrottleBackoff
-	for {
-		q := stripeapi.EventQuery{CreatedGTE: w.from, CreatedLTE: w.to, Types: g.Types, StartingAfter: w.cursor}
-		err := r.cfg.Stripe.ListEvents(ctx, q, func(p stripeapi.Page) (bool, error) {
-			rn.throttles = 0
-			backoff = r.cfg.ThrottleBackoff
-			last, err := rn.page(ctx, p, cp.HistoryBefore)
-			if err != nil {
-				return false, err
-			}
-			rn.res.Pages++
-			if last.ID != "" {
-				w.cursor, w.cursorCreated = last.ID, last.Created
-				rn.progress.Through = time.Unix(last.Created, 0)
-			}
-			if persist {
-				next := cp
-				if p.HasMore {
-					next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = w.from, w.to, w.cursor, w.cursorCreated
-				} else {
-					next.DoneThrough = max(cp.DoneThrough, w.to)
-					next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
-				}
-				if cp, err = rn.save(ctx, cp, next); err != nil {
-					return false, err
-				}
-			}
-			rn.report()
-			if !p.HasMore {
-				return false, nil
-			}
-			return rn.mayContinue(ctx), nil
-		})
-		switch {
-		case errors.Is(err, store.ErrCheckpointMoved):
-			rn.res.Stopped = StopCheckpointMoved
-			return cp, nil
-		case stripeapi.RateLimited(err):
-			rn.res.Throttled++
-			rn.throttles++
-			r.cfg.Logger.WarnContext(ctx, "rate limited by Stripe: backing off",
-				slog.String("run_id", rn.res.RunID), slog.Int("in_a_row", rn.throttles), slog.Duration("backoff", backoff))
-			if rn.throttles >= r.cfg.MaxThrottles {
-				rn.res.Stopped = StopRateLimited
-				return cp, nil
-			}
-			if !rn.stopAt.IsZero() && !r.cfg.Now().Add(backoff).Before(rn.stopAt) {
-				rn.res.Stopped = StopDeadline
-				return cp, nil
-			}
-			if sleep(ctx, backoff) != nil {
-				rn.res.Stopped = StopCanceled
-				return cp, nil
-			}
-			backoff *= 2
-			if !rn.mayContinue(ctx) {
-				return cp, nil
-			}
-			continue
-		case err != nil && ctx.Err() != nil:
-			// Out of time or canceled mid-page: nothing is half-written, the
-			// checkpoint holds the last page fully handled.
-			rn.res.Stopped = StopCanceled
-			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				rn.res.Stopped = StopDeadline
-			}
-			return cp, nil
-		case err != nil:
-			return cp, fmt.Errorf("reconcile: group %s: %w", g.Checkpoint, err)
-		}
-		return cp, nil
-	}
 }
 
 // save writes the checkpoint, or reports that another run moved it
@@ -723,168 +614,6 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
-
-// page compares one page with the store and ingests what is missing, oldest
-// first: an event created before since (the group's start) as history,
-// which only a backfill ingests. It returns the envelope of the page's
-// oldest event (the next cursor).
-func (rn *run) page(ctx context.Context, p stripeapi.Page, since int64) (event.Envelope, error) {
-	r := rn.r
-	if len(p.Events) == 0 {
-		return event.Envelope{}, nil
-	}
-	envs := make([]event.Envelope, len(p.Events))
-	ids := make([]string, len(p.Events))
-	for i, raw := range p.Events {
-		env, err := event.DecodeEnvelope(raw)
-		if err != nil {
-			return event.Envelope{}, fmt.Errorf("reconcile: event %d of a page: %w", i, err)
-		}
-		if env.Livemode != r.cfg.Livemode {
-			return event.Envelope{}, fmt.Errorf("%w: event %s has livemode=%t", ErrWrongMode, env.ID, env.Livemode)
-		}
-		envs[i], ids[i] = env, env.ID
-	}
-	rn.res.Listed += len(envs)
-	have, err := r.cfg.Events.Existing(ctx, r.cfg.Provider, ids)
-	if err != nil {
-		return event.Envelope{}, err
-	}
-	// The page is newest first; ingesting oldest first hands the processor
-	// an object's events in the order they happened.
-	for i := len(envs) - 1; i >= 0; i-- {
-		env := envs[i]
-		if have[env.ID] {
-			continue
-		}
-		history := env.Created < since
-		source := event.SourceReconciler
-		switch {
-		case history && !rn.opts.Backfill:
-			// Not listed but by a backfill; never ingested otherwise.
-			continue
-		case history && !rn.opts.WithEffects:
-			source = event.SourceBackfill
-		}
-		res, err := r.cfg.Ingester.Ingest(ctx, env, p.Events[i], source)
-		if err != nil {
-			return event.Envelope{}, fmt.Errorf("reconcile: ingest event %s: %w", env.ID, err)
-		}
-		attrs := []any{slog.String("run_id", rn.res.RunID), slog.String("event_id", env.ID), slog.String("event_type", env.Type),
-			slog.Time("created", time.Unix(env.Created, 0)), slog.String("outcome", string(res.Outcome))}
-		switch {
-		case (res.Outcome == outcome.Stored || res.Outcome == outcome.Ignored) && history:
-			rn.res.Backfilled++
-			r.cfg.Logger.InfoContext(ctx, "history event backfilled", append(attrs, slog.String("source", string(source)))...)
-		case res.Outcome == outcome.Stored || res.Outcome == outcome.Ignored:
-			rn.res.Missing++
-			r.cfg.Logger.WarnContext(ctx, "missing event ingested", attrs...)
-		default:
-			rn.res.Raced++
-			r.cfg.Logger.InfoContext(ctx, "event stored by its webhook meanwhile", attrs...)
-		}
-	}
-	return envs[len(envs)-1], nil
-}
-
-// ErrWrongMode means the provider listed events of the other mode than the
-// deployment serves: the API key belongs to the wrong mode.
-var ErrWrongMode = errors.New("reconcile: listed events of the wrong mode (check the API key against STRIPE_MODE)")
-
-// report calls the progress callback.
-func (rn *run) report() {
-	if rn.opts.Progress == nil {
-		return
-	}
-	p := rn.progress
-	p.Group = rn.groupIdx
-	p.Pages, p.Listed, p.Missing, p.Backfilled, p.Stuck = rn.res.Pages, rn.res.Listed, rn.res.Missing, rn.res.Backfilled, rn.res.Stuck
-	rn.opts.Progress(p)
-}
-
-// report logs the run's one line, with its metrics.
-func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
-	res := rn.res
-	ended := outcome.RunComplete
-	level := slog.LevelInfo
-	switch {
-	case err != nil:
-		ended, level = outcome.RunFailed, slog.LevelError
-	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
-		ended = outcome.RunPartial
-	}
-	if (res.Missing > 0 || res.Redelivered > 0) && level < slog.LevelWarn {
-		level = slog.LevelWarn
-	}
-	attrs := []slog.Attr{
-		slog.String("run_id", res.RunID),
-		slog.String("outcome", string(ended)),
-		slog.Int("groups", len(r.groups)),
-	}
-	if res.Stopped != stopNone {
-		attrs = append(attrs, slog.String("stopped", res.Stopped))
-	}
-	if res.GitHubStopped != stopNone {
-		attrs = append(attrs, slog.String("github_stopped", res.GitHubStopped))
-	}
-	if rn.opts.Since > 0 {
-		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
-	}
-	if rn.opts.Backfill {
-		attrs = append(attrs, slog.Bool("backfill", true), slog.Bool("with_effects", rn.opts.WithEffects))
-	}
-	if rn.oldest > 0 && !rn.anyNever {
-		attrs = append(attrs, slog.Time("checkpoint", time.Unix(rn.oldest, 0)))
-	}
-	if rn.started > 0 {
-		// Once per group and deployment: what came before is history.
-		attrs = append(attrs, slog.Time("reconciliation_start", time.Unix(rn.started, 0)))
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	ms := []metrics.Metric{
-		metrics.C(MetricListed, res.Listed),
-		metrics.C(MetricMissing, res.Missing),
-		metrics.C(MetricBackfilled, res.Backfilled),
-		metrics.C(MetricRaced, res.Raced),
-		metrics.C(MetricStuck, res.Stuck),
-		metrics.C(MetricPages, res.Pages),
-		metrics.C(MetricThrottled, res.Throttled),
-		metrics.Ms(MetricDuration, res.Duration),
-		{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
-	}
-	// GitHub's metrics only where it is configured: a Stripe-only
-	// deployment's line stays as it was, in bytes too.
-	if len(r.cfg.GitHubHooks) > 0 {
-		ms = append(ms,
-			metrics.C(MetricDeliveries, res.Deliveries),
-			metrics.C(MetricRedelivered, res.Redelivered),
-			metrics.C(MetricRedeliveryRefused, res.RedeliveryRefused),
-			metrics.C(MetricGitHubThrottled, res.GitHubThrottled))
-	}
-	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}}, ms...)...)
-	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
-}
-
-// Metric names of a run's log line (namespace metrics.Namespace, dimension
-// function=reconciler).
-const (
-	MetricListed        = "listed"
-	MetricMissing       = "missing_found"
-	MetricBackfilled    = "backfilled"
-	MetricRaced         = "raced"
-	MetricStuck         = "stuck_requeued"
-	MetricPages         = "pages"
-	MetricThrottled     = "throttled"
-	MetricDuration      = "run_duration"
-	MetricCheckpointAge = "checkpoint_age"
-	// GitHub's, on the line only when it is configured.
-	MetricDeliveries        = "github_deliveries_listed"
-	MetricRedelivered       = "github_redelivered"
-	MetricRedeliveryRefused = "github_redelivery_refused"
-	MetricGitHubThrottled   = "github_throttled"
-)
 
 func newRunID() string {
 	var b [6]byte

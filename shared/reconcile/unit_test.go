@@ -34,6 +34,15 @@ func (f *fakeEvents) Existing(_ context.Context, provider string, ids []string) 
 	return f.existing(provider, ids)
 }
 
+func (f *fakeEvents) Held(_ context.Context, provider string, ids []string) (map[string]store.Held, error) {
+	have, err := f.Existing(context.Background(), provider, ids)
+	out := map[string]store.Held{}
+	for id := range have {
+		out[id] = store.Held{Record: true, Status: event.StatusProcessed, Payload: true}
+	}
+	return out, err
+}
+
 func (f *fakeEvents) Stuck(context.Context, string, time.Time, int) iter.Seq2[event.Record, error] {
 	return func(func(event.Record, error) bool) {}
 }

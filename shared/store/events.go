@@ -244,7 +244,9 @@ func (e *Events) Payload(ctx context.Context, r event.Record) ([]byte, error) {
 // (Payload reads it). A record is claimable when it is received, failed
 // or dead_lettered (sent back by a DLQ redrive), or processing under a
 // lease that expired before now. Otherwise Claim returns a
-// *NotClaimableError holding the record, or ErrNotFound.
+// *NotClaimableError holding the record, or ErrNotFound. A claim whose
+// answer was lost (every retry's too) is read back: a record processing
+// under owner's lease is the claimed record.
 //
 // The record is small, so the claim is one write unit, and its lane in
 // the unprocessed index stays pending: the claim changes no index (only a
@@ -273,7 +275,39 @@ func (e *Events) Claim(ctx context.Context, provider, id, owner string, now, lea
 		ReturnValues:                        types.ReturnValueAllNew,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	return transitioned(out, err, "claim", id)
+	rec, err := transitioned(out, err, "claim", id)
+	var nc *NotClaimableError
+	switch {
+	case errors.As(err, &nc) && ownLease(nc.Current, owner):
+		// The SDK's retry of a claim whose answer was lost met the lease
+		// the first attempt took: owners are unique per claim.
+		return nc.Current, nil
+	case err != nil && !errors.As(err, &nc) && !errors.Is(err, ErrNotFound):
+		// No answer says whether the claim took effect: read it back.
+		if cur, rerr := e.readBack(ctx, provider, id); rerr == nil && ownLease(cur, owner) {
+			return cur, nil
+		}
+	}
+	return rec, err
+}
+
+// ownLease reports whether r is processing under owner's lease.
+func ownLease(r event.Record, owner string) bool {
+	return r.Status == event.StatusProcessing && r.LeaseOwner == owner
+}
+
+// readBackTimeout bounds the read of a record after a write whose answer
+// was lost.
+const readBackTimeout = 3 * time.Second
+
+// readBack reads a record after a write whose answer was lost (its
+// connection dropped, its context ended, the SDK's retries ran out): the
+// outcome of a write is read back, never guessed. It has a context of its
+// own, as the caller's may be what ended the write.
+func (e *Events) readBack(ctx context.Context, provider, id string) (event.Record, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), readBackTimeout)
+	defer cancel()
+	return e.record(rctx, provider, id)
 }
 
 // transitioned reads the answer to a conditional transition that returns
@@ -308,6 +342,12 @@ type Completion struct {
 // is written or none: ErrLeaseLost when the lease was lost, *ConflictError
 // when the condition of one of c.Writes failed. The record leaves the
 // unprocessed index: its one index write.
+//
+// The SDK retries a transaction whose answer was lost with the same
+// ClientRequestToken, which DynamoDB answers with success when it had
+// committed. When no answer comes back at all, or a commit of its own
+// (another token) meets the condition it set, Complete reads the record
+// back: processed at now is its own commit, and it returns nil.
 func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now time.Time, c Completion) error {
 	update := "SET #st = :processed, status_at = :now, outcome = :outcome, processed_at = :now"
 	values := map[string]types.AttributeValue{
@@ -340,15 +380,32 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 				continue
 			}
 			if i == len(items)-1 {
+				if e.committed(ctx, r, now) {
+					// An earlier attempt of this commit took effect.
+					return nil
+				}
 				return ErrLeaseLost
 			}
 			return &ConflictError{Index: i}
 		}
 	}
+	if err != nil && !errors.As(err, &tce) && e.committed(ctx, r, now) {
+		// No answer came back, the SDK's retries' included, but the
+		// commit took effect: the record says so.
+		return nil
+	}
 	if err != nil {
 		return fmt.Errorf("store: complete event %s: %w", r.ID, err)
 	}
 	return nil
+}
+
+// committed reads r back and reports whether it was marked processed by
+// a commit made at now: a commit whose answer was lost. A record is
+// processed once, and its processed_at is that commit's now.
+func (e *Events) committed(ctx context.Context, r event.Record, now time.Time) bool {
+	cur, err := e.readBack(ctx, r.Provider, r.ID)
+	return err == nil && cur.Status == event.StatusProcessed && cur.ProcessedAt.Equal(now.Truncate(time.Millisecond))
 }
 
 // conflictRetries bounds the transaction's own retries when DynamoDB
@@ -401,6 +458,13 @@ func onlyConflicts(err error) bool {
 // comes back (the processor's backoff, hours at its end): until then the
 // stuck sweep (Stuck) leaves it alone. It is conditioned on owner holding
 // the lease, and returns ErrLeaseLost if not.
+//
+// When its answer is lost (or the SDK's retry of it meets the record it
+// wrote), Fail reads the record back: the status, time and cause it wrote
+// are there, and it returns nil, so the caller counts the status it set
+// (a failed_permanent must reach its alarm's metric); a lease taken by
+// another is ErrLeaseLost; only a record still processing under owner's
+// lease, or one that cannot be read, leaves the error as it was.
 func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status event.Status, cause string, now, retryAt time.Time) error {
 	switch status {
 	case event.StatusFailed, event.StatusFailedPermanent, event.StatusDeadLettered:
@@ -425,21 +489,40 @@ func (e *Events) Fail(ctx context.Context, r event.Record, owner string, status 
 		remove += ", " + attrRetryAt
 	}
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(e.Table),
-		Key:                       e.key(r.Provider, r.ID),
-		UpdateExpression:          aws.String(update + remove),
-		ConditionExpression:       aws.String("#st = :processing AND lease_owner = :owner"),
-		ExpressionAttributeNames:  map[string]string{"#st": attrStatus},
-		ExpressionAttributeValues: values,
+		TableName:                           aws.String(e.Table),
+		Key:                                 e.key(r.Provider, r.ID),
+		UpdateExpression:                    aws.String(update + remove),
+		ConditionExpression:                 aws.String("#st = :processing AND lease_owner = :owner"),
+		ExpressionAttributeNames:            map[string]string{"#st": attrStatus},
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
-	var ccf *types.ConditionalCheckFailedException
-	if errors.As(err, &ccf) {
+	if err == nil {
+		return nil
+	}
+	// The write failed, or its answer was lost: the record as it stands
+	// says which. The record the condition failed on comes with the
+	// failure (ALL_OLD); after no answer at all it is read back.
+	var (
+		ccf  *types.ConditionalCheckFailedException
+		cur  event.Record
+		rerr error
+	)
+	if errors.As(err, &ccf) && len(ccf.Item) > 0 {
+		cur = Unmarshal(ccf.Item)
+	} else {
+		cur, rerr = e.readBack(ctx, r.Provider, r.ID)
+	}
+	written := rerr == nil && cur.Status == status && cur.StatusAt.Equal(now.Truncate(time.Millisecond)) &&
+		cur.LastError == truncate(cause, maxLastError)
+	switch {
+	case written:
+		// Ours: an attempt whose answer was lost took effect.
+		return nil
+	case errors.As(err, &ccf), rerr == nil && !ownLease(cur, owner):
 		return ErrLeaseLost
 	}
-	if err != nil {
-		return fmt.Errorf("store: record failure of event %s: %w", r.ID, err)
-	}
-	return nil
+	return fmt.Errorf("store: record failure of event %s: %w", r.ID, err)
 }
 
 // Reopen moves a failed_permanent record back to failed, so that the

@@ -71,6 +71,8 @@ func customerUpdated(t *testing.T, id string) event.Record {
 // TestEveryTransitionRewritesLessThanOneWriteUnit: a 2.6 KB event's record
 // stays under the 1 KB a write unit covers through every transition
 // (received, claimed, failed with a long error, claimed again, processed),
+// the lease owner as long as the processor makes it (worker, message id,
+// nonce),
 // and its payload, in an item of its own written once, fits one too.
 func TestEveryTransitionRewritesLessThanOneWriteUnit(t *testing.T) {
 	ev, s := newEvents(t)
@@ -102,18 +104,18 @@ func TestEveryTransitionRewritesLessThanOneWriteUnit(t *testing.T) {
 	}
 	items("created")
 	now := time.Now()
-	if _, err := ev.Claim(ctx, r.Provider, r.ID, "worker-0123456789ab:0123456789ab", now, now.Add(time.Minute)); err != nil {
+	if _, err := ev.Claim(ctx, r.Provider, r.ID, "worker-0123456789ab:059f36b4-87a3-44ab-83d2-661975830a7d:0123456789ab", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
 	items("claimed")
-	if err := ev.Fail(ctx, r, "worker-0123456789ab:0123456789ab", event.StatusFailed, strings.Repeat("a downstream error, ", 100), now, now.Add(2*time.Hour)); err != nil {
+	if err := ev.Fail(ctx, r, "worker-0123456789ab:059f36b4-87a3-44ab-83d2-661975830a7d:0123456789ab", event.StatusFailed, strings.Repeat("a downstream error, ", 100), now, now.Add(2*time.Hour)); err != nil {
 		t.Fatal(err)
 	}
 	items("failed")
-	if _, err := ev.Claim(ctx, r.Provider, r.ID, "worker-0123456789ab:ba9876543210", now, now.Add(time.Minute)); err != nil {
+	if _, err := ev.Claim(ctx, r.Provider, r.ID, "worker-0123456789ab:059f36b4-87a3-44ab-83d2-661975830a7d:ba9876543210", now, now.Add(time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := ev.Complete(ctx, r, "worker-0123456789ab:ba9876543210", now, store.Completion{Outcome: outcome.Applied, MirrorKey: "cus_small_record"}); err != nil {
+	if err := ev.Complete(ctx, r, "worker-0123456789ab:059f36b4-87a3-44ab-83d2-661975830a7d:ba9876543210", now, store.Completion{Outcome: outcome.Applied, MirrorKey: "cus_small_record"}); err != nil {
 		t.Fatal(err)
 	}
 	items("processed")

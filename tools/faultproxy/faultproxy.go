@@ -6,15 +6,25 @@
 // services on different emulators (make test-localstack) all pass through
 // it. The code under test has no test-only branch: it meets the faults over
 // the wire, as it would meet AWS's.
+//
+// Rules inject by service, operation and count. A Decide function, when
+// set, is asked first about every request and may choose any action for
+// it, and a callback once its answer is passed on: the failure-point
+// enumeration (tools/failpoints) decides so, by call site and
+// occurrence. NewHTTP puts the same actions in front of any HTTP server
+// (a provider's API stand-in, a team's application), answering in plain
+// HTTP where AWS would answer with its error shapes.
 package faultproxy
 
 import (
+	"bytes"
 	"fmt"
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httputil"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,7 +52,35 @@ const (
 	// DropAfter forwards, then closes the connection without passing the
 	// answer on: the request took effect but the caller cannot know.
 	DropAfter Action = "drop_after"
+	// Refuse answers at once with an error no client retries (AWS's
+	// AccessDeniedException, or 403), without forwarding: what a caller
+	// whose process is gone would get, were it still asking.
+	Refuse Action = "refuse"
 )
+
+// Request is what Decide sees of one request.
+type Request struct {
+	// Service and Operation name it (Operation); for NewHTTP's proxies,
+	// Service is the proxy's name and Operation the method and path.
+	Service, Operation string
+	// Invocation is the SDK's amz-sdk-invocation-id: the same for every
+	// retry of one SDK call; empty outside AWS.
+	Invocation string
+	// Body is the request's body, read whole (it is still forwarded).
+	Body []byte
+	HTTP *http.Request
+}
+
+// Verdict is what Decide chose for one request.
+type Verdict struct {
+	// Action is applied as a rule's would be; "" forwards untouched.
+	Action Action
+	// Delay is Delay's wait.
+	Delay time.Duration
+	// After, when set, is called once the answer has been passed on (or
+	// withheld): the request is over for its caller.
+	After func()
+}
 
 // Rule injects a fault into matching requests.
 type Rule struct {
@@ -73,6 +111,13 @@ type rule struct {
 // Proxy forwards to AWS endpoints, injecting faults by rule.
 type Proxy struct {
 	rp *httputil.ReverseProxy
+	// name is the service name of a NewHTTP proxy; "" for AWS's.
+	name string
+
+	// Decide, when set, is asked about every request before the rules; a
+	// verdict with an Action is applied instead of them. Set it before
+	// serving.
+	Decide func(Request) Verdict
 
 	mu       sync.Mutex
 	rules    []*rule
@@ -100,6 +145,21 @@ func New(targets emulator.Endpoints) (*Proxy, error) {
 		}
 		w.WriteHeader(http.StatusBadGateway)
 	}
+	return p, nil
+}
+
+// NewHTTP returns a proxy named name (the Service of its requests) to the
+// HTTP server at target: a provider's API stand-in, a team's application.
+// Its faults are plain HTTP: Error answers 503, Throttle 429, Refuse 403,
+// each with a small JSON body.
+func NewHTTP(name, target string) (*Proxy, error) {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return nil, fmt.Errorf("faultproxy: target %q is not a URL", target)
+	}
+	p := &Proxy{name: name, requests: map[string]int{}, injected: map[string]int{}, sticky: map[string]*rule{}}
+	p.rp = &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) { pr.SetURL(u) }}
+	p.rp.ErrorHandler = func(w http.ResponseWriter, _ *http.Request, _ error) { hangUp(w) }
 	return p, nil
 }
 
@@ -192,14 +252,56 @@ func (p *Proxy) match(service, op, invocation string) *rule {
 	return nil
 }
 
+// HTTPOperation names a plain HTTP request: its method and its path, each
+// segment that looks like an id (digits only, or a digit in six
+// characters or more) read as "{id}" (GET /v1/events/{id}).
+func HTTPOperation(r *http.Request) string {
+	segs := strings.Split(r.URL.Path, "/")
+	for i, s := range segs {
+		if strings.Trim(s, "0123456789") == "" && s != "" || len(s) >= 6 && strings.ContainsAny(s, "0123456789") {
+			segs[i] = "{id}"
+		}
+	}
+	return r.Method + " " + strings.Join(segs, "/")
+}
+
 // ServeHTTP implements http.Handler.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	service, op := Operation(req)
-	r := p.match(service, op, req.Header.Get("Amz-Sdk-Invocation-Id"))
+	if p.name != "" {
+		service, op = p.name, HTTPOperation(req)
+	}
+	invocation := req.Header.Get("Amz-Sdk-Invocation-Id")
+	if p.Decide != nil {
+		body, err := io.ReadAll(req.Body)
+		if err != nil {
+			hangUp(w)
+			return
+		}
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		v := p.Decide(Request{Service: service, Operation: op, Invocation: invocation, Body: body, HTTP: req})
+		if v.After != nil {
+			defer v.After()
+		}
+		if v.Action != "" {
+			p.mu.Lock()
+			p.requests[service+"."+op]++
+			p.injected[service+"."+op]++
+			p.mu.Unlock()
+			p.apply(w, req, service, &rule{Rule: Rule{Action: v.Action, Delay: v.Delay}})
+			return
+		}
+	}
+	r := p.match(service, op, invocation)
 	if r == nil {
 		p.rp.ServeHTTP(w, req)
 		return
 	}
+	p.apply(w, req, service, r)
+}
+
+// apply answers req as r's action says.
+func (p *Proxy) apply(w http.ResponseWriter, req *http.Request, service string, r *rule) {
 	switch r.Action {
 	case Delay:
 		select {
@@ -215,14 +317,36 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 		p.rp.ServeHTTP(discard{header: http.Header{}}, req)
 		hangUp(w)
 	case Throttle:
+		if p.name != "" {
+			writeHTTPError(w, http.StatusTooManyRequests, "rate limited (injected)")
+			return
+		}
 		writeError(w, service, http.StatusBadRequest, throttleCode(service), "Rate exceeded (injected)")
+	case Refuse:
+		if p.name != "" {
+			writeHTTPError(w, http.StatusForbidden, "refused (injected)")
+			return
+		}
+		writeError(w, service, http.StatusBadRequest, "AccessDeniedException", "refused (injected)")
 	default:
+		if p.name != "" {
+			writeHTTPError(w, http.StatusServiceUnavailable, "injected fault")
+			return
+		}
 		code := "ServiceUnavailable"
 		if service == "dynamodb" {
 			code = "InternalServerError"
 		}
 		writeError(w, service, http.StatusInternalServerError, code, "injected fault")
 	}
+}
+
+// writeHTTPError answers a plain HTTP request with status and a small JSON
+// body.
+func writeHTTPError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, `{"error":{"message":%q}}`, msg)
 }
 
 func throttleCode(service string) string {

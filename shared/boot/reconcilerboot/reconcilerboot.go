@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,8 +39,9 @@ const (
 // read at the first run and kept), STRIPE_API_BASE, EVENT_TYPES, and
 // RECONCILE_OVERLAP, RECONCILE_SETTLE, RECONCILE_RATE and RECONCILE_SINCE
 // (see firstLookback), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
-// RECONCILE_MAX_STUCK, RECONCILE_RATE_LIMIT (requests/s) and
-// RECONCILE_DEADLINE_MARGIN.
+// RECONCILE_MAX_STUCK, RECONCILE_STUCK_PROVIDERS (the providers whose
+// stuck records the sweep reads, comma-separated; every provider when
+// unset), RECONCILE_RATE_LIMIT (requests/s) and RECONCILE_DEADLINE_MARGIN.
 //
 // GitHub's missed deliveries are redelivered when GITHUB_HOOKS lists hooks
 // (repo:OWNER/REPO/HOOK_ID, org:ORG/HOOK_ID, app:APP_ID; see
@@ -47,8 +50,10 @@ const (
 // GITHUB_API_TOKEN_PARAMETER) and an App's private key for App hooks
 // (GITHUB_APP_PRIVATE_KEY, else GITHUB_APP_PRIVATE_KEY_PARAMETER), each
 // read at the first request that needs it; GITHUB_API_BASE for a stand-in
-// or GitHub Enterprise Server; GITHUB_MAX_REDELIVERIES per run. Without
-// GITHUB_HOOKS the reconciler is Stripe's alone.
+// or GitHub Enterprise Server; GITHUB_MAX_REDELIVERIES per hook and run,
+// GITHUB_REDELIVERY_BACKOFF (the wait after a first redelivery, doubled
+// after each) and GITHUB_REDELIVERY_ASKS (the asks before one is given
+// up). Without GITHUB_HOOKS the reconciler is Stripe's alone.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*reconcile.Reconciler, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
@@ -75,6 +80,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	key := r.Secret("STRIPE_API_KEY", true)
+	rc.StuckProviders = stuckProviders(r)
 	gh := readGitHub(r)
 	if err := r.Err("reconciler"); err != nil {
 		return nil, err
@@ -82,6 +88,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	var err error
 	if len(gh.hooks) > 0 {
 		rc.GitHubHooks, rc.GitHubMaxRedeliveries = gh.hooks, gh.maxRedeliveries
+		rc.GitHubRedeliveryBackoff, rc.GitHubMaxAsks = gh.backoff, gh.maxAsks
 		rc.GitHub, err = githubapi.New(githubapi.Config{Token: gh.token, AppKey: gh.appKey, BaseURL: gh.base})
 		if err != nil {
 			return nil, fmt.Errorf("boot reconciler: %w", err)
@@ -98,6 +105,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	rc.Events = c.Events(db)
 	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
 	rc.Runs = &store.Runs{DB: db, Table: c.EventsTable}
+	if len(gh.hooks) > 0 {
+		rc.Redeliveries = &store.Redeliveries{DB: db, Table: c.EventsTable, Keep: githubapi.Retention}
+	}
 	rec, err := reconcile.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
@@ -129,12 +139,33 @@ func firstLookback(r *boot.Reader) time.Duration {
 	return reconcile.DefaultFirstLookback
 }
 
+// stuckProviders reads RECONCILE_STUCK_PROVIDERS: the providers whose
+// lanes the stuck sweep reads (16 queries each per run), every provider
+// (event.Providers) when unset. A deployment that serves Stripe alone
+// needs only Stripe's.
+func stuckProviders(r *boot.Reader) []string {
+	var out []string
+	for _, p := range strings.Split(r.Optional("RECONCILE_STUCK_PROVIDERS", ""), ",") {
+		p = strings.TrimSpace(p)
+		switch {
+		case p == "":
+		case !slices.Contains(event.Providers, p):
+			r.Fail(fmt.Errorf("RECONCILE_STUCK_PROVIDERS: %q is not a provider (want some of %s)", p, strings.Join(event.Providers, ", ")))
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // github is the GitHub part of the reconciler's configuration.
 type github struct {
 	hooks           []githubapi.Hook
 	token, appKey   func(context.Context) (string, error)
 	base            string
 	maxRedeliveries int
+	backoff         time.Duration
+	maxAsks         int
 }
 
 // readGitHub reads GITHUB_HOOKS and the credentials its hooks need: a
@@ -174,5 +205,7 @@ func readGitHub(r *boot.Reader) github {
 		return err
 	})
 	g.maxRedeliveries = r.Integer("GITHUB_MAX_REDELIVERIES", reconcile.DefaultGitHubMaxRedeliveries)
+	g.backoff = r.Duration("GITHUB_REDELIVERY_BACKOFF", reconcile.DefaultGitHubRedeliveryBackoff)
+	g.maxAsks = r.Integer("GITHUB_REDELIVERY_ASKS", reconcile.DefaultGitHubMaxAsks)
 	return g
 }

@@ -1,0 +1,137 @@
+// Command failpoints runs the failure-point enumeration (make failpoints,
+// package failpoints): every call of every function, discovered from a
+// fault-free run per world, with every fault kind, and sampled pairs of
+// faults. It prints the report, and with -write replaces it in
+// docs/reliability.md; it exits non-zero when an invariant broke.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/failpoints"
+	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+)
+
+func main() {
+	os.Exit(run())
+}
+
+func run() int {
+	var o failpoints.Options
+	flag.IntVar(&o.Pairs, "pairs", 100, "pairs of faults to run, sampled with -seed (-1: every pair)")
+	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the pairs' sample")
+	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
+	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
+	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")
+	discover := flag.Bool("discover", false, "run the fault-free runs only and print their calls")
+	singles := flag.Bool("singles", false, "run the cases of one fault only")
+	match := flag.String("only", "", "run only the cases whose faults' description contains this")
+	calls := flag.Bool("calls", false, "with -v, print each case's calls")
+	jsonOut := flag.String("json", "", "write every case's result to this file")
+	verbose := flag.Bool("v", false, "print each case as it ends")
+	flag.Parse()
+
+	root, err := repo.Root()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "failpoints:", err)
+		return 1
+	}
+	o.Root = root
+	if *only != "" {
+		for _, w := range failpoints.Worlds() {
+			for _, name := range strings.Split(*only, ",") {
+				if w.Name == strings.TrimSpace(name) {
+					o.Worlds = append(o.Worlds, w)
+				}
+			}
+		}
+		if len(o.Worlds) == 0 {
+			fmt.Fprintf(os.Stderr, "failpoints: -worlds %q names no world\n", *only)
+			return 2
+		}
+	}
+	o.DiscoverOnly, o.SinglesOnly = *discover, *singles
+	if *match != "" {
+		o.Only = func(s failpoints.Spec) bool {
+			var fs []string
+			for _, f := range s.Faults {
+				fs = append(fs, f.String())
+			}
+			return strings.Contains(strings.Join(fs, ", then "), *match)
+		}
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	emu, err := emulator.FromEnv(ctx, emulator.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "failpoints:", err)
+		return 1
+	}
+	defer emu.Stop()
+	o.Endpoints = emu.Endpoints
+	start := time.Now()
+	o.Progress = func(done, total int, r failpoints.Result) {
+		if *verbose || !r.OK() {
+			faults := "no fault"
+			if len(r.Faults) > 0 {
+				var fs []string
+				for _, f := range r.Faults {
+					fs = append(fs, f.String())
+				}
+				faults = strings.Join(fs, ", then ")
+			}
+			status := r.Outcome
+			if !r.OK() {
+				status = "FAILED: " + r.Why + r.Err
+			}
+			fmt.Fprintf(os.Stderr, "[%d/%d %s] %s: %s: %s (%s)\n", done, total, time.Since(start).Round(time.Second), r.World.Name, faults, status, r.Elapsed.Round(100*time.Millisecond))
+			if *calls {
+				for _, c := range r.Calls {
+					if c.Site.Call != "Query Events.unprocessed/pending" || c.N%16 == 1 {
+						fmt.Fprintf(os.Stderr, "    %7s %s #%d %s\n", c.At.Round(10*time.Millisecond), c.Site, c.N, c.Injected)
+					}
+				}
+			}
+		}
+	}
+	rep, err := failpoints.Run(ctx, o)
+	if rep != nil && *discover {
+		for _, d := range rep.Discovery {
+			fmt.Printf("== %s (%s)\n", d.World.Name, d.Outcome)
+			for _, c := range d.Calls {
+				fmt.Printf("  %6s  %s #%d\n", c.At.Round(10*time.Millisecond), c.Site, c.N)
+			}
+		}
+	}
+	if rep != nil && !*discover {
+		rep.Markdown(os.Stdout)
+		if *write {
+			if werr := rep.Write(filepath.Join(root, "docs", "reliability.md")); werr != nil {
+				fmt.Fprintln(os.Stderr, "failpoints:", werr)
+				return 1
+			}
+		}
+		if *jsonOut != "" {
+			b, _ := json.MarshalIndent(rep, "", "  ")
+			_ = os.WriteFile(*jsonOut, b, 0o644)
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "failpoints:", err)
+		return 1
+	}
+	if rep != nil && len(rep.Failed()) > 0 {
+		fmt.Fprintf(os.Stderr, "failpoints: %d cases broke an invariant\n", len(rep.Failed()))
+		return 1
+	}
+	return 0
+}

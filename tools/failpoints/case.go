@@ -1,0 +1,323 @@
+package failpoints
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
+)
+
+// Limit bounds one case: longer than the processor's whole retry budget,
+// the stuck sweep's delay and a few reconciler periods together, so an
+// event the pipeline can still finish is finished within it.
+var Limit = 100 * time.Second
+
+// Spec is one case: a world and the faults injected into it.
+type Spec struct {
+	World  World   `json:"world"`
+	Faults []Fault `json:"faults"`
+}
+
+// Result is what one case did.
+type Result struct {
+	Spec
+	// Outcome is where the event ended (Outcome*).
+	Outcome string `json:"outcome"`
+	// Lost, Doubled, Silent and Disagree say which invariant broke.
+	Lost     bool `json:"lost,omitempty"`
+	Doubled  bool `json:"doubled,omitempty"`
+	Silent   bool `json:"silent,omitempty"`
+	Disagree bool `json:"disagree,omitempty"`
+	// Why explains a broken invariant.
+	Why string `json:"why,omitempty"`
+	// Calls are the calls the case's functions made, in order.
+	Calls []Call `json:"-"`
+	// CallCount is len(Calls), in the report's JSON.
+	CallCount int `json:"calls"`
+	// Unfired are faults whose point the case never reached.
+	Unfired []Fault       `json:"unfired,omitempty"`
+	Elapsed time.Duration `json:"elapsed"`
+	Err     string        `json:"error,omitempty"`
+}
+
+// OK reports whether every invariant held.
+func (r Result) OK() bool { return !r.Lost && !r.Doubled && !r.Silent && !r.Disagree && r.Err == "" }
+
+// The outcomes of a case whose invariants held.
+const (
+	// OutcomeProcessed: the event ended processed.
+	OutcomeProcessed = "processed"
+	// OutcomePerson: it ended failed_permanent or dead_lettered, with its
+	// payload readable and a metric an alarm watches counting it.
+	OutcomePerson = "needs a person"
+	// OutcomeUnacked: the sender gave up without a 2xx, no record exists
+	// and nothing in the world would repair it: the sender's own log shows
+	// the failure (not the pipeline's loss).
+	OutcomeUnacked = "unacknowledged"
+)
+
+// run runs one case.
+func (e *env) run(ctx context.Context, spec Spec) Result {
+	start := time.Now()
+	res := Result{Spec: spec}
+	w := spec.World
+	d, err := w.sample(e.root, newEventID(w.Provider), time.Now())
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	s, err := e.start(ctx, w, d.typ, spec.Faults)
+	if err != nil {
+		res.Err = err.Error()
+		return res
+	}
+	if w.Provider == event.ProviderStripe {
+		if err := s.stripe.Add(d.body); err != nil {
+			s.stop()
+			res.Err = err.Error()
+			return res
+		}
+	}
+	snd := &sender{w: w, d: d, url: s.gateway.URL + "/webhooks/" + w.Provider, github: s.github}
+	ctx, cancel := context.WithTimeout(ctx, Limit)
+	defer cancel()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		snd.run(ctx)
+	}()
+	e.settle(ctx, s, snd, d)
+	cancel()
+	wg.Wait()
+	s.halt()
+	res.Calls = s.tap.recorded()
+	res.CallCount = len(res.Calls)
+	res.Unfired = s.tap.unfired()
+	e.check(&res, s, snd, d)
+	s.remove()
+	res.Elapsed = time.Since(start)
+	return res
+}
+
+// settle waits until the world is quiet for the event, or the case's time
+// is up: the sender done, the record finished, the queue empty, and a
+// reconciler run since, which finds nothing more to do. (A GitHub delivery
+// whose attempt failed after the receiver stored it whole stays failed in
+// GitHub's log, and needs no redelivery: its record is what settles it.)
+func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
+	events := &store.Events{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["EventsTable"]}
+	q := sqs.NewFromConfig(e.direct)
+	queue := s.res.Queues["WebhookQueue"].URL
+	// quietFrom is the count of runs started when the world went quiet;
+	// -1 while it is not. Each look costs the emulator two requests at
+	// most, and none while the sender is still at work.
+	quietFrom, faults := -1, 0
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(400 * time.Millisecond):
+		}
+		if !snd.done() {
+			quietFrom = -1
+			continue
+		}
+		if n, err := depth(ctx, q, queue); err != nil || n > 0 {
+			quietFrom = -1
+			continue
+		}
+		held, err := events.Held(ctx, s.w.Provider, []string{d.id})
+		if h, ok := held[d.id]; err != nil || !ok || h.Status.Pending() {
+			quietFrom = -1
+			continue
+		}
+		started, ended := s.reconcilerRuns()
+		switch {
+		case quietFrom < 0 || s.tap.injected() != faults:
+			// Quiet (again, after a fault since: the world goes on after
+			// it): nothing is due before the reconciler's next run, so the
+			// world's time runs on to it at once.
+			quietFrom, faults = started, s.tap.injected()
+			s.runSoon()
+		case ended > quietFrom:
+			// A run that started after the world went quiet has ended,
+			// and found nothing to do.
+			return
+		}
+	}
+}
+
+// depth counts a queue's messages, visible, in flight or delayed.
+func depth(ctx context.Context, q *sqs.Client, url string) (int, error) {
+	out, err := q.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []sqstypes.QueueAttributeName{
+		sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible,
+		sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed,
+	}})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		var x int
+		fmt.Sscan(v, &x)
+		n += x
+	}
+	return n, nil
+}
+
+// sender is the provider's side of one delivery: its attempts and what
+// they were answered.
+type sender struct {
+	w      World
+	d      delivery
+	url    string
+	github *githubfake.Server
+
+	mu       sync.Mutex
+	answers  []int
+	finished bool
+}
+
+func (s *sender) run(ctx context.Context) {
+	defer func() {
+		s.mu.Lock()
+		s.finished = true
+		s.mu.Unlock()
+	}()
+	if s.github != nil {
+		ev, action, _ := strings.Cut(s.d.typ, ".")
+		dl := s.github.Send(ctx, githubfake.RepoHook("acme", "shop", 1), s.d.id, ev, action, s.d.body)
+		s.answer(dl.StatusCode)
+		return
+	}
+	for i := 0; ; i++ {
+		status := s.post(ctx)
+		s.answer(status)
+		if status >= 200 && status < 300 || i >= len(s.w.Sender.Retries) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(scaled(s.w.Sender.Retries[i])):
+		}
+	}
+}
+
+func (s *sender) answer(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.answers = append(s.answers, status)
+}
+
+// post makes one attempt, signed anew as the provider signs each, and
+// returns its status (0 for no answer).
+func (s *sender) post(ctx context.Context) int {
+	now := time.Now()
+	headers := map[string]string{}
+	if s.w.Provider == event.ProviderStripe {
+		headers["Stripe-Signature"] = provider.SignStripe(s.d.body, stripeSecret, now)
+	} else {
+		h, err := provider.Sign(s.w.Provider, providerSecret, provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", Body: s.d.body, Now: now})
+		if err != nil {
+			return 0
+		}
+		headers = h
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(s.d.body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// done reports whether the sender has nothing more to send by itself.
+func (s *sender) done() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.finished
+}
+
+// acked reports whether any attempt was answered 2xx: for GitHub, any
+// attempt GitHub made, redeliveries included.
+func (s *sender) acked() bool {
+	if s.github != nil {
+		s.github.Flush()
+		for _, d := range s.github.Deliveries(githubfake.RepoHook("acme", "shop", 1)) {
+			if d.GUID == s.d.id && d.StatusCode >= 200 && d.StatusCode < 300 {
+				return true
+			}
+		}
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.answers {
+		if a >= 200 && a < 300 {
+			return true
+		}
+	}
+	return false
+}
+
+// attempts is how many attempts the provider made.
+func (s *sender) attempts() int {
+	if s.github != nil {
+		n := 0
+		for _, d := range s.github.Deliveries(githubfake.RepoHook("acme", "shop", 1)) {
+			if d.GUID == s.d.id {
+				n++
+			}
+		}
+		return n
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.answers)
+}
+
+func newID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newEventID is a fresh id shaped like the provider's.
+func newEventID(p string) string {
+	id := newID()
+	switch p {
+	case event.ProviderStripe:
+		return "evt_fp" + id
+	case provider.GitHub:
+		return id[:8] + "-" + id[8:12] + "-4" + id[13:16] + "-a" + newID()[:3] + "-" + newID()[:12]
+	}
+	return "msg_fp" + id
+}

@@ -1,0 +1,364 @@
+package failpoints
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
+	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
+)
+
+// Options configure an enumeration.
+type Options struct {
+	// Endpoints are the AWS emulators'.
+	Endpoints emulator.Endpoints
+	// Root is the repository's root (template.yaml, the samples).
+	Root string
+	// Worlds are the worlds enumerated; Worlds() when nil.
+	Worlds []World
+	// Pairs is how many pairs of faults are run, sampled with Seed from
+	// every pair on one event's path (the calls a single fault's case made
+	// after it); 0 runs none, a negative number all of them.
+	Pairs int
+	Seed  uint64
+	// Workers is how many cases run at once.
+	Workers int
+	// SinglesOnly stops after the single faults; DiscoverOnly after the
+	// fault-free runs.
+	SinglesOnly, DiscoverOnly bool
+	// Only, when set, keeps the cases it accepts (the fault-free runs are
+	// always run).
+	Only func(Spec) bool
+	// Progress, when set, is called after each case.
+	Progress func(done, total int, r Result)
+}
+
+// Report is what an enumeration ran and found.
+type Report struct {
+	Worlds []World
+	// Discovery is each world's fault-free run.
+	Discovery []Result
+	// Singles are the cases of one fault: every discovered failure point
+	// with every kind that applies to it.
+	Singles []Result
+	// Pairs are the cases of two faults run, sampled with Seed from every
+	// pair on one event's path: SampledFaultPath of the FaultPathPairs
+	// whose second fault is on a call only the first fault reaches (a site
+	// the fault-free run never called: an error path), and the rest of the
+	// OtherPairs.
+	Pairs                                        []Result
+	FaultPathPairs, OtherPairs, SampledFaultPath int
+	Seed                                         uint64
+	Elapsed                                      time.Duration
+}
+
+// Totals counts the cases and the broken invariants, over singles and
+// pairs (the fault-free runs are the discovery, not cases).
+func (r *Report) Totals() (cases, lost, doubled, silent, disagree int) {
+	for _, set := range [][]Result{r.Singles, r.Pairs} {
+		for _, c := range set {
+			cases++
+			if c.Lost || c.Err != "" {
+				lost++
+			}
+			if c.Doubled {
+				doubled++
+			}
+			if c.Silent {
+				silent++
+			}
+			if c.Disagree {
+				disagree++
+			}
+		}
+	}
+	return
+}
+
+// Failed returns the cases whose invariants broke, the fault-free runs
+// included.
+func (r *Report) Failed() []Result {
+	var out []Result
+	for _, set := range [][]Result{r.Discovery, r.Singles, r.Pairs} {
+		for _, c := range set {
+			if !c.OK() {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// Run enumerates: it runs each world once without a fault, recording
+// every call of every function (the failure points: nothing lists them
+// but the code's own calls), then each failure point with each fault
+// kind, then pairs of faults, and checks the invariants after each case.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	start := time.Now()
+	if o.Worlds == nil {
+		o.Worlds = Worlds()
+	}
+	if o.Workers <= 0 {
+		o.Workers = 8
+	}
+	e := &env{endpoints: o.Endpoints, root: o.Root, template: filepath.Join(o.Root, "template.yaml")}
+	var err error
+	if e.direct, err = emulator.Config(ctx, o.Endpoints); err != nil {
+		return nil, err
+	}
+	tmpl, err := template.Load(e.template, nil)
+	if err != nil {
+		return nil, err
+	}
+	e.alarms = loadAlarms(tmpl)
+	if err := e.warm(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.seed(ctx); err != nil {
+		return nil, err
+	}
+	rep := &Report{Worlds: o.Worlds, Seed: o.Seed}
+
+	var discovery []Spec
+	for _, w := range o.Worlds {
+		discovery = append(discovery, Spec{World: w})
+	}
+	rep.Discovery = e.runAll(ctx, discovery, o, 0, len(discovery))
+	for _, r := range rep.Discovery {
+		if !r.OK() || r.Outcome != OutcomeProcessed {
+			return rep, fmt.Errorf("failpoints: the fault-free run of %s did not end processed: %s %s %s", r.World.Name, r.Outcome, r.Why, r.Err)
+		}
+	}
+	if o.DiscoverOnly {
+		rep.Elapsed = time.Since(start)
+		return rep, ctx.Err()
+	}
+
+	var singles []Spec
+	for _, d := range rep.Discovery {
+		for _, site := range sites(d.Calls) {
+			for _, k := range Kinds {
+				if applies(k, site) {
+					singles = append(singles, Spec{World: d.World, Faults: []Fault{{Point: Point{Site: site, N: 1}, Kind: k}}})
+				}
+			}
+		}
+	}
+	singles = keep(singles, o.Only)
+	rep.Singles = e.runAll(ctx, singles, o, 0, len(singles)+max(o.Pairs, 0))
+	if ctx.Err() != nil || o.SinglesOnly {
+		rep.Elapsed = time.Since(start)
+		return rep, ctx.Err()
+	}
+
+	known := map[string]map[Site]bool{}
+	for _, d := range rep.Discovery {
+		known[d.World.Name] = map[Site]bool{}
+		for _, s := range sites(d.Calls) {
+			known[d.World.Name][s] = true
+		}
+	}
+	fault, others := pairs(rep.Singles, known)
+	fault, others = keep(fault, o.Only), keep(others, o.Only)
+	rep.FaultPathPairs, rep.OtherPairs = len(fault), len(others)
+	// Two thirds of the budget for the pairs whose second fault is on an
+	// error path, the rest (and what they leave) for the others.
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	budget := o.Pairs
+	if budget < 0 {
+		budget = len(fault) + len(others)
+	}
+	nf := min(len(fault), budget*2/3)
+	no := min(len(others), budget-nf)
+	nf = min(len(fault), budget-no)
+	chosen := append(sample(rng, fault, nf), sample(rng, others, no)...)
+	rep.SampledFaultPath = nf
+	rep.Pairs = e.runAll(ctx, chosen, o, len(singles), len(singles)+len(chosen))
+	rep.Elapsed = time.Since(start)
+	return rep, ctx.Err()
+}
+
+// sites returns the distinct sites of calls, in the order first called.
+func sites(calls []Call) []Site {
+	var out []Site
+	seen := map[Site]bool{}
+	for _, c := range calls {
+		if !seen[c.Site] {
+			seen[c.Site] = true
+			out = append(out, c.Site)
+		}
+	}
+	return out
+}
+
+// pairs are the cases of two faults on one event's path: for each single
+// fault's case, every call it made after its fault (a site and its
+// occurrence there), with every kind that applies. Those whose second
+// site is not among its world's known sites (the fault-free run's) are
+// on a path only the first fault opened: fault; the rest: others.
+func pairs(singles []Result, known map[string]map[Site]bool) (fault, others []Spec) {
+	seen := map[string]bool{}
+	for _, r := range singles {
+		if len(r.Faults) != 1 || len(r.Unfired) > 0 {
+			continue
+		}
+		first := r.Faults[0]
+		var at time.Duration = -1
+		for _, c := range r.Calls {
+			if c.Point == first.Point {
+				at = c.At
+			}
+		}
+		if at < 0 {
+			continue
+		}
+		after := map[Site]bool{}
+		for _, c := range r.Calls {
+			if c.At <= at || c.Point == first.Point || after[c.Site] {
+				continue
+			}
+			// The first call of each site after the fault: a later one of
+			// the same site is the same failure point met again.
+			after[c.Site] = true
+			for _, k := range Kinds {
+				if !applies(k, c.Site) {
+					continue
+				}
+				second := Fault{Point: c.Point, Kind: k}
+				key := r.World.Name + "|" + first.String() + "|" + second.String()
+				if seen[key] {
+					continue
+				}
+				seen[key] = true
+				spec := Spec{World: r.World, Faults: []Fault{first, second}}
+				if known[r.World.Name][c.Site] {
+					others = append(others, spec)
+				} else {
+					fault = append(fault, spec)
+				}
+			}
+		}
+	}
+	return fault, others
+}
+
+// keep returns the specs only accepts (all when only is nil).
+func keep(specs []Spec, only func(Spec) bool) []Spec {
+	if only == nil {
+		return specs
+	}
+	var out []Spec
+	for _, s := range specs {
+		if only(s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// sample returns n of specs drawn by rng, in their order.
+func sample(rng *rand.Rand, specs []Spec, n int) []Spec {
+	if n >= len(specs) {
+		return specs
+	}
+	idx := rng.Perm(len(specs))[:n]
+	sort.Ints(idx)
+	out := make([]Spec, n)
+	for i, j := range idx {
+		out[i] = specs[j]
+	}
+	return out
+}
+
+// runAll runs specs on o.Workers workers, in order of results.
+func (e *env) runAll(ctx context.Context, specs []Spec, o Options, done0, total int) []Result {
+	out := make([]Result, len(specs))
+	work := make(chan int)
+	var mu sync.Mutex
+	done := done0
+	var wg sync.WaitGroup
+	for range min(o.Workers, max(len(specs), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				out[i] = e.run(ctx, specs[i])
+				if o.Progress != nil {
+					mu.Lock()
+					done++
+					o.Progress(done, total, out[i])
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := range specs {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	return out
+}
+
+// warm waits until each service of the emulator answers: its first
+// request of a service loads that service, which on a busy machine takes
+// longer than a client waits.
+func (e *env) warm(ctx context.Context) error {
+	db, q, p := dynamodb.NewFromConfig(e.direct), sqs.NewFromConfig(e.direct), ssm.NewFromConfig(e.direct)
+	calls := []func() error{
+		func() error { _, err := db.ListTables(ctx, &dynamodb.ListTablesInput{}); return err },
+		func() error { _, err := q.ListQueues(ctx, &sqs.ListQueuesInput{}); return err },
+		func() error { _, err := p.DescribeParameters(ctx, &ssm.DescribeParametersInput{}); return err },
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, call := range calls {
+		for {
+			err := call()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				return fmt.Errorf("failpoints: the emulator does not answer: %w", err)
+			}
+			time.Sleep(time.Second)
+		}
+	}
+	return nil
+}
+
+// seed stores the world's secrets where the template's parameters (as the
+// cases override them) name them.
+func (e *env) seed(ctx context.Context) error {
+	c := ssm.NewFromConfig(e.direct)
+	put := func(name, value string) error {
+		_, err := c.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(name), Value: aws.String(value),
+			Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)})
+		return err
+	}
+	errs := []error{put(secretsParameter(event.ProviderStripe), stripeSecret), put(apiKeyParameter, apiKey)}
+	for _, p := range event.Providers {
+		if p != event.ProviderStripe {
+			errs = append(errs, put(secretsParameter(p), providerSecret))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("failpoints: store the secrets: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,142 @@
+package failpoints
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Markers bound the report in docs/reliability.md, which Write replaces.
+const (
+	BeginMarker = "<!-- failpoints:begin -->"
+	EndMarker   = "<!-- failpoints:end -->"
+)
+
+// TotalsLine is the report's last line: "N cases, L lost, D doubled, S
+// silent".
+func (r *Report) TotalsLine() string {
+	cases, lost, doubled, silent, _ := r.Totals()
+	return fmt.Sprintf("%d cases, %d lost, %d doubled, %d silent", cases, lost, doubled, silent)
+}
+
+// cell is a case's outcome in a table cell.
+func cell(c Result) string {
+	switch {
+	case c.Err != "":
+		return "**ERROR**: " + c.Err
+	case c.Lost:
+		return "**LOST**: " + c.Why
+	case c.Doubled:
+		return "**DOUBLED**: " + c.Why
+	case c.Silent:
+		return "**SILENT**: " + c.Why
+	case c.Disagree:
+		return "**DLQ DISAGREES**: " + c.Why
+	case len(c.Unfired) > 0:
+		return c.Outcome + " (point not reached)"
+	}
+	return c.Outcome
+}
+
+// Markdown writes the report: the worlds, one table per world (each call
+// its functions made, by fault kind), the pairs, and the totals.
+func (r *Report) Markdown(out io.Writer) {
+	w := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
+	cases, lost, doubled, silent, disagree := r.Totals()
+	w("%d failure points discovered in %d worlds. %d cases of one fault; %d of two, sampled with seed %d from the %d pairs on one event's path: %d of the %d whose second fault is on a call only the first one reaches, %d of the other %d. Run in %s.\n\n",
+		r.points(), len(r.Worlds), len(r.Singles), len(r.Pairs), r.Seed, r.FaultPathPairs+r.OtherPairs,
+		r.SampledFaultPath, r.FaultPathPairs, len(r.Pairs)-r.SampledFaultPath, r.OtherPairs, r.Elapsed.Round(time.Second))
+	w("| world | its sender | failure points | calls in the fault-free run |\n|---|---|---|---|\n")
+	for _, d := range r.Discovery {
+		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Sender.Says, len(sites(d.Calls)), len(d.Calls))
+	}
+	w("\n")
+	for _, d := range r.Discovery {
+		w("**%s**\n\n| function | service | call | fail | lost | kill | refuse |\n|---|---|---|---|---|---|---|\n", d.World.Name)
+		for _, s := range sites(d.Calls) {
+			row := map[Kind]string{}
+			for _, c := range r.Singles {
+				if c.World.Name == d.World.Name && c.Faults[0].Site == s {
+					row[c.Faults[0].Kind] = cell(c)
+				}
+			}
+			for _, k := range Kinds {
+				if !applies(k, s) {
+					row[k] = "–"
+				}
+			}
+			w("| %s | %s | `%s` | %s | %s | %s | %s |\n", s.Function, s.Service, s.Call, row[Fail], row[Lost], row[Kill], row[Refuse])
+		}
+		w("\n")
+	}
+	outcomes := map[string]int{}
+	for _, c := range r.Pairs {
+		outcomes[cell(c)]++
+	}
+	w("Pairs of faults (%d run of %d):", len(r.Pairs), r.FaultPathPairs+r.OtherPairs)
+	for _, o := range sortedKeys(outcomes) {
+		if !strings.HasPrefix(o, "**") {
+			w(" %d %s;", outcomes[o], o)
+		}
+	}
+	w("\n\n")
+	for _, c := range r.Pairs {
+		if !c.OK() {
+			w("- %s: %s then %s: %s\n", c.World.Name, c.Faults[0], c.Faults[1], cell(c))
+		}
+	}
+	w("\n%s", r.TotalsLine())
+	if disagree > 0 {
+		w(", %d where the store and the DLQ disagree", disagree)
+	}
+	w(".\n")
+	_ = cases + lost + doubled + silent
+}
+
+func (r *Report) points() int {
+	n := 0
+	for _, d := range r.Discovery {
+		n += len(sites(d.Calls))
+	}
+	return n
+}
+
+func sortedKeys(m map[string]int) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+// Write replaces the report between BeginMarker and EndMarker in the file
+// at path.
+func (r *Report) Write(path string) error {
+	doc, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	b, rest, ok := bytes.Cut(doc, []byte(BeginMarker))
+	_, after, ok2 := bytes.Cut(rest, []byte(EndMarker))
+	if !ok || !ok2 {
+		return errors.New("failpoints: " + path + " has no " + BeginMarker + " ... " + EndMarker)
+	}
+	var buf bytes.Buffer
+	buf.Write(b)
+	buf.WriteString(BeginMarker + "\n")
+	r.Markdown(&buf)
+	buf.WriteString(EndMarker)
+	buf.Write(after)
+	return os.WriteFile(path, buf.Bytes(), 0o644)
+}

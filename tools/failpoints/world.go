@@ -1,0 +1,150 @@
+package failpoints
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+)
+
+// Scale is how much faster than the world's own clock a case runs: one
+// second of a case is Scale seconds of the providers', the reconciler's
+// and the processor's time (a 10-minute reconciler period takes 2 s). SQS
+// counts delays in whole seconds, so the processor's first backoff is 1 s,
+// five times its share; everything else keeps its proportion.
+const Scale = 300
+
+// scaled is d of the world's time in a case's time, at least 50 ms.
+func scaled(d time.Duration) time.Duration { return max(d/Scale, 50*time.Millisecond) }
+
+// A World is one provider's side of the pipeline as the enumeration drives
+// it: who sends its deliveries and how that sender retries, and what the
+// processor can read a payload from.
+type World struct {
+	// Name names the world in the report: the provider's name, with a
+	// suffix for a variant ("stripe-no-api-key").
+	Name string
+	// Provider is the provider's name in keys and in /webhooks/{provider}.
+	Provider string
+	// APIKey: the processor reads a Stripe event stored without its
+	// payload from Stripe's API, and the reconciler lists Stripe's events.
+	// Without it the reconciler's listing is refused (401) every run: a
+	// deployment whose key is missing still sweeps stuck records.
+	APIKey bool
+	Sender Sender
+}
+
+// Sender is the model of a provider's sender: what it does after an
+// attempt that got no 2xx.
+type Sender struct {
+	// Retries are the waits before each retry, in the provider's time;
+	// none: it never retries by itself.
+	Retries []time.Duration
+	// Redelivers: it keeps its deliveries and redelivers one when asked
+	// (GitHub; the reconciler asks), instead of retrying.
+	Redelivers bool
+	// Says is the model in one line, for the report.
+	Says string
+}
+
+// Senders are the retry models of the providers this enumeration knows;
+// a provider without one (added later) gets DefaultSender.
+var Senders = map[string]Sender{
+	event.ProviderStripe: {
+		// Stripe publishes no intervals: "up to three days, with an
+		// exponential back off". Modelled on the intervals reported for
+		// live mode: 5 min, 30 min, 1 h, 2 h, then doubling to 24 h.
+		Retries: []time.Duration{5 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour, 4 * time.Hour,
+			8 * time.Hour, 16 * time.Hour, 24 * time.Hour, 24 * time.Hour},
+		Says: "retries a non-2xx for 3 days, backing off (modelled: 5 min, 30 min, 1 h, 2 h, ... 24 h)",
+	},
+	provider.GitHub: {
+		Redelivers: true,
+		Says:       "never retries; keeps each delivery 3 days and redelivers it when the reconciler asks",
+	},
+	provider.Shopify: {
+		// "8 times over the next 4 hours"; the intervals are unpublished,
+		// so they are modelled even.
+		Retries: slices.Repeat([]time.Duration{30 * time.Minute}, 8),
+		Says:    "retries 8 times over 4 hours (modelled: every 30 min)",
+	},
+	provider.Standard: DefaultSender,
+}
+
+// DefaultSender is the Standard Webhooks reference schedule (Svix's):
+// retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. A provider
+// with no model of its own is enumerated with it.
+var DefaultSender = Sender{
+	Retries: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+		5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
+	Says: "retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (the Standard Webhooks schedule)",
+}
+
+// Worlds are the worlds enumerated: one per provider the tables may hold
+// (event.Providers), Stripe's twice, with and without an API key. A
+// provider added to that list joins with its sender's model (Senders,
+// else DefaultSender) and its first sample delivery (Samples).
+func Worlds() []World {
+	var out []World
+	for _, p := range event.Providers {
+		s, ok := Senders[p]
+		if !ok {
+			s = DefaultSender
+		}
+		if p == event.ProviderStripe {
+			out = append(out, World{Name: p, Provider: p, APIKey: true, Sender: s})
+			out = append(out, World{Name: p + "-no-api-key", Provider: p, Sender: s})
+			continue
+		}
+		out = append(out, World{Name: p, Provider: p, Sender: s})
+	}
+	return out
+}
+
+// Samples is where the sample deliveries of the providers other than
+// Stripe are, one directory per provider, a file per type (a Shopify
+// topic's "/" a directory): those inboxctl send sends.
+var Samples = filepath.Join("internal", "cli", "testdata", "samples")
+
+// delivery is the one event a case sends.
+type delivery struct {
+	id, typ string
+	body    []byte
+}
+
+// sample returns a delivery of w's provider with id, created now: Stripe's
+// from Stripe's own sample objects, the others' the first sample (by
+// name) of the provider's directory under root.
+func (w World) sample(root, id string, now time.Time) (delivery, error) {
+	if w.Provider == event.ProviderStripe {
+		const typ = "customer.subscription.updated"
+		body, err := stripefixture.Build(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id})
+		return delivery{id: id, typ: typ, body: body}, err
+	}
+	dir := filepath.Join(root, Samples, w.Provider)
+	var files []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
+			files = append(files, p)
+		}
+		return err
+	})
+	if err != nil || len(files) == 0 {
+		return delivery{}, fmt.Errorf("failpoints: no sample delivery of %s in %s: %v", w.Provider, dir, err)
+	}
+	slices.Sort(files)
+	body, err := os.ReadFile(files[0])
+	if err != nil {
+		return delivery{}, err
+	}
+	rel, _ := filepath.Rel(dir, files[0])
+	typ := strings.TrimSuffix(filepath.ToSlash(rel), ".json")
+	return delivery{id: id, typ: typ, body: body}, nil
+}
