@@ -156,7 +156,7 @@ test-browser: venv
 	  else \
 	    echo "test-browser: no chromium: install Debian's with 'sudo apt-get install -y chromium' (as root, make test-browser installs it itself)"; exit 1; \
 	  fi; }
-	$(GO) run ./tools/cmd/withemulator -- $(GO) test -tags browser -race -count=1 -timeout 5m ./e2e/browser $(BROWSER_FLAGS)
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test -tags browser -race -count=1 -timeout 8m ./e2e/browser $(BROWSER_FLAGS)
 
 ## drills: the seven failure drills, and the kill and throttling drills (also part of make test)
 drills: venv

@@ -115,7 +115,7 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 
 	// make dev's stack, in this process so that the effect is the test's:
-	// a failed attempt comes back after 20 s (RETRY_BACKOFF_BASE), the
+	// a failed attempt comes back after 75 s (RETRY_BACKOFF_BASE), the
 	// second one dead-letters (MaxReceiveCount 2), and the reconciler runs
 	// every 2 s against a Stripe stand-in holding one event that never
 	// arrived by webhook.
@@ -137,7 +137,7 @@ func TestConsoleInChromium(t *testing.T) {
 		Prefix:    prefix,
 		Addr:      "127.0.0.1:0",
 		Env: map[string]string{
-			"RETRY_BACKOFF_BASE": "20s", "STRIPE_API_BASE": fake.URL,
+			"RETRY_BACKOFF_BASE": "75s", "STRIPE_API_BASE": fake.URL,
 			"RECONCILE_SETTLE": "1s", "RECONCILE_SINCE": "1h",
 		},
 		Effects:        reg,
@@ -213,7 +213,7 @@ func TestConsoleInChromium(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(alloc)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 150*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 300*time.Second)
 	defer cancel()
 
 	// The token is required: without it, and with a wrong one, 401.
@@ -255,6 +255,18 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	checkAccessible(t, ctx, "events")
 	fits(t, ctx, "events")
+
+	// The reconciler: checkpoints and runs, one of which found the event
+	// that never arrived. Seen now, while that run is among the last
+	// store.MaxRuns (it runs every 2 s; the waits below are longer).
+	open(t, ctx, base+"/reconciler")
+	if page = bodyText(t, ctx); !strings.Contains(page, "Last runs") || !strings.Contains(page, "complete") || !strings.Contains(page, "Checkpoints") {
+		t.Errorf("reconciler page: got\n%s", page)
+	}
+	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("td.num.bad")].some(td => td.textContent.trim() === "1")`)); err != nil || !found {
+		t.Errorf("reconciler page: no run shows the missing event it found (%v)", err)
+	}
+	shot.save(ctx, "13_reconciler")
 
 	// The browser now holds the console's cookie. Another web server on the
 	// same loopback host (cookies ignore ports), visited at any path but
@@ -392,17 +404,6 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("customer page: got\n%s", page)
 	}
 	shot.save(ctx, "12_customer")
-
-	// The reconciler: checkpoints and runs, one of which found the event
-	// that never arrived.
-	open(t, ctx, base+"/reconciler")
-	if page = bodyText(t, ctx); !strings.Contains(page, "Last runs") || !strings.Contains(page, "complete") || !strings.Contains(page, "Checkpoints") {
-		t.Errorf("reconciler page: got\n%s", page)
-	}
-	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("td.num.bad")].some(td => td.textContent.trim() === "1")`)); err != nil || !found {
-		t.Errorf("reconciler page: no run shows the missing event it found (%v)", err)
-	}
-	shot.save(ctx, "13_reconciler")
 
 	// Phone width: nothing wider than the screen, the events as cards.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
