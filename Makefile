@@ -222,7 +222,8 @@ bench: venv rie
 ## the items the code really writes, priced by DynamoDB's published rules
 ## and template.yaml's own indexes; $ per million events line by line, the
 ## fixed monthly cost beside the hosted alternatives, and the hottest key at
-## 3,000 events a second. The last three lines are issue 13's targets.
+## 3,000 events a second. The last three lines are the figures with targets:
+## write units per event, $ per million events, the hottest key's WU/s.
 cost: venv
 	@$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/cost
 

@@ -2,8 +2,8 @@ package version
 
 import "runtime"
 
-// Version is the release this code is, as CHANGELOG.md names it: minor
-// versions follow the issue that made them (0.17.0 is issue 17).
+// Version is the release this code is, as CHANGELOG.md names it (its
+// preamble says how the numbers are chosen).
 const Version = "0.17.0"
 
 // String is the version with the Go release and platform it was built

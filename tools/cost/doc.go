@@ -64,5 +64,5 @@
 // cost, the hosted alternatives at the same volumes, and the write units a
 // second that the hottest partition-key value of each table and index
 // receives at a steady 3,000 events a second. Its last three lines are the
-// figures issue 13 sets targets for.
+// figures with targets (docs/performance.md).
 package cost

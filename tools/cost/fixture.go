@@ -13,7 +13,7 @@ type EventSize struct {
 	set  map[string]any
 }
 
-// The two events issue 13 prices. Both are built from Stripe's own sample
+// The two events the meter prices. Both are built from Stripe's own sample
 // objects and pretty-printed as Stripe sends them, so their sizes are
 // realistic: a customer.updated of about 2.6 KB (the sample customer with
 // the contact details, address, shipping and metadata a SaaS keeps), and

@@ -76,12 +76,12 @@ func (h Hosted) Monthly(events float64) (float64, bool) {
 	return h.Base + max(0, events-h.Included)/1e6*h.PerMillion, true
 }
 
-// HostedPlans are the alternatives issue 13 names, as published: each
+// HostedPlans are the hosted alternatives compared, as published: each
 // note says where and when the plan was transcribed. Where a figure is not
 // published, Monthly says so rather than guess.
 var HostedPlans = []Hosted{
 	{Name: "Hookdeck Team", Base: 39, Included: 10_000, PerMillion: 10,
-		Note: "$39/month with 10,000 events, metered beyond (transcribed from hookdeck.com/pricing on 2026-09-20); the metered rate, $10/M, is the one that gives issue 13's $48.90 at 1M"},
+		Note: "$39/month with 10,000 events, metered beyond (transcribed from hookdeck.com/pricing on 2026-09-20); the metered rate, $10/M, gives $48.90 at 1M"},
 	{Name: "Hookbase Business", Base: 79, Included: 2_000_000, Max: 2_000_000,
 		Note: "$79/month for up to 2M events, $39.50/M when full (transcribed from hookbase.app/pricing on 2026-10-18); above 2M: not published"},
 	{Name: "Svix Free", Base: 0, Included: 50_000, PerMillion: 100,

@@ -27,7 +27,7 @@ func TestHostedPlansSayWhatIsNotPublished(t *testing.T) {
 		want   float64
 		ok     bool
 	}{
-		// Issue 13's own figure for Hookdeck Team at 1M events a month.
+		// The published figure for Hookdeck Team at 1M events a month.
 		{"Hookdeck Team", 1e6, 48.90, true},
 		{"Hookbase Business", 1e6, 79, true},
 		{"Hookbase Business", 10e6, 0, false},

@@ -11,8 +11,8 @@ import (
 	"time"
 )
 
-// Print writes the report. Its last three lines are the figures issue 13
-// sets targets for, exactly as
+// Print writes the report. Its last three lines are the figures with
+// targets (docs/performance.md), exactly as
 //
 //	WRU per processed event (2.6 KB): N
 //	total per million events (2.6 KB): $X.XX

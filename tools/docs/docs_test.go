@@ -81,7 +81,7 @@ func TestInboxctlExamples(t *testing.T) {
 }
 
 // TestReadmeIsShort holds the README to what a newcomer reads in five
-// minutes (issue 12): everything else belongs in docs/.
+// minutes: everything else belongs in docs/.
 func TestReadmeIsShort(t *testing.T) {
 	root, err := repo.Root()
 	if err != nil {
