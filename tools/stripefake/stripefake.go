@@ -48,6 +48,9 @@ type Request struct {
 	Query  url.Values
 	Status int
 	At     time.Time
+	// Account is the request's Stripe-Account header; Version its
+	// Stripe-Version.
+	Account, Version string
 }
 
 // Created returns the request's created[op] filter ("gte", "lt", ...; "" for
@@ -86,6 +89,69 @@ type Server struct {
 	faults   []int
 	hook     func(*http.Request)
 	key      string
+	// objects holds each object's raw JSON by objectKey.
+	objects map[objectKey]json.RawMessage
+}
+
+// objectKey names a stored object: its collection's path, the account
+// it belongs to ("" for the platform) and its id.
+type objectKey struct{ collection, account, id string }
+
+// collections maps the objects' types to their API paths.
+var collections = map[string]string{
+	"subscription":     "/v1/subscriptions",
+	"invoice":          "/v1/invoices",
+	"customer":         "/v1/customers",
+	"checkout.session": "/v1/checkout/sessions",
+	"product":          "/v1/products",
+	"price":            "/v1/prices",
+}
+
+// PutObject stores (or replaces) an object that its retrieve call serves
+// byte for byte: raw is its JSON, with id and object (the type, one of
+// the mirror's). account is the connected account it belongs to, "" for
+// the platform's own: a request for another account's object is answered
+// 404, as Stripe does.
+func (s *Server) PutObject(account string, raw []byte) error {
+	var head struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.ID == "" {
+		return fmt.Errorf("stripefake: put object: not an object with an id")
+	}
+	c, ok := collections[head.Object]
+	if !ok {
+		return fmt.Errorf("stripefake: put object %s: type %q is not served", head.ID, head.Object)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects == nil {
+		s.objects = map[objectKey]json.RawMessage{}
+	}
+	s.objects[objectKey{c, account, head.ID}] = append(json.RawMessage(nil), raw...)
+	return nil
+}
+
+// Retrievals returns the object retrieve requests answered so far.
+func (s *Server) Retrievals() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if _, _, ok := objectPath(r.Path); ok && r.Method == http.MethodGet {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// objectPath splits /v1/<collection>/<id> into its collection and id.
+func objectPath(path string) (collection, id string, ok bool) {
+	for _, c := range collections {
+		if rest, found := strings.CutPrefix(path, c+"/"); found && rest != "" && !strings.Contains(rest, "/") {
+			return c, rest, true
+		}
+	}
+	return "", "", false
 }
 
 type stored struct {
@@ -197,7 +263,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	status, body := s.answer(r)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now()})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now(),
+		Account: r.Header.Get("Stripe-Account"), Version: r.Header.Get("Stripe-Version")})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", time.Now().UnixNano()))
@@ -230,6 +297,13 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
 		}
 		return http.StatusOK, s.events[i].raw
+	}
+	if c, id, ok := objectPath(r.URL.Path); ok {
+		raw, found := s.objects[objectKey{c, r.Header.Get("Stripe-Account"), id}]
+		if !found {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such %s: '%s'", strings.TrimPrefix(c, "/v1/"), id), "id")
+		}
+		return http.StatusOK, raw
 	}
 	return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (GET: %s).", r.URL.Path), "")
 }
