@@ -3,6 +3,7 @@ package stripeapi_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -137,5 +138,60 @@ func TestNoRedirectIsFollowed(t *testing.T) {
 		if _, err := c.Fetch(context.Background(), "evt_1"); err == nil {
 			t.Errorf("client %v: fetch got no error, want the 302 refused", hc)
 		}
+	}
+}
+
+// TestListSubscriptionsListsCanceledOnesToo: Stripe's default list leaves
+// canceled subscriptions out; status=all lists them, page by page,
+// resumable after an id.
+func TestListSubscriptionsListsCanceledOnesToo(t *testing.T) {
+	fake := stripefake.New()
+	defer fake.Close()
+	c, err := stripeapi.New(stripeapi.Config{Key: "rk_test_read", BaseURL: fake.URL, MaxNetworkRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range 150 {
+		status := "active"
+		if i%50 == 7 {
+			status = "canceled"
+		}
+		id := fmt.Sprintf("sub_list%03d", i)
+		if err := fake.PutObject("", objectOf(t, "customer.subscription.updated", stripefixture.Options{ObjectID: id, Status: status})); err != nil {
+			t.Fatal(err)
+		}
+		want = append([]string{id}, want...) // newest first
+	}
+	list := func(after string, stopAfter int) (ids []string, pages int) {
+		err := c.ListSubscriptions(context.Background(), stripeapi.SubscriptionQuery{StartingAfter: after}, func(p stripeapi.SubscriptionPage) (bool, error) {
+			pages++
+			for _, raw := range p.Subscriptions {
+				var s struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(raw, &s)
+				ids = append(ids, s.ID)
+			}
+			return stopAfter == 0 || pages < stopAfter, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids, pages
+	}
+	ids, pages := list("", 0)
+	if fmt.Sprint(ids) != fmt.Sprint(want) || pages != 2 {
+		t.Errorf("got %d subscriptions in %d pages, want all %d (3 canceled) in 2", len(ids), pages, len(want))
+	}
+	for _, r := range fake.SubscriptionLists() {
+		if r.Query.Get("status") != "all" || r.Query.Get("limit") != "100" {
+			t.Errorf("request %v: want status=all, limit=100", r.Query)
+		}
+	}
+	first, _ := list("", 1)
+	rest, _ := list(first[len(first)-1], 0)
+	if fmt.Sprint(append(first, rest...)) != fmt.Sprint(want) {
+		t.Errorf("stopped after a page and resumed: got %d, want the same %d in order", len(first)+len(rest), len(want))
 	}
 }

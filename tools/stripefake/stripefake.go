@@ -27,6 +27,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -89,8 +90,10 @@ type Server struct {
 	faults   []int
 	hook     func(*http.Request)
 	key      string
-	// objects holds each object's raw JSON by objectKey.
+	// objects holds each object's raw JSON by objectKey; order each
+	// key in the order first put, for lists.
 	objects map[objectKey]json.RawMessage
+	order   []objectKey
 }
 
 // objectKey names a stored object: its collection's path, the account
@@ -129,8 +132,84 @@ func (s *Server) PutObject(account string, raw []byte) error {
 	if s.objects == nil {
 		s.objects = map[objectKey]json.RawMessage{}
 	}
-	s.objects[objectKey{c, account, head.ID}] = append(json.RawMessage(nil), raw...)
+	k := objectKey{c, account, head.ID}
+	if _, ok := s.objects[k]; !ok {
+		s.order = append(s.order, k)
+	}
+	s.objects[k] = append(json.RawMessage(nil), raw...)
 	return nil
+}
+
+// listSubscriptions answers GET /v1/subscriptions as Stripe does: newest
+// first (here: the last put first), limit, starting_after, has_more, and
+// status: without it (or with an empty one) canceled subscriptions are
+// left out, "all" lists every one, another value only that status.
+func (s *Server) listSubscriptions(r *http.Request) (int, []byte) {
+	q := r.URL.Query()
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
+		}
+		limit = n
+	}
+	status, after, account := q.Get("status"), q.Get("starting_after"), r.Header.Get("Stripe-Account")
+	var matched []json.RawMessage
+	var ids []string
+	for i := len(s.order) - 1; i >= 0; i-- {
+		k := s.order[i]
+		if k.collection != collections["subscription"] || k.account != account {
+			continue
+		}
+		raw := s.objects[k]
+		var head struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(raw, &head)
+		switch {
+		case status == "all":
+		case status == "" && head.Status == "canceled":
+			continue
+		case status != "" && head.Status != status:
+			continue
+		}
+		matched, ids = append(matched, raw), append(ids, k.id)
+	}
+	if after != "" {
+		i := slices.Index(ids, after)
+		if i < 0 {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such subscription: '%s'", after), "starting_after")
+		}
+		matched = matched[i+1:]
+	}
+	hasMore := len(matched) > limit
+	if hasMore {
+		matched = matched[:limit]
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
+	for i, raw := range matched {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(raw)
+	}
+	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/subscriptions\"\n}", hasMore)
+	return http.StatusOK, b.Bytes()
+}
+
+// SubscriptionLists returns the GET /v1/subscriptions requests answered
+// so far.
+func (s *Server) SubscriptionLists() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Method == http.MethodGet && r.Path == collections["subscription"] {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Retrievals returns the object retrieve requests answered so far.
@@ -290,6 +369,9 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	}
 	if r.URL.Path == "/v1/events" {
 		return s.list(r.URL.Query())
+	}
+	if r.URL.Path == collections["subscription"] {
+		return s.listSubscriptions(r)
 	}
 	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		i, ok := s.byID[m[1]]
