@@ -46,6 +46,7 @@ const (
 	attrUpdatedAt        = "updated_at"
 	attrErased           = "erased"
 	attrSettledBy        = "settled_by"
+	attrSettledChanges   = "settled_changes"
 )
 
 // indexCustomer lists a customer's objects and entitlement (keys only).
@@ -177,6 +178,13 @@ func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g 
 	}
 	if v.Source != "" {
 		item[attrSettledBy] = ddbattr.S(v.Source)
+	}
+	if len(v.Changes) > 0 {
+		changes := make([]types.AttributeValue, len(v.Changes))
+		for i, c := range v.Changes {
+			changes[i] = ddbattr.S(c)
+		}
+		item[attrSettledChanges] = &types.AttributeValueMemberL{Value: changes}
 	}
 	if customer != "" {
 		item[attrCustomer] = ddbattr.S(customer)

@@ -66,8 +66,11 @@ type Snapshot struct {
 	// SettledBy says the state is the provider's API's, read because
 	// events of one second could not be ordered (SourceAPI) or by the
 	// audit (SourceAudit); "" for an event's own data.object.
-	SettledBy string          `json:"settled_by,omitempty"`
-	Data      json.RawMessage `json:"data"`
+	SettledBy string `json:"settled_by,omitempty"`
+	// Changes says what an audit's repair changed ("status: active →
+	// canceled"), when SettledBy is SourceAudit; updated_at is when.
+	Changes []string        `json:"settled_changes,omitempty"`
+	Data    json.RawMessage `json:"data"`
 	// DataOmitted: data.object was too large for the mirror even gzipped
 	// (over ddbattr.MaxStored, 380 KB); Data is null and the rest of the
 	// snapshot is kept.
@@ -101,6 +104,7 @@ func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
 		LastEventType:    ddbattr.GetS(item, attrLastEventType),
 		Livemode:         ddbattr.GetBool(item, attrLivemode),
 		SettledBy:        ddbattr.GetS(item, attrSettledBy),
+		Changes:          changesOf(item),
 		Data:             json.RawMessage(ddbattr.GetS(item, attrData)),
 		DataOmitted:      ddbattr.GetBool(item, attrDataOmitted),
 		Erased:           ddbattr.GetBool(item, attrErased),
@@ -245,4 +249,19 @@ func (r *Reader) get(ctx context.Context, key string) (map[string]types.Attribut
 		return nil, ErrNotFound
 	}
 	return out.Item, nil
+}
+
+// changesOf reads a snapshot's settled_changes.
+func changesOf(item map[string]types.AttributeValue) []string {
+	l, ok := item[attrSettledChanges].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	return out
 }

@@ -33,6 +33,9 @@ type Version struct {
 	Type     string
 	Livemode bool
 	Source   string
+	// Changes, for a repair, says what differed (Differences); the
+	// snapshot keeps it (Snapshot.Changes).
+	Changes []string
 }
 
 // what names v's origin in errors.
