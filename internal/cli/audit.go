@@ -128,6 +128,7 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 		{"matched", fmt.Sprint(res.Matched)},
 		{repaired, a.count(res.Repaired, red)},
 		{"missing_here", a.count(res.MissingHere, yellow)},
+		{"unknown_there", a.count(res.UnknownThere, yellow)},
 		{"raced", fmt.Sprint(res.Raced)},
 		{"pages", fmt.Sprint(res.Pages)},
 		{"dry_run", fmt.Sprint(res.DryRun)},
@@ -140,6 +141,9 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 	}
 	for _, r := range res.Repairs {
 		fmt.Fprintf(a.stdout, "\n%s (%s): %s", r.ID, r.Customer, strings.Join(r.Changes, "; "))
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(a.stdout, "\nin the mirror, not in Stripe's list: %s\n", strings.Join(res.Unknown, ", "))
 	}
 	if len(res.Repairs) > 0 {
 		fmt.Fprintln(a.stdout)

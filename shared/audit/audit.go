@@ -33,7 +33,10 @@ type Auditor struct {
 	Mirror *mirror.Mirror
 	Reader *mirror.Reader
 	DB     Writer
-	Now    func() time.Time
+	// Scan lists the mirror's subscriptions for UnknownThere; nil leaves
+	// it uncounted.
+	Scan mirror.ScanDB
+	Now  func() time.Time
 }
 
 // Options configure one run.
@@ -62,11 +65,12 @@ type Result struct {
 	Repaired    int `json:"repaired"`
 	MissingHere int `json:"missing_here"`
 	// UnknownThere counts the subscriptions the mirror has that Stripe did
-	// not list; counted only by a run that lists to the end from the
-	// start.
-	UnknownThere int  `json:"unknown_there"`
-	Pages        int  `json:"pages"`
-	DryRun       bool `json:"dry_run"`
+	// not list (Unknown, the first 100 of them); counted only by a run
+	// that lists from the start to the end.
+	UnknownThere int      `json:"unknown_there"`
+	Unknown      []string `json:"unknown,omitempty"`
+	Pages        int      `json:"pages"`
+	DryRun       bool     `json:"dry_run"`
 	// Raced counts repairs a newer event beat: the event's state stands.
 	Raced int `json:"raced"`
 	// Cursor is where a run stopped by MaxPages resumes; "" when the list
@@ -90,6 +94,7 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 		now = a.Now
 	}
 	res := Result{RunID: "audit_" + nonce(), DryRun: o.DryRun, Repairs: []Repair{}}
+	listed := map[string]bool{}
 	after := o.StartingAfter
 	// Each page's repairs are stamped with the time before it was
 	// requested: the API's state is at least that recent.
@@ -99,8 +104,9 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 		if err := a.page(ctx, p, asked, o, &res); err != nil {
 			return false, err
 		}
-		if n := len(p.Subscriptions); n > 0 {
-			after = idOf(p.Subscriptions[n-1])
+		for _, raw := range p.Subscriptions {
+			after = idOf(raw)
+			listed[after] = true
 		}
 		asked = now()
 		if o.MaxPages > 0 && res.Pages >= o.MaxPages && p.HasMore {
@@ -113,6 +119,20 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 		// Where it got to: the next run resumes there.
 		res.Cursor = after
 		return res, fmt.Errorf("audit: %w", err)
+	}
+	if a.Scan != nil && o.StartingAfter == "" && res.Cursor == "" {
+		ids, err := a.Reader.SubscriptionIDs(ctx, a.Scan)
+		if err != nil {
+			return res, fmt.Errorf("audit: %w", err)
+		}
+		for _, id := range ids {
+			if !listed[id] {
+				res.UnknownThere++
+				if len(res.Unknown) < 100 {
+					res.Unknown = append(res.Unknown, id)
+				}
+			}
+		}
 	}
 	return res, nil
 }

@@ -36,7 +36,7 @@ func newWorld(t *testing.T) *world {
 	}
 	w := &world{db: s.DynamoDB, m: &mirror.Mirror{Table: s.Table("MirrorTable"), TiesByAPI: true},
 		reader: &mirror.Reader{DB: s.DynamoDB, Table: s.Table("MirrorTable")}, fake: fake}
-	w.a = &audit.Auditor{API: api, Mirror: w.m, Reader: w.reader, DB: s.DynamoDB}
+	w.a = &audit.Auditor{API: api, Mirror: w.m, Reader: w.reader, DB: s.DynamoDB, Scan: s.DynamoDB}
 	return w
 }
 
@@ -98,14 +98,16 @@ func TestAuditRepairsACancellationNoEventWillShow(t *testing.T) {
 	w.stripeHas(t, "sub_drift", "cus_drift", "canceled")
 	w.mirrored(t, subEvent(t, "sub_same", "cus_same", "active", 1700000000))
 	w.stripeHas(t, "sub_same", "cus_same", "active")
-	w.stripeHas(t, "sub_before", "cus_before", "active") // created before the inbox
+	w.stripeHas(t, "sub_before", "cus_before", "active")                     // created before the inbox
+	w.mirrored(t, subEvent(t, "sub_gone", "cus_gone", "active", 1700000000)) // Stripe has no such subscription
 
 	dry, err := w.a.Run(ctx, audit.Options{DryRun: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dry.Listed != 3 || dry.Matched != 1 || dry.Repaired != 2 || dry.MissingHere != 1 || !dry.DryRun || dry.Pages != 1 {
-		t.Errorf("dry run: got %+v, want listed 3, matched 1, repaired 2 (would), missing_here 1, 1 page", dry)
+	if dry.Listed != 3 || dry.Matched != 1 || dry.Repaired != 2 || dry.MissingHere != 1 || !dry.DryRun || dry.Pages != 1 ||
+		dry.UnknownThere != 1 || len(dry.Unknown) != 1 || dry.Unknown[0] != "sub_gone" {
+		t.Errorf("dry run: got %+v, want listed 3, matched 1, repaired 2 (would), missing_here 1, unknown_there 1 (sub_gone), 1 page", dry)
 	}
 	if ent, _ := w.reader.Entitlement(ctx, "cus_drift"); !ent.Active {
 		t.Errorf("dry run changed the entitlement: active %v, want still active", ent.Active)

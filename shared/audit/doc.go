@@ -15,6 +15,11 @@
 // repair runs no effect of the team's. With DryRun nothing is written and
 // the result says what would be repaired.
 //
+// A run from the start to the end of the list also counts the
+// subscriptions the mirror has that Stripe did not list (UnknownThere),
+// from a keys-only scan of the mirror (mirror.Reader.SubscriptionIDs),
+// and changes nothing for them.
+//
 // A run bounded by MaxPages stops before the list ends and says where
 // (Result.Cursor); the next run resumes there (Options.StartingAfter).
 //

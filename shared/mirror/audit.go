@@ -5,6 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/ddbattr"
 )
 
 // Objects reads the snapshots of ids in batched, strongly consistent
@@ -84,4 +90,37 @@ func quoteEmpty(v string) string {
 		return `""`
 	}
 	return v
+}
+
+// ScanDB is the part of *dynamodb.Client SubscriptionIDs uses.
+type ScanDB interface {
+	Scan(ctx context.Context, in *dynamodb.ScanInput, optFns ...func(*dynamodb.Options)) (*dynamodb.ScanOutput, error)
+}
+
+// SubscriptionIDs lists the ids of every subscription the mirror has,
+// tombstones included, with a paginated Scan of the table that returns
+// keys only (it reads, and is billed for, the whole table: the audit runs
+// it once per complete run).
+func (r *Reader) SubscriptionIDs(ctx context.Context, db ScanDB) ([]string, error) {
+	var ids []string
+	in := &dynamodb.ScanInput{
+		TableName:                 aws.String(r.Table),
+		FilterExpression:          aws.String("#o = :sub"),
+		ProjectionExpression:      aws.String(attrPK),
+		ExpressionAttributeNames:  map[string]string{"#o": attrObject},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":sub": ddbattr.S("subscription")},
+	}
+	for {
+		out, err := db.Scan(ctx, in)
+		if err != nil {
+			return nil, fmt.Errorf("mirror: scan subscriptions: %w", err)
+		}
+		for _, item := range out.Items {
+			ids = append(ids, ddbattr.GetS(item, attrPK))
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return ids, nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
 }

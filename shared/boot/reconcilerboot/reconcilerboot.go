@@ -247,5 +247,6 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Audit
 		Mirror: &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: true},
 		Reader: &mirror.Reader{DB: db, Table: c.MirrorTable},
 		DB:     db,
+		Scan:   db,
 	}, nil
 }
