@@ -251,6 +251,10 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	m.progress("audit")
+	if rep.Audit, err = m.audit(ctx); err != nil {
+		return nil, err
+	}
 	if err := m.fill(rep, run); err != nil {
 		return nil, err
 	}

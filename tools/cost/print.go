@@ -55,6 +55,7 @@ func (r *Report) print(out io.Writer) {
 	r.printRoutes(out)
 	r.printFixed(out)
 	r.printHot(out)
+	r.printAudit(out)
 	r.printNotes(out)
 
 	hot := r.Hottest()

@@ -35,6 +35,8 @@ type Report struct {
 	// TieReads each size's reads of Stripe's API in ScenarioTie.
 	TieRate  float64
 	TieReads map[string]int
+	// Audit is what a daily audit run costs (AuditCost).
+	Audit AuditCost
 	// TieWaitUSD is the processor's Lambda duration while one read of
 	// Stripe's API is in flight, at TieRoundTrip.
 	TieWaitUSD float64
