@@ -2,8 +2,8 @@ package cost
 
 import (
 	"context"
-	"fmt"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"time"
