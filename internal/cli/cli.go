@@ -198,7 +198,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	f.StringVar(&a.dlqURL, "dlq-url", "", "dead-letter queue URL (default: --stage's output, else the webhook queue's redrive policy)")
 	root.AddCommand(
 		a.sendCmd(), a.eventCmd(), a.eventsCmd(), a.objectCmd(), a.entitlementCmd(),
-		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.eraseCmd(),
+		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.auditCmd(), a.eraseCmd(),
 		a.typesCmd(), a.versionCmd(),
 	)
 	return root

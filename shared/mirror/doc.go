@@ -4,8 +4,14 @@
 //
 // Every write carries an ordering guard: an object remembers the created time
 // and id of the last event applied to it, and a write is conditioned on the
-// new event being later (equal times are broken by event id, so the order is
-// total and every replica agrees). A deletion leaves a tombstone that only a
+// new event being later. Stripe's created has whole seconds, so two events
+// of one object can share it, and nothing they carry orders them: with
+// TiesByAPI such an event loses the guard, the caller sees the tie (Tie)
+// and settles it with the object read from the provider's API (Settle),
+// whose state replaces any of that second and loses to a later event
+// (PlanState, the one guarded write of a state the API gave, the audit's
+// too). Without it, equal times are broken by event id, a total order but
+// a coin toss. A deletion leaves a tombstone that only a
 // later deletion can replace, so a late "updated" never resurrects a deleted
 // object. Together these make the final state independent of the order in
 // which events arrive: every permutation of an object's events ends where

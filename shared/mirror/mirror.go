@@ -45,6 +45,8 @@ const (
 	attrLivemode         = "livemode"
 	attrUpdatedAt        = "updated_at"
 	attrErased           = "erased"
+	attrSettledBy        = "settled_by"
+	attrSettledChanges   = "settled_changes"
 )
 
 // indexCustomer lists a customer's objects and entitlement (keys only).
@@ -70,6 +72,12 @@ type Mirror struct {
 	// Fields is the allowlist of data.object fields a snapshot keeps; nil
 	// keeps DefaultFields.
 	Fields *Fields
+	// TiesByAPI makes an event of the same second as the one applied to
+	// its object lose the guard, for the caller to settle from the
+	// provider's API (Tie, Settle). False breaks such ties by event id:
+	// a total order, but not the order things happened in, for a
+	// deployment without an API key.
+	TiesByAPI bool
 }
 
 // object is what the mirror reads of data.object.
@@ -78,6 +86,7 @@ type object struct {
 	Object   string          `json:"object"`
 	Customer json.RawMessage `json:"customer"`
 	Deleted  bool            `json:"deleted"`
+	Livemode bool            `json:"livemode"`
 	// Subscriptions.
 	Status            string `json:"status"`
 	CurrentPeriodEnd  int64  `json:"current_period_end"`
@@ -106,15 +115,35 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if !Handles(r.Type) {
 		return Plan{}, nil
 	}
+	p, o, err := decodeEvent(r, payload)
+	if err != nil {
+		return Plan{}, err
+	}
+	deleted := o.Deleted || strings.HasSuffix(r.Type, ".deleted")
+	rule := laterOrGreaterID
+	if m.TiesByAPI {
+		rule = later
+	}
+	v := Version{Created: r.Created, ID: r.ID, Type: r.Type, Livemode: r.Livemode}
+	return m.plan(o, p.Data.Object, deleted, v, guard{created: r.Created, id: r.ID, deleted: deleted, rule: rule})
+}
+
+// decodeEvent reads an event's data.object.
+func decodeEvent(r event.Record, payload []byte) (payloadShape, object, error) {
 	var p payloadShape
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
+		return p, object{}, &fault.Permanent{Err: fmt.Errorf("mirror: decode event %s: %w", r.ID, err)}
 	}
 	var o object
 	if err := json.Unmarshal(p.Data.Object, &o); err != nil || o.ID == "" {
-		return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
+		return p, object{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s has no data.object with an id", r.ID)}
 	}
-	deleted := o.Deleted || strings.HasSuffix(r.Type, ".deleted")
+	return p, o, nil
+}
+
+// plan returns the writes that put o (raw, as Stripe sent it) on the
+// mirror at version v, behind guard g.
+func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g guard) (Plan, error) {
 	// A tombstone keeps no data: only what the ordering guard, the
 	// by_customer index and an erasure need (see the package doc).
 	var data []byte
@@ -124,8 +153,8 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 			fields = defaultFields()
 		}
 		var err error
-		if data, err = fields.Filter(o.Object, p.Data.Object); err != nil {
-			return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: event %s: %w", r.ID, err)}
+		if data, err = fields.Filter(o.Object, raw); err != nil {
+			return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: %s %s: %w", v.what(), v.ID, err)}
 		}
 	}
 	customer := idOf(o.Customer)
@@ -136,38 +165,50 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if m.Now != nil {
 		now = m.Now
 	}
-	g := newGuard(r, deleted)
 
 	item := map[string]types.AttributeValue{
 		attrPK:               ddbattr.S(o.ID),
 		attrObject:           ddbattr.S(o.Object),
 		attrDeleted:          ddbattr.Bool(deleted),
-		attrLastEventID:      ddbattr.S(r.ID),
-		attrLastEventCreated: ddbattr.N(r.Created),
-		attrLastEventType:    ddbattr.S(r.Type),
-		attrLivemode:         ddbattr.Bool(r.Livemode),
+		attrLastEventID:      ddbattr.S(v.ID),
+		attrLastEventCreated: ddbattr.N(v.Created),
+		attrLastEventType:    ddbattr.S(v.Type),
+		attrLivemode:         ddbattr.Bool(v.Livemode),
 		attrUpdatedAt:        ddbattr.N(now().UnixMilli()),
+	}
+	if v.Source != "" {
+		item[attrSettledBy] = ddbattr.S(v.Source)
+	}
+	if len(v.Changes) > 0 {
+		changes := make([]types.AttributeValue, len(v.Changes))
+		for i, c := range v.Changes {
+			changes[i] = ddbattr.S(c)
+		}
+		item[attrSettledChanges] = &types.AttributeValueMemberL{Value: changes}
 	}
 	if customer != "" {
 		item[attrCustomer] = ddbattr.S(customer)
 	}
 	if !deleted {
 		if err := putData(item, data); err != nil {
-			return Plan{}, fmt.Errorf("mirror: event %s: %w", r.ID, err)
+			return Plan{}, fmt.Errorf("mirror: %s %s: %w", v.what(), v.ID, err)
 		}
 	}
 	// No ExpressionAttributeNames: DynamoDB rejects an empty map (moto
-	// does not, in transactions).
+	// does not, in transactions). A failed condition returns the item as
+	// it was (ALL_OLD, at no charge), so the caller can tell a tie (Tie)
+	// from a newer event without reading it again.
 	cond, values := g.condition("", "attribute_not_exists(pk)")
 	writes := []types.TransactWriteItem{{Put: &types.Put{
-		TableName:                 aws.String(m.Table),
-		Item:                      item,
-		ConditionExpression:       aws.String(cond),
-		ExpressionAttributeValues: values,
+		TableName:                           aws.String(m.Table),
+		Item:                                item,
+		ConditionExpression:                 aws.String(cond),
+		ExpressionAttributeValues:           values,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}}
 
 	if o.Object == "subscription" && customer != "" {
-		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
+		writes = append(writes, m.entitlementWrite(v, o, customer, deleted, g, now()))
 	}
 	return Plan{Key: o.ID, Writes: writes}, nil
 }
@@ -194,14 +235,14 @@ func putData(item map[string]types.AttributeValue, data []byte) error {
 
 // entitlementWrite records the subscription's state on the customer's
 // entitlement item, one attribute per subscription, behind the same guard.
-func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, deleted bool, g guard, now time.Time) types.TransactWriteItem {
+func (m *Mirror) entitlementWrite(v Version, o object, customer string, deleted bool, g guard, now time.Time) types.TransactWriteItem {
 	entry := SubscriptionEntry{
 		Status:            o.Status,
 		CurrentPeriodEnd:  o.CurrentPeriodEnd,
 		TrialEnd:          o.TrialEnd,
 		CancelAtPeriodEnd: o.CancelAtPeriodEnd,
-		EventCreated:      r.Created,
-		EventID:           r.ID,
+		EventCreated:      v.Created,
+		EventID:           v.ID,
 		Deleted:           deleted,
 	}
 	if len(o.Items.Data) > 0 {
@@ -230,37 +271,61 @@ func (m *Mirror) entitlementWrite(r event.Record, o object, customer string, del
 		ConditionExpression:       aws.String(cond),
 		ExpressionAttributeNames:  map[string]string{"#sub": subAttrPrefix + o.ID},
 		ExpressionAttributeValues: values,
+		// As for the snapshot: the caller reads a tie from the item.
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	}}
 }
 
-// guard builds the ordering condition for an event.
+// rule is how a guard orders a write against the state it finds.
+type rule int
+
+const (
+	// laterOrGreaterID: a later created time, or the same with a greater
+	// event id. Total, but the id says nothing of which came first: the
+	// order without the provider's API to settle ties.
+	laterOrGreaterID rule = iota
+	// later: a later created time only; an event of the same second as
+	// the applied one loses, for the caller to settle from the API (Tie,
+	// Settle).
+	later
+	// notEarlier: the same created time or later: the API's state, read
+	// after every event of that second happened, replaces any of them.
+	notEarlier
+)
+
+// guard builds the ordering condition for a write at (created, id).
 type guard struct {
 	created int64
 	id      string
 	deleted bool
-}
-
-func newGuard(r event.Record, deleted bool) guard {
-	return guard{created: r.Created, id: r.ID, deleted: deleted}
+	rule    rule
 }
 
 // condition returns the guard as a condition expression over the item's
 // top-level attributes (path "") or over the map at path. absent is the
 // expression true when nothing was applied yet.
 //
-// A later event replaces state unless that state is a tombstone; a deletion
+// A later write replaces state unless that state is a tombstone; a deletion
 // replaces anything but a later tombstone. So the final state is the newest
-// deletion if there is any, else the newest event: the same for every order.
+// deletion if there is any, else the newest write: the same for every order.
 func (g guard) condition(path, absent string) (string, map[string]types.AttributeValue) {
 	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if path != "" {
 		c, e, d = path+"."+attrEntryCreated, path+"."+attrEntryEventID, path+"."+attrEntryDeleted
 	}
-	newer := fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
 	values := map[string]types.AttributeValue{
 		":g_c": ddbattr.N(g.created),
-		":g_e": ddbattr.S(g.id),
 		":g_f": ddbattr.Bool(false),
+	}
+	var newer string
+	switch g.rule {
+	case later:
+		newer = fmt.Sprintf("%s < :g_c", c)
+	case notEarlier:
+		newer = fmt.Sprintf("%s <= :g_c", c)
+	default:
+		newer = fmt.Sprintf("(%s < :g_c OR (%s = :g_c AND %s < :g_e))", c, c, e)
+		values[":g_e"] = ddbattr.S(g.id)
 	}
 	var expr string
 	if g.deleted {

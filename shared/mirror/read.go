@@ -46,22 +46,31 @@ type Reader struct {
 //	  "last_event_created": 1700000000,// its created time, Unix seconds
 //	  "last_event_type": "customer.subscription.updated",
 //	  "livemode": false,
+//	  "settled_by": "api",             // omitted unless the state is the API's: "api" (events of one second), "audit"
 //	  "data": { ... }                  // the fields of that event's data.object the allowlist keeps (Fields); null on a tombstone
 //	}
 //
-// The snapshot is the newest event applied (by created, then event id), or
+// The snapshot is the newest event applied (by created; a tie settled by
+// the API's state, see Mirror.Settle, or by event id without one), or
 // the newest deletion once there is one. An erased snapshot (Eraser) is a
 // tombstone with "erased": true.
 type Snapshot struct {
-	ID               string          `json:"id"`
-	Object           string          `json:"object"`
-	Customer         string          `json:"customer,omitempty"`
-	Deleted          bool            `json:"deleted"`
-	LastEventID      string          `json:"last_event_id"`
-	LastEventCreated int64           `json:"last_event_created"`
-	LastEventType    string          `json:"last_event_type"`
-	Livemode         bool            `json:"livemode"`
-	Data             json.RawMessage `json:"data"`
+	ID               string `json:"id"`
+	Object           string `json:"object"`
+	Customer         string `json:"customer,omitempty"`
+	Deleted          bool   `json:"deleted"`
+	LastEventID      string `json:"last_event_id"`
+	LastEventCreated int64  `json:"last_event_created"`
+	LastEventType    string `json:"last_event_type"`
+	Livemode         bool   `json:"livemode"`
+	// SettledBy says the state is the provider's API's, read because
+	// events of one second could not be ordered (SourceAPI) or by the
+	// audit (SourceAudit); "" for an event's own data.object.
+	SettledBy string `json:"settled_by,omitempty"`
+	// Changes says what an audit's repair changed ("status: active →
+	// canceled"), when SettledBy is SourceAudit; updated_at is when.
+	Changes []string        `json:"settled_changes,omitempty"`
+	Data    json.RawMessage `json:"data"`
 	// DataOmitted: data.object was too large for the mirror even gzipped
 	// (over ddbattr.MaxStored, 380 KB); Data is null and the rest of the
 	// snapshot is kept.
@@ -94,6 +103,8 @@ func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
 		LastEventCreated: ddbattr.GetN(item, attrLastEventCreated),
 		LastEventType:    ddbattr.GetS(item, attrLastEventType),
 		Livemode:         ddbattr.GetBool(item, attrLivemode),
+		SettledBy:        ddbattr.GetS(item, attrSettledBy),
+		Changes:          changesOf(item),
 		Data:             json.RawMessage(ddbattr.GetS(item, attrData)),
 		DataOmitted:      ddbattr.GetBool(item, attrDataOmitted),
 		Erased:           ddbattr.GetBool(item, attrErased),
@@ -238,4 +249,19 @@ func (r *Reader) get(ctx context.Context, key string) (map[string]types.Attribut
 		return nil, ErrNotFound
 	}
 	return out.Item, nil
+}
+
+// changesOf reads a snapshot's settled_changes.
+func changesOf(item map[string]types.AttributeValue) []string {
+	l, ok := item[attrSettledChanges].(*types.AttributeValueMemberL)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range l.Value {
+		if s, ok := v.(*types.AttributeValueMemberS); ok {
+			out = append(out, s.Value)
+		}
+	}
+	return out
 }

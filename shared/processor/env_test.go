@@ -76,8 +76,9 @@ func (e *env) processor(t *testing.T, db store.DynamoDB) *processor.Processor {
 	return e.processorAt(t, db, nil)
 }
 
-// processorAt is processor with its own clock (nil: time.Now).
-func (e *env) processorAt(t *testing.T, db store.DynamoDB, now func() time.Time) *processor.Processor {
+// processorAt is processor with its own clock (nil: time.Now), and its
+// configuration changed by opts.
+func (e *env) processorAt(t *testing.T, db store.DynamoDB, now func() time.Time, opts ...func(*processor.Config)) *processor.Processor {
 	t.Helper()
 	if db == nil {
 		db = e.stack.DynamoDB
@@ -85,7 +86,7 @@ func (e *env) processorAt(t *testing.T, db store.DynamoDB, now func() time.Time)
 	db = strictDB{DynamoDB: db, t: t}
 	var reg effect.Registry
 	reg.On(effect.Func{HandlerName: "count", Fn: e.effect.handle}, "*")
-	p, err := processor.New(processor.Config{
+	cfg := processor.Config{
 		Store:           &store.Events{DB: db, Table: e.events.Table, Retention: e.events.Retention},
 		Mirror:          &mirror.Mirror{Table: e.stack.Table("MirrorTable")},
 		Effects:         &reg,
@@ -96,7 +97,11 @@ func (e *env) processorAt(t *testing.T, db store.DynamoDB, now func() time.Time)
 		BackoffBase: time.Millisecond,
 		Logger:      slog.New(slog.NewJSONHandler(e.logs, nil)),
 		Now:         now,
-	})
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	p, err := processor.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

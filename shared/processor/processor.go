@@ -15,7 +15,10 @@
 // UpdateItem of the small record, which returns it), a GetItem of its
 // payload (an item of its own, written once by the receiver) and the
 // transaction. A duplicate costs one, the failed claim; a superseded event
-// four. A record whose payload is not stored (too large, or its receiver
+// four; an event of the same second as the one its object holds (a tie,
+// mirror.Tie) four and one read of the object from the provider's API
+// (Config.API), whose state it commits (mirror.Mirror.Settle), counted by
+// the api_reads metric. A record whose payload is not stored (too large, or its receiver
 // died between the record and the payload) is read from the provider's
 // API.
 //
@@ -45,6 +48,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -82,6 +86,16 @@ type Mirror interface {
 
 var _ Mirror = (*mirror.Mirror)(nil)
 
+// Settler is the part of a Mirror that settles a tie from the provider's
+// API (mirror.Mirror.Settle): a Mirror that implements it, with
+// Config.API set, has events of one object in the same second settled by
+// the API's state rather than by their ids.
+type Settler interface {
+	Settle(ctx context.Context, api mirror.ObjectReader, r event.Record, payload []byte) (mirror.Plan, error)
+}
+
+var _ Settler = (*mirror.Mirror)(nil)
+
 // Effects runs the team's own effects; *effect.Registry implements it.
 type Effects interface {
 	Run(ctx context.Context, r event.Record, payload []byte) ([]types.TransactWriteItem, error)
@@ -98,6 +112,10 @@ type Fetcher interface {
 type Visibility interface {
 	ChangeMessageVisibility(ctx context.Context, in *sqs.ChangeMessageVisibilityInput, optFns ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error)
 }
+
+// MetricAPIReads counts, per batch, the objects read from the provider's
+// API to settle events of one object in the same second (Config.API).
+const MetricAPIReads = "api_reads"
 
 // Defaults for Config. The backoff's defaults are the template's
 // (RetryBackoffBase, RetryBackoffMax), so that with its MaxReceiveCount of
@@ -153,6 +171,12 @@ type Config struct {
 	// large to store fails permanently, one whose payload is missing
 	// fails and is retried (the provider's retry stores it).
 	Fetcher Fetcher
+	// API reads an object's current state from the provider's API, to
+	// settle an event that cannot be ordered against what the mirror
+	// applied to its object (the same created second, another event: see
+	// mirror.Tie); it needs a Mirror that is a Settler, with
+	// mirror.Mirror.TiesByAPI set. nil: the mirror breaks ties itself.
+	API mirror.ObjectReader
 	// Visibility and QueueURL enable backoff of retries; nil keeps the
 	// queue's visibility timeout.
 	Visibility Visibility
@@ -203,6 +227,7 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 	start := p.cfg.Now()
 	groups := groupByObject(batch.Records)
 	results := make([]outcome.Outcome, len(batch.Records))
+	var reads atomic.Int64
 	sem := make(chan struct{}, p.cfg.Concurrency)
 	var wg sync.WaitGroup
 	for _, g := range groups {
@@ -213,7 +238,7 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 			defer func() { <-sem }()
 			// Within one object, keep the order of arrival.
 			for _, i := range idx {
-				results[i] = p.guarded(ctx, batch.Records[i])
+				results[i] = p.guarded(ctx, batch.Records[i], &reads)
 			}
 		}(g)
 	}
@@ -227,7 +252,8 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: batch.Records[i].MessageId})
 		}
 	}
-	ms := []metrics.Metric{metrics.C("messages", len(batch.Records)), metrics.Ms("batch_duration", p.cfg.Now().Sub(start))}
+	ms := []metrics.Metric{metrics.C("messages", len(batch.Records)), metrics.Ms("batch_duration", p.cfg.Now().Sub(start)),
+		metrics.C(MetricAPIReads, int(reads.Load()))}
 	attrs := []slog.Attr{slog.Int("batch_size", len(batch.Records)), slog.Int("failures", len(resp.BatchItemFailures))}
 	// Every outcome, zero included: each metric gets a data point for
 	// every batch.
@@ -275,7 +301,7 @@ func groupByObject(records []events.SQSMessage) [][]int {
 // that message alone: one bad record never takes the batch, or the
 // invocation, down with it. Handlers' panics are caught closer, in apply,
 // where the failure can still be recorded; this is the last net.
-func (p *Processor) guarded(ctx context.Context, m events.SQSMessage) (result outcome.Outcome) {
+func (p *Processor) guarded(ctx context.Context, m events.SQSMessage, reads *atomic.Int64) (result outcome.Outcome) {
 	defer func() {
 		if v := recover(); v != nil {
 			p.cfg.Logger.ErrorContext(ctx, "processing panicked; the message will be retried",
@@ -283,7 +309,7 @@ func (p *Processor) guarded(ctx context.Context, m events.SQSMessage) (result ou
 			result = outcome.Retry
 		}
 	}()
-	return p.message(ctx, m)
+	return p.message(ctx, m, reads)
 }
 
 // PanicError is a panic in the mirror or a team's effect, caught while
@@ -296,8 +322,9 @@ type PanicError struct {
 
 func (e *PanicError) Error() string { return fmt.Sprintf("processor: a handler panicked: %v", e.Value) }
 
-// message processes one message and returns its outcome.
-func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Outcome {
+// message processes one message and returns its outcome. reads counts
+// the objects read from the provider's API (nil: not counted).
+func (p *Processor) message(ctx context.Context, m events.SQSMessage, reads *atomic.Int64) outcome.Outcome {
 	log := p.cfg.Logger.With(slog.String("message_id", m.MessageId))
 	ptr, err := queue.Decode(m.Body)
 	if err != nil {
@@ -356,7 +383,7 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 		return outcome.Retry
 	}
 
-	done, err := p.apply(ctx, rec, owner)
+	done, err := p.apply(ctx, rec, owner, reads)
 	if err == nil {
 		log.InfoContext(ctx, "processed", slog.String("outcome", string(done)), slog.Int("attempts", rec.Attempts))
 		return done
@@ -371,7 +398,7 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage) outcome.Ou
 // apply reads the payload, plans, runs effects and commits. It returns the
 // committed outcome: outcome.Applied, outcome.Superseded, or
 // outcome.Backfilled for history a backfill ingested.
-func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (outcome.Outcome, error) {
+func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, reads *atomic.Int64) (outcome.Outcome, error) {
 	payload, err := p.payload(ctx, rec)
 	if err != nil {
 		return "", err
@@ -396,6 +423,27 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string) (
 	err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	var conflict *store.ConflictError
 	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
+		if settler, ok := p.cfg.Mirror.(Settler); ok && p.cfg.API != nil && mirror.Tie(rec, plan.Key, conflict.Item) {
+			// Another event of this object in the same second was applied:
+			// their created times cannot order them, so the API's state
+			// replaces it, under the guard (a later event still wins).
+			if reads != nil {
+				reads.Add(1)
+			}
+			settled, err := settler.Settle(ctx, p.cfg.API, rec, payload)
+			if err != nil {
+				return "", err
+			}
+			c.Writes = append(append([]types.TransactWriteItem(nil), settled.Writes...), effects...)
+			err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
+			if !errors.As(err, &conflict) || conflict.Index >= len(settled.Writes) {
+				if err != nil {
+					return "", err
+				}
+				return c.Outcome, nil
+			}
+			// A later event was applied meanwhile: it wins.
+		}
 		// A newer event of this object was applied first. The snapshot
 		// stays; the event's own effects still happen, exactly once.
 		if !backfill {

@@ -265,7 +265,7 @@ func TestLeaseEndsByTheInvocationDeadline(t *testing.T) {
 				ctx, cancel = context.WithDeadline(ctx, now.Add(tc.deadline))
 				defer cancel()
 			}
-			p.message(ctx, msg("evt_1", 1))
+			p.message(ctx, msg("evt_1", 1), nil)
 			if got := st.until.Sub(now); got != tc.want {
 				t.Errorf("lease: got %v from now, want %v", got, tc.want)
 			}

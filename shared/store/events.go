@@ -54,6 +54,10 @@ func (e *NotClaimableError) Error() string {
 // The record itself was not changed.
 type ConflictError struct {
 	Index int
+	// Item is the item as the failed condition found it, when the write
+	// asked for it (ReturnValuesOnConditionCheckFailure ALL_OLD; the
+	// mirror's writes do); nil otherwise.
+	Item map[string]types.AttributeValue
 }
 
 func (e *ConflictError) Error() string {
@@ -386,7 +390,7 @@ func (e *Events) Complete(ctx context.Context, r event.Record, owner string, now
 				}
 				return ErrLeaseLost
 			}
-			return &ConflictError{Index: i}
+			return &ConflictError{Index: i, Item: reason.Item}
 		}
 	}
 	if err != nil && !errors.As(err, &tce) && e.committed(ctx, r, now) {

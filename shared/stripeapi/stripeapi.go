@@ -4,13 +4,18 @@
 // too large to store) and lists events page by page, as raw JSON (the
 // reconciler), under a request-rate cap.
 //
-// It uses stripe-go's events service alone (event.Client on a backend of
-// its own, never the global stripe.Key), not stripe-go's client package,
-// which imports every resource package of the API: their package
-// initialization would run in each function that links this one.
+// It also retrieves one object of a type the mirror keeps (Retrieve: the
+// processor, to settle events of one object in the same second, and the
+// audit), through that type's own service.
+//
+// It uses stripe-go's services one by one (event.Client, subscription.Client,
+// ... on a backend of its own, never the global stripe.Key), not stripe-go's
+// client package, which imports every resource package of the API: their
+// package initialization would run in each function that links this one.
 //
 // The API key goes only to Stripe's API, or to a base that BaseURL allows
-// (https, or plain http to a loopback stand-in).
+// (https, or plain http to a loopback stand-in), and never follows a
+// redirect (egress.NoRedirect): the 3xx is the answer.
 package stripeapi
 
 import (
@@ -108,6 +113,12 @@ func New(cfg Config) (*Client, error) {
 	if bc.HTTPClient == nil {
 		bc.HTTPClient = &http.Client{Timeout: 20 * time.Second}
 	}
+	// A copy, so the caller's client is left as it was: stripe-go adds
+	// the key in every request it makes, and a redirect followed would
+	// carry it to whatever host the Location names (egress.NoRedirect).
+	nr := *bc.HTTPClient
+	nr.CheckRedirect = egress.NoRedirect
+	bc.HTTPClient = &nr
 	if cfg.RateLimit > 0 || cfg.MaxResponseBytes > 0 {
 		hc := *bc.HTTPClient
 		rt := hc.Transport

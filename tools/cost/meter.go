@@ -73,6 +73,10 @@ type Options struct {
 	// consumes (ReturnConsumedCapacity=INDEXES) and fills
 	// Report.Consumed with it beside the meter's own units.
 	Consumed bool
+	// TieRate is the share of events that tie with another event of their
+	// object in the same second, each costing one read of the object from
+	// Stripe's API (ScenarioTie); DefaultTieRate when zero.
+	TieRate float64
 	// AWS, when set, is the configuration to measure with instead of the
 	// emulator's (Endpoints is then unused): AWS itself, in the account
 	// and region of its credentials. The meter provisions its own copy of
@@ -96,13 +100,28 @@ const (
 	ScenarioDupMessage = "duplicate queue message of a processed event"
 	ScenarioRetried    = "failed once (retryable), then retried"
 	ScenarioSuperseded = "superseded (older event after a newer one)"
+	// ScenarioTie is an event of the same second as the one its object
+	// holds: the processor reads the object from Stripe's API (the Stripe
+	// stand-in) and commits the API's state.
+	ScenarioTie = "same-second tie, settled by Stripe's API"
 	// ScenarioEventBridge is ScenarioNew by the other way in: Stripe's
 	// EventBridge destination, the bridge behind the ingress queue.
 	ScenarioEventBridge = "new event through EventBridge, processed"
 )
 
 // Scenarios lists the scenarios in report order.
-var Scenarios = []string{ScenarioNew, ScenarioDupDeliver, ScenarioDupMessage, ScenarioRetried, ScenarioSuperseded, ScenarioEventBridge}
+var Scenarios = []string{ScenarioNew, ScenarioDupDeliver, ScenarioDupMessage, ScenarioRetried, ScenarioSuperseded, ScenarioTie, ScenarioEventBridge}
+
+// DefaultTieRate is the share of events that tie (Options.TieRate) when
+// none is given: 0.2. A subscription's renewal sends the mirror five
+// events (customer.subscription.updated, invoice.created,
+// invoice.finalized, invoice.paid, invoice.payment_succeeded), and Stripe
+// creates invoice.paid and invoice.payment_succeeded of one invoice in the
+// same second: one tie in five. Checkout's incomplete then active, and a
+// failed payment retried at once, add ties; events of customers, products
+// and prices seldom share a second. A stream of renewals is the common
+// case, so a fifth; -tie-rate prices another.
+const DefaultTieRate = 0.2
 
 // costPartnerSource is the partner event source the metered template's
 // EventBridge destination is on for: its bridge and ingress queue are
@@ -170,8 +189,12 @@ type meter struct {
 	githubSecret string
 	githubRoute  template.HTTPRoute
 	created      int64
-	bodies       [][]byte       // every event delivered, for the reconciler
-	bytes        map[string]int // each size's payload bytes
+	// api is the processor's Stripe API; apiReads counts its reads in
+	// ScenarioTie, per size.
+	api      *stripefake.Server
+	apiReads map[string]int
+	bodies   [][]byte       // every event delivered, for the reconciler
+	bytes    map[string]int // each size's payload bytes
 	// lastMessage is the body of the last queue message processed.
 	lastMessage string
 
@@ -191,16 +214,21 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 		opts.Samples = 2
 	}
 	defaults.Set(&opts.Rate, 3000)
+	defaults.Set(&opts.TieRate, DefaultTieRate)
 	m := &meter{opts: opts, logs: &Logs{}, secret: devstack.DefaultWebhookSecret, githubSecret: "cost meter github secret",
-		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}, envelopes: map[string]int{}}
+		failOnce: &failOnce{ids: map[string]bool{}}, bytes: map[string]int{}, envelopes: map[string]int{}, apiReads: map[string]int{}}
 	if opts.AWS != nil {
 		// Provisioned here, so deleted here, even after a failure.
 		defer m.teardown(context.WithoutCancel(ctx))
 	}
+	// The processor's Stripe API: it serves the objects the tie scenario
+	// reads.
+	m.api = stripefake.New()
+	defer m.api.Close()
 	if err := m.setup(ctx); err != nil {
 		return nil, err
 	}
-	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}, Against: m.against()}
+	rep := &Report{Rate: opts.Rate, Samples: opts.Samples, Sizes: []EventSize{Small, Large}, Against: m.against(), TieRate: opts.TieRate}
 	for _, size := range rep.Sizes {
 		m.progress("scenarios, %s %s", size.Name, size.Type)
 		if err := m.scenarios(ctx, size); err != nil {
@@ -221,6 +249,10 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	m.progress("reconciler")
 	run, err := m.reconciler(ctx)
 	if err != nil {
+		return nil, err
+	}
+	m.progress("audit")
+	if rep.Audit, err = m.audit(ctx); err != nil {
 		return nil, err
 	}
 	if err := m.fill(rep, run); err != nil {
@@ -337,6 +369,8 @@ func (m *meter) setup(ctx context.Context) error {
 	// (the template's is a minute): what a retry writes does not depend
 	// on how long it waited.
 	m.env[devstack.ProcessorID]["RETRY_BACKOFF_BASE"] = "1s"
+	// With a key the processor settles ties from the API, as deployed.
+	m.env[devstack.ProcessorID]["STRIPE_API_BASE"], m.env[devstack.ProcessorID]["STRIPE_API_KEY"] = m.api.URL, "rk_test_cost_meter"
 
 	recvFn, err := m.tmpl.Function(devstack.ReceiverID)
 	if err != nil {
@@ -528,6 +562,41 @@ func (m *meter) scenarios(ctx context.Context, size EventSize) error {
 	}
 	if err := m.deliverAndProcess(ctx, older, false); err != nil {
 		return err
+	}
+
+	// Two events of one object in the same second: the second reads the
+	// object from Stripe's API.
+	m.label(labelSetup)
+	object, customer = stripefixture.NewID("sub_"), stripefixture.NewID("cus_")
+	applied, err := size.build(stripefixture.NewID("evt_"), object, customer, m.created)
+	if err != nil {
+		return err
+	}
+	if err := m.deliverAndProcess(ctx, applied, false); err != nil {
+		return fmt.Errorf("tie: the first event: %w", err)
+	}
+	var ev struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(applied, &ev); err != nil {
+		return err
+	}
+	if err := m.api.PutObject("", ev.Data.Object); err != nil {
+		return err
+	}
+	m.label(label(ScenarioTie, size))
+	tie, err := size.build(stripefixture.NewID("evt_"), object, customer, m.created)
+	if err != nil {
+		return err
+	}
+	reads := len(m.api.Retrievals())
+	if err := m.deliverAndProcess(ctx, tie, false); err != nil {
+		return fmt.Errorf("tie: %w", err)
+	}
+	if m.apiReads[size.Name] = len(m.api.Retrievals()) - reads; m.apiReads[size.Name] != 1 {
+		return fmt.Errorf("tie: %d reads of the object from the API, want 1", m.apiReads[size.Name])
 	}
 
 	// A new event by Stripe's EventBridge destination.

@@ -55,6 +55,7 @@ func (r *Report) print(out io.Writer) {
 	r.printRoutes(out)
 	r.printFixed(out)
 	r.printHot(out)
+	r.printAudit(out)
 	r.printNotes(out)
 
 	hot := r.Hottest()
@@ -135,6 +136,12 @@ func (r *Report) printSummary(out io.Writer) {
 		gh = append(gh, fmt.Sprintf("%s %d WRU, %s RRU", sc, c.WRU(), fmtUnits(c.RRU())))
 	}
 	fmt.Fprintf(out, "GitHub (%s, %d B): %s\n", githubType, r.Bytes[labelGitHub], strings.Join(gh, "; "))
+	for _, s := range r.Sizes {
+		wru, rru, usd, reads := r.TieCost(s)
+		fmt.Fprintf(out, "same-second ties at %.0f%% of events (%s): each +%d WRU, %s RRU and %d read of Stripe's API beyond a new event; "+
+			"+$%.2f per million events (units, and the processor waiting %v a read); %s reads of Stripe's API per million events (no charge; its rate limit: 100/s live)\n",
+			r.TieRate*100, s.Name, wru, fmtUnits(rru), r.TieReads[s.Name], usd, TieRoundTrip, millions(reads))
+	}
 }
 
 func (r *Report) printMoney(out io.Writer) {

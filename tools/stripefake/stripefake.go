@@ -27,6 +27,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -48,6 +49,9 @@ type Request struct {
 	Query  url.Values
 	Status int
 	At     time.Time
+	// Account is the request's Stripe-Account header; Version its
+	// Stripe-Version.
+	Account, Version string
 }
 
 // Created returns the request's created[op] filter ("gte", "lt", ...; "" for
@@ -86,6 +90,147 @@ type Server struct {
 	faults   []int
 	hook     func(*http.Request)
 	key      string
+	// objects holds each object's raw JSON by objectKey; order each
+	// key in the order first put, for lists.
+	objects map[objectKey]json.RawMessage
+	order   []objectKey
+}
+
+// objectKey names a stored object: its collection's path, the account
+// it belongs to ("" for the platform) and its id.
+type objectKey struct{ collection, account, id string }
+
+// collections maps the objects' types to their API paths.
+var collections = map[string]string{
+	"subscription":     "/v1/subscriptions",
+	"invoice":          "/v1/invoices",
+	"customer":         "/v1/customers",
+	"checkout.session": "/v1/checkout/sessions",
+	"product":          "/v1/products",
+	"price":            "/v1/prices",
+}
+
+// PutObject stores (or replaces) an object that its retrieve call serves
+// byte for byte: raw is its JSON, with id and object (the type, one of
+// the mirror's). account is the connected account it belongs to, "" for
+// the platform's own: a request for another account's object is answered
+// 404, as Stripe does.
+func (s *Server) PutObject(account string, raw []byte) error {
+	var head struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.ID == "" {
+		return fmt.Errorf("stripefake: put object: not an object with an id")
+	}
+	c, ok := collections[head.Object]
+	if !ok {
+		return fmt.Errorf("stripefake: put object %s: type %q is not served", head.ID, head.Object)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.objects == nil {
+		s.objects = map[objectKey]json.RawMessage{}
+	}
+	k := objectKey{c, account, head.ID}
+	if _, ok := s.objects[k]; !ok {
+		s.order = append(s.order, k)
+	}
+	s.objects[k] = append(json.RawMessage(nil), raw...)
+	return nil
+}
+
+// listSubscriptions answers GET /v1/subscriptions as Stripe does: newest
+// first (here: the last put first), limit, starting_after, has_more, and
+// status: without it (or with an empty one) canceled subscriptions are
+// left out, "all" lists every one, another value only that status.
+func (s *Server) listSubscriptions(r *http.Request) (int, []byte) {
+	q := r.URL.Query()
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
+		}
+		limit = n
+	}
+	status, after, account := q.Get("status"), q.Get("starting_after"), r.Header.Get("Stripe-Account")
+	var matched []json.RawMessage
+	var ids []string
+	for i := len(s.order) - 1; i >= 0; i-- {
+		k := s.order[i]
+		if k.collection != collections["subscription"] || k.account != account {
+			continue
+		}
+		raw := s.objects[k]
+		var head struct {
+			Status string `json:"status"`
+		}
+		_ = json.Unmarshal(raw, &head)
+		switch {
+		case status == "all":
+		case status == "" && head.Status == "canceled":
+			continue
+		case status != "" && head.Status != status:
+			continue
+		}
+		matched, ids = append(matched, raw), append(ids, k.id)
+	}
+	if after != "" {
+		i := slices.Index(ids, after)
+		if i < 0 {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such subscription: '%s'", after), "starting_after")
+		}
+		matched = matched[i+1:]
+	}
+	hasMore := len(matched) > limit
+	if hasMore {
+		matched = matched[:limit]
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
+	for i, raw := range matched {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString("\n")
+		b.Write(raw)
+	}
+	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/subscriptions\"\n}", hasMore)
+	return http.StatusOK, b.Bytes()
+}
+
+// SubscriptionLists returns the GET /v1/subscriptions requests answered
+// so far.
+func (s *Server) SubscriptionLists() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if r.Method == http.MethodGet && r.Path == collections["subscription"] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Retrievals returns the object retrieve requests answered so far.
+func (s *Server) Retrievals() []Request {
+	var out []Request
+	for _, r := range s.Requests() {
+		if _, _, ok := objectPath(r.Path); ok && r.Method == http.MethodGet {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// objectPath splits /v1/<collection>/<id> into its collection and id.
+func objectPath(path string) (collection, id string, ok bool) {
+	for _, c := range collections {
+		if rest, found := strings.CutPrefix(path, c+"/"); found && rest != "" && !strings.Contains(rest, "/") {
+			return c, rest, true
+		}
+	}
+	return "", "", false
 }
 
 type stored struct {
@@ -197,7 +342,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	status, body := s.answer(r)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now()})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now(),
+		Account: r.Header.Get("Stripe-Account"), Version: r.Header.Get("Stripe-Version")})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", time.Now().UnixNano()))
@@ -224,12 +370,22 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	if r.URL.Path == "/v1/events" {
 		return s.list(r.URL.Query())
 	}
+	if r.URL.Path == collections["subscription"] {
+		return s.listSubscriptions(r)
+	}
 	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		i, ok := s.byID[m[1]]
 		if !ok {
 			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
 		}
 		return http.StatusOK, s.events[i].raw
+	}
+	if c, id, ok := objectPath(r.URL.Path); ok {
+		raw, found := s.objects[objectKey{c, r.Header.Get("Stripe-Account"), id}]
+		if !found {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such %s: '%s'", strings.TrimPrefix(c, "/v1/"), id), "id")
+		}
+		return http.StatusOK, raw
 	}
 	return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (GET: %s).", r.URL.Path), "")
 }

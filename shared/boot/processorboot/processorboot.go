@@ -36,8 +36,10 @@ import (
 // fails. STRIPE_API_BASE must pass stripeapi.BaseURL.
 //
 // The Stripe API key (STRIPE_API_KEY_PARAMETER; STRIPE_API_KEY locally)
-// serves only events too large to store: without one such events fail
-// permanently. The key and the forward secret are read on first need and
+// serves events too large to store, and settles events of one object in
+// the same second by reading the object (mirror.Mirror.Settle): without
+// one, the first fail permanently and the second are ordered by their
+// ids. The key and the forward secret are read on first need and
 // kept; a failure to read one fails the event that needed it, retryably.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
 	r := boot.NewReader(env, cfg)
@@ -88,14 +90,16 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 
 	var fetcher processor.Fetcher
+	var api mirror.ObjectReader
 	if apiKey != nil {
 		f, err := newFetcher(apiKey, apiBase)
 		if err != nil {
 			return nil, fmt.Errorf("boot processor: %w", err)
 		}
-		fetcher = f
+		fetcher, api = f, f
 	} else {
-		logger.WarnContext(ctx, "no Stripe API key configured (STRIPE_API_KEY_PARAMETER): events too large to store will fail permanently")
+		logger.WarnContext(ctx, "no Stripe API key configured (STRIPE_API_KEY_PARAMETER): events too large to store will fail permanently, "+
+			"and events of one object in the same second are ordered by their ids, not by Stripe's API")
 	}
 	var eff processor.Effects
 	if effects != nil {
@@ -116,9 +120,10 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	sqsClient := sqs.NewFromConfig(cfg)
 	return processor.New(processor.Config{
 		Store:           c.Events(dynamodb.NewFromConfig(cfg)),
-		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields},
+		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: api != nil},
 		Effects:         eff,
 		Fetcher:         fetcher,
+		API:             api,
 		Visibility:      sqsClient,
 		QueueURL:        c.QueueURL,
 		MaxReceiveCount: maxReceive,
@@ -129,8 +134,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	})
 }
 
-// newFetcher is the processor's reader of events too large to store:
-// GET /v1/events/{id} through package stripeapi, with the key read on
+// newFetcher is the processor's reader of events too large to store
+// (GET /v1/events/{id}) and of objects whose events tie (their retrieve
+// calls), through package stripeapi, with the key read on
 // first need, and read again on a 401 (at most once a minute: a rotated
 // key takes effect without a redeploy). stripe-go's own retries are off: a failed fetch fails its
 // event, which the queue retries with the processor's backoff. The answer

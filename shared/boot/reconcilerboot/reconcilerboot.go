@@ -11,10 +11,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -208,4 +210,43 @@ func readGitHub(r *boot.Reader) github {
 	g.backoff = r.Duration("GITHUB_REDELIVERY_BACKOFF", reconcile.DefaultGitHubRedeliveryBackoff)
 	g.maxAsks = r.Integer("GITHUB_REDELIVERY_ASKS", reconcile.DefaultGitHubMaxAsks)
 	return g
+}
+
+// NewAuditor builds the audit of the mirror against Stripe's API
+// (package audit) from the reconciler's configuration: its Stripe API
+// key (read access to subscriptions), STRIPE_API_BASE, its rate limit
+// (RECONCILE_RATE_LIMIT, under Stripe's limit in the mode), and the
+// mirror table with the processor's field allowlist (MIRROR_KEEP_FIELDS).
+func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Auditor, error) {
+	r := boot.NewReader(env, cfg)
+	c := r.Common()
+	limit, ceiling := reconcileRateTest, StripeRateLimitTest
+	if c.Livemode {
+		limit, ceiling = reconcileRateLive, StripeRateLimitLive
+	}
+	limit = r.Integer("RECONCILE_RATE_LIMIT", limit)
+	if limit <= 0 || limit >= ceiling {
+		r.Fail(fmt.Errorf("RECONCILE_RATE_LIMIT=%d: want 1 to %d requests/s, under Stripe's limit in this mode", limit, ceiling-1))
+	}
+	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
+	key := r.Secret("STRIPE_API_KEY", true)
+	fields, err := mirror.ParseFields(r.Optional("MIRROR_KEEP_FIELDS", ""))
+	if err != nil {
+		r.Fail(fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
+	}
+	if err := r.Err("audit"); err != nil {
+		return nil, err
+	}
+	api, err := newLister(key, apiBase, limit)
+	if err != nil {
+		return nil, fmt.Errorf("boot audit: %w", err)
+	}
+	db := dynamodb.NewFromConfig(cfg)
+	return &audit.Auditor{
+		API:    api,
+		Mirror: &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: true},
+		Reader: &mirror.Reader{DB: db, Table: c.MirrorTable},
+		DB:     db,
+		Scan:   db,
+	}, nil
 }

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/audit"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+)
+
+// AuditJSON is the JSON shape of `inboxctl audit --json`: audit.Result.
+type AuditJSON = audit.Result
+
+type auditOpts struct {
+	dryRun        bool
+	asJSON        bool
+	maxPages      int
+	startingAfter string
+}
+
+func (a *app) auditCmd() *cobra.Command {
+	var o auditOpts
+	cmd := &cobra.Command{
+		Use:   "audit [--dry-run] [--json]",
+		Short: "Compare every Stripe subscription with the mirror and repair what differs",
+		Long: `audit lists every subscription Stripe has (status=all: canceled ones too),
+100 a page within the reconciler's rate limit, compares each with the mirror's
+snapshot and the customer's entitlement (status, customer, price, current
+period end, cancel at period end), and repairs a difference by writing
+Stripe's object through the same guarded write as an event: a newer event
+still wins, the snapshot records what changed (settled_by audit), and none of
+your effects runs. A subscription the mirror lacks is written as a backfill
+is.
+
+With --dry-run nothing is written and the result says what would be
+repaired. --max-pages stops after N pages and prints where to resume
+(--starting-after).
+
+It needs a Stripe API key with read access to subscriptions, found as
+reconcile finds it (STRIPE_API_KEY, STRIPE_API_KEY_PARAMETER, or the stage's
+with --stage).`,
+		Example: `  inboxctl audit --dry-run
+  inboxctl --stage prod audit --json`,
+		Args: args(cobra.NoArgs),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return a.audit(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.dryRun, "dry-run", false, "change nothing: say what would be repaired")
+	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (AuditJSON in docs/cli.md)")
+	f.IntVar(&o.maxPages, "max-pages", 0, "stop after N pages of 100 subscriptions (default: the whole list)")
+	f.StringVar(&o.startingAfter, "starting-after", "", "resume a stopped audit after this subscription id (its cursor)")
+	return cmd
+}
+
+func (a *app) audit(ctx context.Context, o auditOpts) error {
+	if o.maxPages < 0 {
+		return usagef("--max-pages must not be negative")
+	}
+	// As reconcile: with --stage every setting is the stage's, and none
+	// comes from the shell, so a local key or API base never meets a
+	// live stage.
+	env := map[string]string{}
+	getenv := a.getenv
+	if a.deployed() {
+		getenv = func(string) string { return "" }
+		params, err := a.stageParameters(ctx)
+		if err != nil {
+			return err
+		}
+		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "MirrorKeepFields": "MIRROR_KEEP_FIELDS"} {
+			if v := params[param]; v != "" {
+				env[key] = v
+			}
+		}
+		if env["STRIPE_API_KEY_PARAMETER"] == "" {
+			return fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
+		}
+		if a.stageAPIBase != "" {
+			env["STRIPE_API_BASE"] = a.stageAPIBase
+		}
+	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
+		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to subscriptions) " +
+			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+	}
+	cfg, err := a.aws(ctx)
+	if err != nil {
+		return err
+	}
+	// The reconciler's configuration names every table and queue; the
+	// audit uses the mirror's.
+	s, err := a.open(ctx, withEvents|withQueue|withMirror)
+	if err != nil {
+		return err
+	}
+	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
+	aud, err := reconcilerboot.NewAuditor(ctx, func(k string) string {
+		if v, ok := env[k]; ok {
+			return v
+		}
+		return getenv(k)
+	}, cfg)
+	if err != nil {
+		return a.hint(err)
+	}
+	show := a.spinner("auditing")
+	res, err := aud.Run(ctx, audit.Options{DryRun: o.dryRun, MaxPages: o.maxPages, StartingAfter: o.startingAfter})
+	show("")
+	if err != nil {
+		if res.Cursor != "" {
+			fmt.Fprintf(a.stderr, "stopped after %s: resume with --starting-after %s\n", res.Cursor, res.Cursor)
+		}
+		return a.hint(err)
+	}
+	if o.asJSON {
+		return writeJSON(a.stdout, res)
+	}
+	repaired := "repaired"
+	if o.dryRun {
+		repaired = "would repair"
+	}
+	pairs := [][2]string{
+		{"listed", fmt.Sprint(res.Listed)},
+		{"matched", fmt.Sprint(res.Matched)},
+		{repaired, a.count(res.Repaired, red)},
+		{"missing_here", a.count(res.MissingHere, yellow)},
+		{"unknown_there", a.count(res.UnknownThere, yellow)},
+		{"raced", fmt.Sprint(res.Raced)},
+		{"pages", fmt.Sprint(res.Pages)},
+		{"dry_run", fmt.Sprint(res.DryRun)},
+	}
+	if res.Cursor != "" {
+		pairs = append(pairs, [2]string{"resume", "--starting-after " + res.Cursor})
+	}
+	if err := a.rows(pairs); err != nil {
+		return err
+	}
+	for _, r := range res.Repairs {
+		fmt.Fprintf(a.stdout, "\n%s (%s): %s", r.ID, r.Customer, strings.Join(r.Changes, "; "))
+	}
+	if len(res.Unknown) > 0 {
+		fmt.Fprintf(a.stdout, "\nin the mirror, not in Stripe's list: %s\n", strings.Join(res.Unknown, ", "))
+	}
+	if len(res.Repairs) > 0 {
+		fmt.Fprintln(a.stdout)
+		if !o.dryRun {
+			fmt.Fprintln(a.stdout, "\nDrift means deliveries are being lost somewhere: see the runbook's audit section.")
+		}
+	}
+	return nil
+}
