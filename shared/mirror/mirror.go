@@ -45,17 +45,22 @@ const (
 	attrLivemode         = "livemode"
 	attrUpdatedAt        = "updated_at"
 	attrErased           = "erased"
+	// attrAccount is the connected account of a Connect object (absent on
+	// the platform's own); its key and customer hold it too (Key).
+	attrAccount = "connect_account"
 )
 
 // indexCustomer lists a customer's objects and entitlement (keys only).
 const indexCustomer = "by_customer"
 
-// EntitlementKey is the key of a customer's entitlement item.
+// EntitlementKey is the key of a customer's entitlement item; customer is
+// the customer's id, or Key(account, id) for a connected account's.
 func EntitlementKey(customer string) string { return "entitlement#" + customer }
 
 // Plan is what applying one event writes to the mirror.
 type Plan struct {
-	// Key names the mirrored object the event touched ("" for none).
+	// Key names the mirrored object the event touched ("" for none): its
+	// id, or for a connected account's object Key(account, id).
 	Key string
 	// Writes are conditioned on the ordering guard: when one fails, a newer
 	// event was applied first and this one is superseded.
@@ -132,6 +137,12 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if o.Object == "customer" {
 		customer = o.ID
 	}
+	// A connected account's objects are keyed by account and id, their
+	// customer too (the by_customer index and the entitlement's key).
+	key := Key(r.Account, o.ID)
+	if customer != "" {
+		customer = Key(r.Account, customer)
+	}
 	now := time.Now
 	if m.Now != nil {
 		now = m.Now
@@ -139,7 +150,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	g := newGuard(r, deleted)
 
 	item := map[string]types.AttributeValue{
-		attrPK:               ddbattr.S(o.ID),
+		attrPK:               ddbattr.S(key),
 		attrObject:           ddbattr.S(o.Object),
 		attrDeleted:          ddbattr.Bool(deleted),
 		attrLastEventID:      ddbattr.S(r.ID),
@@ -150,6 +161,9 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	}
 	if customer != "" {
 		item[attrCustomer] = ddbattr.S(customer)
+	}
+	if r.Account != "" {
+		item[attrAccount] = ddbattr.S(r.Account)
 	}
 	if !deleted {
 		if err := putData(item, data); err != nil {
@@ -169,7 +183,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if o.Object == "subscription" && customer != "" {
 		writes = append(writes, m.entitlementWrite(r, o, customer, deleted, g, now()))
 	}
-	return Plan{Key: o.ID, Writes: writes}, nil
+	return Plan{Key: key, Writes: writes}, nil
 }
 
 // putData sets the snapshot's data on item by ddbattr's rule for large
