@@ -48,6 +48,9 @@ type Request struct {
 	Query  url.Values
 	Status int
 	At     time.Time
+	// Account is the request's Stripe-Account header: the connected
+	// account it acts for (Stripe Connect); empty for the platform.
+	Account string
 }
 
 // Created returns the request's created[op] filter ("gte", "lt", ...; "" for
@@ -91,6 +94,7 @@ type Server struct {
 type stored struct {
 	id      string
 	typ     string
+	account string // the connected account's (Stripe Connect), "" for the platform's
 	created int64
 	seq     int
 	raw     json.RawMessage
@@ -125,6 +129,7 @@ func (s *Server) Add(payloads ...[]byte) error {
 			ID      string `json:"id"`
 			Type    string `json:"type"`
 			Created int64  `json:"created"`
+			Account string `json:"account"`
 		}
 		if err := json.Unmarshal(p, &head); err != nil {
 			return fmt.Errorf("stripefake: add: not an event: %w", err)
@@ -137,7 +142,7 @@ func (s *Server) Add(payloads ...[]byte) error {
 		}
 		s.seq++
 		s.byID[head.ID] = len(s.events)
-		s.events = append(s.events, stored{id: head.ID, typ: head.Type, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
+		s.events = append(s.events, stored{id: head.ID, typ: head.Type, account: head.Account, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
 	}
 	return nil
 }
@@ -197,7 +202,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	status, body := s.answer(r)
 	s.mu.Lock()
-	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now()})
+	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now(), Account: r.Header.Get("Stripe-Account")})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", time.Now().UnixNano()))
@@ -221,12 +226,16 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	if r.Method != http.MethodGet {
 		return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (%s: %s).", r.Method, r.URL.Path), "")
 	}
+	// As Stripe: the platform's key acts for a connected account with
+	// Stripe-Account, and sees only that account's events; without it,
+	// only the platform's own.
+	account := r.Header.Get("Stripe-Account")
 	if r.URL.Path == "/v1/events" {
-		return s.list(r.URL.Query())
+		return s.list(r.URL.Query(), account)
 	}
 	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		i, ok := s.byID[m[1]]
-		if !ok {
+		if !ok || s.events[i].account != account {
 			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
 		}
 		return http.StatusOK, s.events[i].raw
@@ -235,7 +244,7 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 }
 
 // list answers GET /v1/events with Stripe's semantics.
-func (s *Server) list(q url.Values) (int, []byte) {
+func (s *Server) list(q url.Values, account string) (int, []byte) {
 	bad := func(msg, param string) (int, []byte) {
 		return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", msg, param)
 	}
@@ -291,6 +300,9 @@ func (s *Server) list(q url.Values) (int, []byte) {
 		typeSet[t] = true
 	}
 	match := func(e stored) bool {
+		if e.account != account {
+			return false
+		}
 		for _, b := range bounds {
 			if !b(e.created) {
 				return false
