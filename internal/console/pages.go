@@ -253,8 +253,8 @@ type objectView struct {
 	// Account is the connected account the object is of (?account=,
 	// Stripe Connect); empty for the platform's own.
 	Account string
-	Snap   *mirror.Snapshot
-	Status string
+	Snap    *mirror.Snapshot
+	Status  string
 	// PeriodEnd is the data's current_period_end, Unix seconds.
 	PeriodEnd int64
 	Data      string
