@@ -26,6 +26,8 @@ type EventSummaryJSON struct {
 	ReceivedAt string `json:"received_at"`
 	Created    int64  `json:"created"`
 	ObjectID   string `json:"object_id,omitempty"`
+	// Account is the connected account the event is of (Stripe Connect).
+	Account string `json:"account,omitempty"`
 }
 
 // EventListJSON is the stable JSON shape of inboxctl events --json. Next,
@@ -39,14 +41,14 @@ func summary(r event.Record) EventSummaryJSON {
 	return EventSummaryJSON{
 		ID: r.ID, Type: r.Type, Status: string(r.Status), StatusAt: ts(r.StatusAt), Source: string(r.Source),
 		Attempts: r.Attempts, Outcome: string(r.Outcome), LastError: r.LastError, ReceivedAt: ts(r.ReceivedAt),
-		Created: r.Created, ObjectID: r.ObjectID,
+		Created: r.Created, ObjectID: r.ObjectID, Account: r.Account,
 	}
 }
 
 type eventsOpts struct {
-	status, since, typ, next string
-	limit                    int
-	asJSON                   bool
+	status, since, typ, next, account string
+	limit                             int
+	asJSON                            bool
 }
 
 func (a *app) eventsCmd() *cobra.Command {
@@ -66,7 +68,8 @@ A full page ends with the command for the next one (--next <cursor>).`,
 		Example: `  inboxctl events
   inboxctl events --status failed
   inboxctl events --status dead_lettered --since 7d --type invoice.paid
-  inboxctl events --status processed --since 2h --limit 100 --json`,
+  inboxctl events --status processed --since 2h --limit 100 --json
+  inboxctl events --account acct_1Nv0FGQ9RKHgCVdK --status failed`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return a.events(cmd.Context(), o)
@@ -76,6 +79,7 @@ A full page ends with the command for the next one (--next <cursor>).`,
 	f.StringVar(&o.status, "status", "", "only events in this status (default: every status)")
 	f.StringVar(&o.since, "since", "24h", "how far back: a duration (24h, 90m, 7d) or an RFC 3339 time")
 	f.StringVar(&o.typ, "type", "", "only events of this type")
+	f.StringVar(&o.account, "account", "", "only events of this connected account (acct_..., Stripe Connect)")
 	f.IntVar(&o.limit, "limit", store.DefaultPageSize, "page size")
 	f.StringVar(&o.next, "next", "", "cursor of the next page, from the previous page")
 	f.BoolVar(&o.asJSON, "json", false, "print the page as JSON (EventListJSON in docs/cli.md)")
@@ -114,9 +118,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return err
 	}
 	events := s.Events
-	page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Limit: o.limit, Cursor: o.next})
+	page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Account: o.account, Limit: o.limit, Cursor: o.next})
 	if errors.Is(err, store.ErrBadCursor) {
-		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since and --type of the page that printed it")
+		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since, --type and --account of the page that printed it")
 	}
 	if err != nil {
 		return a.tableHint(events.Table, err)
@@ -155,6 +159,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		next += " --since " + when(since)
 		if o.typ != "" {
 			next += " --type " + o.typ
+		}
+		if o.account != "" {
+			next += " --account " + o.account
 		}
 		if o.limit != store.DefaultPageSize {
 			next += fmt.Sprintf(" --limit %d", o.limit)

@@ -33,7 +33,10 @@ type ObjectEventJSON struct {
 // oldest first by Stripe's created time.
 type ObjectJSON struct {
 	// ID is the object asked about (the snapshot's own id when mirrored).
-	ID       string `json:"id"`
+	ID string `json:"id"`
+	// Account is the connected account asked about (--account; Stripe
+	// Connect); omitted for the platform's own objects.
+	Account  string `json:"account,omitempty"`
 	Mirrored bool   `json:"mirrored"`
 	*mirror.Snapshot
 	Events []ObjectEventJSON `json:"events"`
@@ -55,8 +58,26 @@ func objectEvents(rs []event.Record) []ObjectEventJSON {
 	return out
 }
 
+// ofAccount keeps the records of account's events ("" for the
+// platform's own): an object id is unique only within its account.
+func ofAccount(rs []event.Record, account string) []event.Record {
+	out := rs[:0:0]
+	for _, r := range rs {
+		if r.Account == account {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// accountFlag adds --account to cmd.
+func accountFlag(cmd *cobra.Command, account *string, what string) {
+	cmd.Flags().StringVar(account, "account", "", "the connected account (acct_...) "+what+" is of, for a Stripe Connect platform; none: the platform's own")
+}
+
 func (a *app) objectCmd() *cobra.Command {
 	var asJSON, data bool
+	var account string
 	cmd := &cobra.Command{
 		Use:   "object <object-id>",
 		Short: "Show a mirrored Stripe object and the events that shaped it",
@@ -68,25 +89,27 @@ Then every stored event about the object, oldest first, with what
 processing did with each: applied, or superseded by a later event.`,
 		Example: `  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs
   inboxctl object cus_NffrFeUfNV2Hib --data
-  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --json | jq .data.status`,
+  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --json | jq .data.status
+  inboxctl object sub_1MowQVLkdIwHu7ixeRlqHVzs --account acct_1Nv0FGQ9RKHgCVdK`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, v []string) error {
-			return a.object(cmd.Context(), v[0], asJSON, data)
+			return a.object(cmd.Context(), v[0], account, asJSON, data)
 		},
 	}
+	accountFlag(cmd, &account, "the object")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (ObjectJSON in docs/cli.md), data included")
 	cmd.Flags().BoolVar(&data, "data", false, "print the object's whole data, as mirrored (the allowlisted fields)")
 	return cmd
 }
 
-func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
+func (a *app) object(ctx context.Context, id, account string, asJSON, data bool) error {
 	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
 	mr, events := s.Mirror, s.Events
-	out := ObjectJSON{ID: id}
-	snap, err := mr.Object(ctx, id)
+	out := ObjectJSON{ID: id, Account: account}
+	snap, err := mr.Object(ctx, mirror.Key(account, id))
 	switch {
 	case errors.Is(err, mirror.ErrNotFound):
 	case err != nil:
@@ -98,16 +121,19 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 	if err != nil {
 		return a.tableHint(events.Table, err)
 	}
-	out.Events = objectEvents(recs)
+	out.Events = objectEvents(ofAccount(recs, account))
 	if out.Snapshot == nil && len(out.Events) == 0 {
-		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags",
+		if account != "" {
+			id += " of account " + account
+		}
+		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), --account, and --stage or the table flags",
 			id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
 	}
 	if out.Snapshot == nil {
-		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", id)
+		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", mirror.Key(account, id))
 	} else {
 		s := out.Snapshot
 		var fields struct {
@@ -120,7 +146,7 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 			deleted += " (erased: inboxctl erase)"
 		}
 		if err := a.rows([][2]string{
-			{"id", s.ID}, {"object", s.Object}, {"status", fields.Status}, {"customer", s.Customer},
+			{"id", s.ID}, {"account", s.Account}, {"object", s.Object}, {"status", fields.Status}, {"customer", s.Customer},
 			{"current_period_end", unix(fields.CurrentPeriodEnd)},
 			{"deleted", deleted}, {"livemode", fmt.Sprint(s.Livemode)},
 			{"last_event", fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))},
@@ -160,6 +186,7 @@ func (a *app) eventTable(evs []ObjectEventJSON, reflected string) error {
 
 func (a *app) entitlementCmd() *cobra.Command {
 	var asJSON bool
+	var account string
 	cmd := &cobra.Command{
 		Use:   "entitlement <customer-id>",
 		Short: "Show what a customer is entitled to, why, and the events behind it",
@@ -168,23 +195,25 @@ their subscriptions (active or trialing grants access; otherwise the most
 recent subscription's status says why not), and lists the events of those
 subscriptions, oldest first: the answer to "I paid but my account is locked".`,
 		Example: `  inboxctl entitlement cus_NffrFeUfNV2Hib
-  inboxctl entitlement cus_NffrFeUfNV2Hib --json | jq .active`,
+  inboxctl entitlement cus_NffrFeUfNV2Hib --json | jq .active
+  inboxctl entitlement cus_NffrFeUfNV2Hib --account acct_1Nv0FGQ9RKHgCVdK`,
 		Args: args(cobra.ExactArgs(1)),
 		RunE: func(cmd *cobra.Command, v []string) error {
-			return a.entitlement(cmd.Context(), v[0], asJSON)
+			return a.entitlement(cmd.Context(), v[0], account, asJSON)
 		},
 	}
+	accountFlag(cmd, &account, "the customer")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (EntitlementJSON in docs/cli.md)")
 	return cmd
 }
 
-func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) error {
+func (a *app) entitlement(ctx context.Context, customer, account string, asJSON bool) error {
 	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
 	mr, events := s.Mirror, s.Events
-	ent, err := mr.Entitlement(ctx, customer)
+	ent, err := mr.Entitlement(ctx, mirror.Key(account, customer))
 	if err != nil {
 		return a.tableHint(mr.Table, err)
 	}
@@ -195,7 +224,7 @@ func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) err
 		if err != nil {
 			return a.tableHint(events.Table, err)
 		}
-		recs = append(recs, rs...)
+		recs = append(recs, ofAccount(rs, account)...)
 	}
 	sort.SliceStable(recs, func(i, j int) bool {
 		if recs[i].Created != recs[j].Created {
@@ -212,7 +241,7 @@ func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) err
 		access = a.paint(green, "yes")
 	}
 	if err := a.rows([][2]string{
-		{"customer", ent.Customer}, {"active", access}, {"reason", ent.Reason},
+		{"customer", ent.Customer}, {"account", ent.Account}, {"active", access}, {"reason", ent.Reason},
 		{"price", ent.Price}, {"product", ent.Product}, {"until", unix(ent.Until)},
 	}); err != nil {
 		return err

@@ -26,6 +26,8 @@ const dlqPeek = 100
 // filter is the events page's query, as its form and links carry it.
 type filter struct {
 	Provider, Status, Type, Day string
+	// Account keeps one connected account's events (Stripe Connect).
+	Account string
 	// Since and Next continue a listing: the first page's window start
 	// (pinned, so that the window does not slide between pages) and the
 	// store's cursor.
@@ -34,7 +36,7 @@ type filter struct {
 
 func (f filter) values() url.Values {
 	v := url.Values{}
-	for k, x := range map[string]string{"provider": f.Provider, "status": f.Status, "type": f.Type, "day": f.Day, "since": f.Since, "next": f.Next} {
+	for k, x := range map[string]string{"provider": f.Provider, "status": f.Status, "type": f.Type, "account": f.Account, "day": f.Day, "since": f.Since, "next": f.Next} {
 		if x != "" {
 			v.Set(k, x)
 		}
@@ -55,7 +57,7 @@ type eventsView struct {
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := filter{Provider: q.Get("provider"), Status: q.Get("status"), Type: strings.TrimSpace(q.Get("type")), Day: q.Get("day"), Since: q.Get("since"), Next: q.Get("next")}
+	f := filter{Provider: q.Get("provider"), Status: q.Get("status"), Type: strings.TrimSpace(q.Get("type")), Account: strings.TrimSpace(q.Get("account")), Day: q.Get("day"), Since: q.Get("since"), Next: q.Get("next")}
 	if f.Provider == "" {
 		f.Provider = s.cfg.Providers[0]
 	}
@@ -68,7 +70,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		bad("Unknown provider " + f.Provider + ": pick one of the list.")
 		return
 	}
-	query := store.Query{Provider: f.Provider, Type: f.Type, Cursor: f.Next, Limit: store.DefaultPageSize}
+	query := store.Query{Provider: f.Provider, Type: f.Type, Account: f.Account, Cursor: f.Next, Limit: store.DefaultPageSize}
 	if f.Status != "" {
 		st, err := event.ParseStatus(f.Status)
 		if err != nil {
@@ -247,9 +249,12 @@ func transitions(r event.Record) []transition {
 }
 
 type objectView struct {
-	ID     string
-	Snap   *mirror.Snapshot
-	Status string
+	ID string
+	// Account is the connected account the object is of (?account=,
+	// Stripe Connect); empty for the platform's own.
+	Account string
+	Snap    *mirror.Snapshot
+	Status  string
 	// PeriodEnd is the data's current_period_end, Unix seconds.
 	PeriodEnd int64
 	Data      string
@@ -261,9 +266,10 @@ type objectView struct {
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
+	account := strings.TrimSpace(r.URL.Query().Get("account"))
 	ctx := r.Context()
-	view := objectView{ID: id}
-	snap, err := s.cfg.Mirror.Object(ctx, id)
+	view := objectView{ID: id, Account: account}
+	snap, err := s.cfg.Mirror.Object(ctx, mirror.Key(account, id))
 	switch {
 	case errors.Is(err, mirror.ErrNotFound):
 	case err != nil:
@@ -281,13 +287,20 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			view.Data = pretty(snap.Data)
 		}
 	}
-	if view.Events, err = s.cfg.Events.ByObject(ctx, id); err != nil {
+	evs, err := s.cfg.Events.ByObject(ctx, id)
+	if err != nil {
 		s.backendError(w, r, err)
 		return
 	}
+	// An object id is unique only within its account.
+	for _, e := range evs {
+		if e.Account == account {
+			view.Events = append(view.Events, e)
+		}
+	}
 	view.Customer = strings.HasPrefix(id, "cus_") || (view.Snap != nil && view.Snap.Object == "customer")
 	if view.Customer {
-		if view.Entitlement, err = s.cfg.Mirror.Entitlement(ctx, id); err != nil {
+		if view.Entitlement, err = s.cfg.Mirror.Entitlement(ctx, mirror.Key(account, id)); err != nil {
 			s.backendError(w, r, err)
 			return
 		}

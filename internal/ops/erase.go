@@ -174,7 +174,7 @@ func (s *Stack) eraseSnapshot(ctx context.Context, sn mirror.Snapshot, dryRun bo
 		item.Action = EraseWouldErase
 		return item
 	}
-	ok, err := s.Eraser.EraseObject(ctx, sn.ID)
+	ok, err := s.Eraser.EraseObject(ctx, sn.Key())
 	switch {
 	case err != nil:
 		item.Action, item.Detail = EraseError, s.explain(s.Eraser.Table, err).Error()

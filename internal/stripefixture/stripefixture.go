@@ -41,6 +41,9 @@ type Options struct {
 	Created    int64  // Unix seconds; now when zero
 	Livemode   bool
 	APIVersion string
+	// Account is the connected account the event is of (Stripe Connect:
+	// the event's top-level "account"); none when empty.
+	Account string
 	// Status sets data.object.status (subscriptions, invoices, sessions);
 	// the event type's usual status when empty.
 	Status string
@@ -154,6 +157,9 @@ func Build(eventType string, o Options) ([]byte, error) {
 		"pending_webhooks": 1,
 		"request":          map[string]any{"id": NewID("req_"), "idempotency_key": NewID("")},
 		"type":             eventType,
+	}
+	if o.Account != "" {
+		ev["account"] = o.Account
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

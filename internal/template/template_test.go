@@ -299,6 +299,9 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"GitHub's and Shopify's secrets in one parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/x", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "GithubSecretsHaveTheirOwnParameter"},
 		{"Shopify's secrets in the forward secret's parameter", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": f, "ShopifyWebhookSecretsParameter": f}, "ShopifySecretsHaveTheirOwnParameter"},
 		{"Standard Webhooks secrets in the API key's parameter", map[string]string{"StandardWebhookSecretsParameter": a}, "StandardSecretsHaveTheirOwnParameter"},
+		{"Connect secrets in the platform's parameter", map[string]string{"StripeConnectWebhookSecretsParameter": w}, "StripeConnectSecretsHaveTheirOwnParameter"},
+		{"Connect secrets in GitHub's parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/x", "StripeConnectWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "StripeConnectSecretsHaveTheirOwnParameter"},
+		{"Connect secrets, their own parameter", map[string]string{"StripeConnectWebhookSecretsParameter": "/webhook-inbox/dev/stripe/connect-webhook-secrets"}, ""},
 		{"every provider, each its own parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/github/webhook-secrets", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/shopify/webhook-secrets", "StandardWebhookSecretsParameter": "/webhook-inbox/dev/standard/webhook-secrets"}, ""},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)
@@ -317,12 +320,12 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 func TestProviderSecretsReachOnlyTheReceiverWhenSet(t *testing.T) {
 	off := load(t, nil)
 	f, _ := off.Function("ReceiverFunction")
-	for _, v := range []string{"GITHUB_WEBHOOK_SECRETS_PARAMETER", "SHOPIFY_WEBHOOK_SECRETS_PARAMETER", "STANDARD_WEBHOOK_SECRETS_PARAMETER"} {
+	for _, v := range []string{"STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER", "GITHUB_WEBHOOK_SECRETS_PARAMETER", "SHOPIFY_WEBHOOK_SECRETS_PARAMETER", "STANDARD_WEBHOOK_SECRETS_PARAMETER"} {
 		if _, ok := f.Environment[v]; ok {
 			t.Errorf("no provider set: %s = %v, want unset", v, f.Environment[v])
 		}
 	}
-	for _, sid := range []string{"ReadGithubSigningSecrets", "ReadShopifySigningSecrets", "ReadStandardSigningSecrets"} {
+	for _, sid := range []string{"ReadStripeConnectSigningSecrets", "ReadGithubSigningSecrets", "ReadShopifySigningSecrets", "ReadStandardSigningSecrets"} {
 		if _, ok := policySids(t, off, "ReceiverFunction")[sid]; ok {
 			t.Errorf("no provider set: the receiver has %s", sid)
 		}
@@ -350,6 +353,16 @@ func TestProviderSecretsReachOnlyTheReceiverWhenSet(t *testing.T) {
 	}
 	if _, ok := sids["ReadShopifySigningSecrets"]; ok {
 		t.Error("GitHub set: the receiver may read Shopify's secrets too")
+	}
+
+	const connect = "/webhook-inbox/dev/stripe/connect-webhook-secrets"
+	on = load(t, map[string]string{"StripeConnectWebhookSecretsParameter": connect})
+	f, _ = on.Function("ReceiverFunction")
+	if got := Scalar(f.Environment["STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER"]); got != connect {
+		t.Errorf("Connect set: STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER = %q, want %s", got, connect)
+	}
+	if st, ok := policySids(t, on, "ReceiverFunction")["ReadStripeConnectSigningSecrets"]; !ok || !strings.Contains(fmt.Sprint(st["Resource"]), connect) {
+		t.Errorf("Connect set: ReadStripeConnectSigningSecrets = %v, want ssm:GetParameter on %s", st, connect)
 	}
 }
 

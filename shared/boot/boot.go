@@ -150,16 +150,24 @@ func (r *Reader) Common() Common {
 // local stack's and the tests' way) to the one naming its SSM SecureString
 // parameter (the only way in Lambda).
 var secretParameters = map[string]string{
-	"STRIPE_WEBHOOK_SECRET":   "STRIPE_WEBHOOK_SECRETS_PARAMETER",
-	"STRIPE_API_KEY":          "STRIPE_API_KEY_PARAMETER",
-	"FORWARD_SECRET":          "FORWARD_SECRET_PARAMETER",
-	"GITHUB_WEBHOOK_SECRET":   "GITHUB_WEBHOOK_SECRETS_PARAMETER",
-	"SHOPIFY_WEBHOOK_SECRET":  "SHOPIFY_WEBHOOK_SECRETS_PARAMETER",
-	"STANDARD_WEBHOOK_SECRET": "STANDARD_WEBHOOK_SECRETS_PARAMETER",
+	"STRIPE_WEBHOOK_SECRET": "STRIPE_WEBHOOK_SECRETS_PARAMETER",
+	// A Connect platform's Connect endpoint (provider.StripeEndpoints).
+	"STRIPE_CONNECT_WEBHOOK_SECRET": "STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER",
+	"STRIPE_API_KEY":                "STRIPE_API_KEY_PARAMETER",
+	"FORWARD_SECRET":                "FORWARD_SECRET_PARAMETER",
+	"GITHUB_WEBHOOK_SECRET":         "GITHUB_WEBHOOK_SECRETS_PARAMETER",
+	"SHOPIFY_WEBHOOK_SECRET":        "SHOPIFY_WEBHOOK_SECRETS_PARAMETER",
+	"STANDARD_WEBHOOK_SECRET":       "STANDARD_WEBHOOK_SECRETS_PARAMETER",
 	// The reconciler's GitHub credentials (package githubapi).
 	"GITHUB_API_TOKEN":       "GITHUB_API_TOKEN_PARAMETER",
 	"GITHUB_APP_PRIVATE_KEY": "GITHUB_APP_PRIVATE_KEY_PARAMETER",
 }
+
+// StripeConnectSecretVariable is the local-only variable carrying a
+// Connect endpoint's signing secrets, beside STRIPE_WEBHOOK_SECRET (the
+// platform endpoint's); its parameter variable is
+// STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER.
+const StripeConnectSecretVariable = "STRIPE_CONNECT_WEBHOOK_SECRET"
 
 // WebhookSecretVariable is the local-only variable carrying provider's
 // signing secrets (GITHUB_WEBHOOK_SECRET, ...); its parameter variable is

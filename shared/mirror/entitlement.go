@@ -73,6 +73,7 @@ func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
 //
 //	{
 //	  "customer": "cus_123",
+//	  "account": "acct_123",       // the connected account's (Connect); omitted for the platform's own
 //	  "active": true,              // some subscription is active or trialing
 //	  "price": "price_123",        // of the granting subscription (or the latest)
 //	  "product": "prod_123",
@@ -86,6 +87,9 @@ func entryFrom(id string, m map[string]types.AttributeValue) SubscriptionEntry {
 //	}
 type Entitlement struct {
 	Customer string `json:"customer"`
+	// Account is the connected account the customer is of (Connect);
+	// empty for the platform's own customers.
+	Account string `json:"account,omitempty"`
 	// Active: some subscription is active or trialing.
 	Active bool `json:"active"`
 	// Price and Product of the subscription that grants access (or of the
@@ -108,9 +112,11 @@ func grants(s SubscriptionEntry) bool {
 
 // DeriveEntitlement computes the entitlement from an entitlement item. The
 // result depends only on the subscriptions' states, never on the order their
-// events arrived in.
+// events arrived in. customer is the customer's id, or a connected
+// account's Key(account, id).
 func DeriveEntitlement(customer string, item map[string]types.AttributeValue) Entitlement {
-	ent := Entitlement{Customer: customer, Subscriptions: []SubscriptionEntry{}}
+	account, id := SplitKey(customer)
+	ent := Entitlement{Customer: id, Account: account, Subscriptions: []SubscriptionEntry{}}
 	for name, v := range item {
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok || !strings.HasPrefix(name, subAttrPrefix) {

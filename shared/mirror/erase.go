@@ -38,18 +38,19 @@ type Eraser struct {
 	Now   func() time.Time
 }
 
-// EraseObject turns snapshot id into an erased tombstone. It reports false
+// EraseObject turns the snapshot key names (Key: its id, account-qualified
+// for a connected account's) into an erased tombstone. It reports false
 // when there is no such snapshot. It is conditioned on the item existing
 // only, so it wins against any concurrent write: one applied before it is
 // erased, one applied after it finds a tombstone.
-func (e *Eraser) EraseObject(ctx context.Context, id string) (bool, error) {
+func (e *Eraser) EraseObject(ctx context.Context, key string) (bool, error) {
 	now := time.Now
 	if e.Now != nil {
 		now = e.Now
 	}
 	_, err := e.DB.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName: aws.String(e.Table),
-		Key:       map[string]types.AttributeValue{attrPK: ddbattr.S(id)},
+		Key:       map[string]types.AttributeValue{attrPK: ddbattr.S(key)},
 		UpdateExpression: aws.String("SET #deleted = :t, #erased = :t, #updated = :now " +
 			"REMOVE #data, #data_gz, #data_omitted"),
 		ConditionExpression: aws.String("attribute_exists(#pk)"),
@@ -67,7 +68,7 @@ func (e *Eraser) EraseObject(ctx context.Context, id string) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, fmt.Errorf("mirror: erase %s: %w", id, err)
+		return false, fmt.Errorf("mirror: erase %s: %w", key, err)
 	}
 	return true, nil
 }

@@ -47,17 +47,22 @@ const (
 	attrErased           = "erased"
 	attrSettledBy        = "settled_by"
 	attrSettledChanges   = "settled_changes"
+	// attrAccount is the connected account of a Connect object (absent on
+	// the platform's own); its key and customer hold it too (Key).
+	attrAccount = "connect_account"
 )
 
 // indexCustomer lists a customer's objects and entitlement (keys only).
 const indexCustomer = "by_customer"
 
-// EntitlementKey is the key of a customer's entitlement item.
+// EntitlementKey is the key of a customer's entitlement item; customer is
+// the customer's id, or Key(account, id) for a connected account's.
 func EntitlementKey(customer string) string { return "entitlement#" + customer }
 
 // Plan is what applying one event writes to the mirror.
 type Plan struct {
-	// Key names the mirrored object the event touched ("" for none).
+	// Key names the mirrored object the event touched ("" for none): its
+	// id, or for a connected account's object Key(account, id).
 	Key string
 	// Writes are conditioned on the ordering guard: when one fails, a newer
 	// event was applied first and this one is superseded.
@@ -124,7 +129,7 @@ func (m *Mirror) Plan(r event.Record, payload []byte) (Plan, error) {
 	if m.TiesByAPI {
 		rule = later
 	}
-	v := Version{Created: r.Created, ID: r.ID, Type: r.Type, Livemode: r.Livemode}
+	v := Version{Created: r.Created, ID: r.ID, Type: r.Type, Livemode: r.Livemode, Account: r.Account}
 	return m.plan(o, p.Data.Object, deleted, v, guard{created: r.Created, id: r.ID, deleted: deleted, rule: rule})
 }
 
@@ -161,13 +166,19 @@ func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g 
 	if o.Object == "customer" {
 		customer = o.ID
 	}
+	// A connected account's objects are keyed by account and id, their
+	// customer too (the by_customer index and the entitlement's key).
+	key := Key(v.Account, o.ID)
+	if customer != "" {
+		customer = Key(v.Account, customer)
+	}
 	now := time.Now
 	if m.Now != nil {
 		now = m.Now
 	}
 
 	item := map[string]types.AttributeValue{
-		attrPK:               ddbattr.S(o.ID),
+		attrPK:               ddbattr.S(key),
 		attrObject:           ddbattr.S(o.Object),
 		attrDeleted:          ddbattr.Bool(deleted),
 		attrLastEventID:      ddbattr.S(v.ID),
@@ -188,6 +199,9 @@ func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g 
 	}
 	if customer != "" {
 		item[attrCustomer] = ddbattr.S(customer)
+	}
+	if v.Account != "" {
+		item[attrAccount] = ddbattr.S(v.Account)
 	}
 	if !deleted {
 		if err := putData(item, data); err != nil {
@@ -210,7 +224,7 @@ func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g 
 	if o.Object == "subscription" && customer != "" {
 		writes = append(writes, m.entitlementWrite(v, o, customer, deleted, g, now()))
 	}
-	return Plan{Key: o.ID, Writes: writes}, nil
+	return Plan{Key: key, Writes: writes}, nil
 }
 
 // putData sets the snapshot's data on item by ddbattr's rule for large

@@ -447,3 +447,70 @@ func keys(item map[string]types.AttributeValue) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestConnectedAccountsNeverShareState: the same customer and
+// subscription ids under two connected accounts and the platform are
+// three objects, three ordering guards and three entitlements; a
+// platform event keeps today's keys.
+func TestConnectedAccountsNeverShareState(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	const customer, sub = "cus_shared_id", "sub_shared_id"
+	apply := func(account, id, status string, created int64) int {
+		t.Helper()
+		r, body := ev(t, "customer.subscription.updated", id, created, stripefixture.Options{Account: account, ObjectID: sub, Customer: customer, Status: status})
+		if r.Account != account {
+			t.Fatalf("record's account: got %q, want %q", r.Account, account)
+		}
+		p, err := f.mirror.Plan(r, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := mirror.Key(account, sub); p.Key != want {
+			t.Fatalf("plan key: got %q, want %q", p.Key, want)
+		}
+		return f.write(t, p.Writes...)
+	}
+	// acct_a's event is the newest; acct_b's and the platform's are older
+	// and must not lose to it, nor it to them.
+	if c := apply("acct_a", "evt_a", "active", 300); c != -1 {
+		t.Fatalf("acct_a: condition of item %d failed", c)
+	}
+	if c := apply("acct_b", "evt_b", "past_due", 200); c != -1 {
+		t.Fatalf("acct_b, older than acct_a's event: condition of item %d failed, want applied (another account's guard)", c)
+	}
+	if c := apply("", "evt_p", "canceled", 100); c != -1 {
+		t.Fatalf("platform, older than both: condition of item %d failed, want applied", c)
+	}
+	// A late event of acct_a still loses to acct_a's own guard.
+	if c := apply("acct_a", "evt_a_old", "unpaid", 50); c == -1 {
+		t.Fatal("acct_a's older event: applied, want it to lose acct_a's guard")
+	}
+	for _, tc := range []struct {
+		account, status, event string
+		active                 bool
+	}{
+		{"acct_a", "active", "evt_a", true},
+		{"acct_b", "past_due", "evt_b", false},
+		{"", "canceled", "evt_p", false},
+	} {
+		snap, err := f.reader.Object(ctx, mirror.Key(tc.account, sub))
+		if err != nil || snap.ID != sub || snap.Account != tc.account || snap.Customer != customer || snap.LastEventID != tc.event {
+			t.Errorf("%q's snapshot: got %+v, %v; want %s of %s from %s", tc.account, snap, err, sub, customer, tc.event)
+		}
+		ent, err := f.reader.Entitlement(ctx, mirror.Key(tc.account, customer))
+		if err != nil || ent.Customer != customer || ent.Account != tc.account || ent.Active != tc.active || len(ent.Subscriptions) != 1 || ent.Subscriptions[0].Status != tc.status {
+			t.Errorf("%q's entitlement: got %+v, %v; want %s's only, %s", tc.account, ent, err, customer, tc.status)
+		}
+		objs, err := f.reader.CustomerObjects(ctx, mirror.Key(tc.account, customer), "")
+		if err != nil || len(objs) != 1 || objs[0].Key() != mirror.Key(tc.account, sub) {
+			t.Errorf("%q's customer objects: got %+v, %v; want its subscription only", tc.account, objs, err)
+		}
+	}
+	if got := mirror.Key("", sub); got != sub {
+		t.Errorf("a platform object's key: got %q, want its id %q (today's keys)", got, sub)
+	}
+	if a, id := mirror.SplitKey(mirror.Key("acct_a", sub)); a != "acct_a" || id != sub {
+		t.Errorf("SplitKey: got %q, %q", a, id)
+	}
+}

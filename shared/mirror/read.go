@@ -39,6 +39,7 @@ type Reader struct {
 //
 //	{
 //	  "id": "sub_123",                 // the Stripe object's id
+//	  "account": "acct_123",           // the connected account's (Connect); omitted for the platform's own
 //	  "object": "subscription",        // its Stripe type
 //	  "customer": "cus_123",           // omitted when the object has none
 //	  "deleted": false,                // true: a tombstone left by a *.deleted event
@@ -56,6 +57,7 @@ type Reader struct {
 // tombstone with "erased": true.
 type Snapshot struct {
 	ID               string `json:"id"`
+	Account          string `json:"account,omitempty"`
 	Object           string `json:"object"`
 	Customer         string `json:"customer,omitempty"`
 	Deleted          bool   `json:"deleted"`
@@ -80,9 +82,13 @@ type Snapshot struct {
 	Erased bool `json:"erased,omitempty"`
 }
 
-// Object reads the snapshot of object id.
-func (r *Reader) Object(ctx context.Context, id string) (Snapshot, error) {
-	item, err := r.get(ctx, id)
+// Key is the snapshot's key in the mirror (Key): what Object reads it by.
+func (s Snapshot) Key() string { return Key(s.Account, s.ID) }
+
+// Object reads the snapshot of the object key names: its id, or a
+// connected account's Key(account, id).
+func (r *Reader) Object(ctx context.Context, key string) (Snapshot, error) {
+	item, err := r.get(ctx, key)
 	if err != nil {
 		return Snapshot{}, err
 	}
@@ -94,10 +100,13 @@ func (r *Reader) Object(ctx context.Context, id string) (Snapshot, error) {
 // stored event, never larger than the event's payload) is an error naming
 // the object.
 func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
+	_, id := SplitKey(ddbattr.GetS(item, attrPK))
+	_, customer := SplitKey(ddbattr.GetS(item, attrCustomer))
 	s := Snapshot{
-		ID:               ddbattr.GetS(item, attrPK),
+		ID:               id,
+		Account:          ddbattr.GetS(item, attrAccount),
 		Object:           ddbattr.GetS(item, attrObject),
-		Customer:         ddbattr.GetS(item, attrCustomer),
+		Customer:         customer,
 		Deleted:          ddbattr.GetBool(item, attrDeleted),
 		LastEventID:      ddbattr.GetS(item, attrLastEventID),
 		LastEventCreated: ddbattr.GetN(item, attrLastEventCreated),
@@ -115,7 +124,7 @@ func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
 			err = errors.New("gunzip: not JSON")
 		}
 		if err != nil {
-			return Snapshot{}, fmt.Errorf("mirror: object %s: stored data: %w", s.ID, err)
+			return Snapshot{}, fmt.Errorf("mirror: object %s: stored data: %w", s.Key(), err)
 		}
 		s.Data = data
 	}
@@ -133,7 +142,9 @@ func SnapshotFrom(item map[string]types.AttributeValue) (Snapshot, error) {
 // lists the keys and BatchGetItem reads the snapshots, 100 at a time. The
 // index is eventually consistent: a write of a moment ago may not show
 // yet. Objects without a customer (products, prices, guest checkout
-// sessions) are only found by id, with Object.
+// sessions) are only found by id, with Object. customer is the customer's
+// id, or a connected account's Key(account, id): each account's customer
+// is its own.
 func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType string) ([]Snapshot, error) {
 	keys, err := r.CustomerKeys(ctx, customer)
 	if err != nil {
@@ -153,11 +164,12 @@ func (r *Reader) CustomerObjects(ctx context.Context, customer, objectType strin
 			out = append(out, s)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
 	return out, nil
 }
 
-// CustomerKeys lists the keys (object ids) of customer's snapshots from the
+// CustomerKeys lists the keys (Key: object ids, account-qualified for a
+// connected account's) of customer's snapshots from the
 // by_customer index, in key order. An entitlement item is not in the index
 // (it is found by its key, EntitlementKey); one written before it left the
 // index is left out here.
@@ -222,7 +234,8 @@ func (r *Reader) batchGet(ctx context.Context, keys []string) ([]map[string]type
 	return out, nil
 }
 
-// Entitlement reads and derives a customer's entitlement. A customer the
+// Entitlement reads and derives a customer's entitlement (customer: its
+// id, or a connected account's Key(account, id)). A customer the
 // mirror has never seen a subscription for is not active, with reason
 // "no_subscription".
 func (r *Reader) Entitlement(ctx context.Context, customer string) (Entitlement, error) {

@@ -33,6 +33,9 @@ type Version struct {
 	Type     string
 	Livemode bool
 	Source   string
+	// Account is the connected account the object belongs to (Stripe
+	// Connect); "" for the platform's own. It is part of the object's key.
+	Account string
 	// Changes, for a repair, says what differed (Differences); the
 	// snapshot keeps it (Snapshot.Changes).
 	Changes []string
@@ -58,7 +61,7 @@ type ObjectReader interface {
 // Tie reports whether an event lost the guard to another event of the same
 // second, which the deliveries cannot order: item is the mirror's item as
 // the failed condition found it (store.ConflictError.Item), key the
-// object's id (Plan.Key). A later event, a tombstone or the event's own
+// object's key (Plan.Key: its id, or Key(account, id)). A later event, a tombstone or the event's own
 // earlier write is no tie: the event is superseded.
 func Tie(r event.Record, key string, item map[string]types.AttributeValue) bool {
 	if len(item) == 0 {
@@ -66,7 +69,8 @@ func Tie(r event.Record, key string, item map[string]types.AttributeValue) bool 
 	}
 	c, e, d := attrLastEventCreated, attrLastEventID, attrDeleted
 	if strings.HasPrefix(ddbattr.GetS(item, attrPK), EntitlementKey("")) {
-		m, ok := item[subAttrPrefix+key].(*types.AttributeValueMemberM)
+		_, id := SplitKey(key) // an entitlement holds its subscriptions by id
+		m, ok := item[subAttrPrefix+id].(*types.AttributeValueMemberM)
 		if !ok {
 			return false
 		}
@@ -100,7 +104,7 @@ func (m *Mirror) Settle(ctx context.Context, api ObjectReader, r event.Record, p
 	if err != nil {
 		return Plan{}, fmt.Errorf("mirror: settle event %s from the API: %w", r.ID, err)
 	}
-	return m.PlanState(raw, Version{Created: r.Created, ID: r.ID, Type: r.Type, Livemode: r.Livemode, Source: SourceAPI})
+	return m.PlanState(raw, Version{Created: r.Created, ID: r.ID, Type: r.Type, Livemode: r.Livemode, Source: SourceAPI, Account: head.Account})
 }
 
 // PlanState plans writing obj, an object as the provider's API serves it

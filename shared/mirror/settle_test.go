@@ -68,8 +68,9 @@ func TestSettleReadsTheEventsObjectAsItsAccount(t *testing.T) {
 	if strings.Join(asked, " ") != "subscription sub_1 acct_9" {
 		t.Errorf("asked for %v, want subscription sub_1 as acct_9", asked)
 	}
-	if len(plan.Writes) != 2 || plan.Key != "sub_1" {
-		t.Fatalf("plan: key %q, %d writes; want sub_1's snapshot and entitlement", plan.Key, len(plan.Writes))
+	// The connected account's object is its own: keyed by account and id.
+	if len(plan.Writes) != 2 || plan.Key != "acct_9/sub_1" {
+		t.Fatalf("plan: key %q, %d writes; want acct_9's sub_1 snapshot and entitlement", plan.Key, len(plan.Writes))
 	}
 	put := plan.Writes[0].Put
 	if got := ddbattr.GetS(put.Item, "settled_by"); got != mirror.SourceAPI {

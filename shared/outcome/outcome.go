@@ -48,6 +48,11 @@ const (
 	// RejectedWrongMode: a live event at a test deployment or the reverse
 	// (400).
 	RejectedWrongMode Outcome = "rejected_wrong_mode"
+	// RejectedWrongEndpoint: a Stripe event signed with the other kind of
+	// endpoint's secret: a connected account's event verified only by a
+	// platform endpoint's secret, or a platform event only by a Connect
+	// endpoint's (400).
+	RejectedWrongEndpoint Outcome = "rejected_wrong_endpoint"
 	// RejectedUnknownProvider: the path names no provider, or one this
 	// deployment has no signing secret for (404).
 	RejectedUnknownProvider Outcome = "rejected_unknown_provider"
@@ -151,7 +156,7 @@ var Receiver = []Outcome{
 	Stored, Requeued, Duplicate, Ignored,
 	RejectedMissingSignature, RejectedMalformedSignature, RejectedSignature,
 	RejectedStaleTimestamp, RejectedFutureTimestamp, RejectedReplay, RejectedMalformed,
-	RejectedMissingID, RejectedWrongMode, RejectedUnknownProvider, RejectedTooLarge,
+	RejectedMissingID, RejectedWrongMode, RejectedWrongEndpoint, RejectedUnknownProvider, RejectedTooLarge,
 	PersistFailed, EnqueueFailed, Throttled, Timeout, SecretsUnavailable,
 }
 

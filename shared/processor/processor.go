@@ -107,6 +107,14 @@ type Fetcher interface {
 	Fetch(ctx context.Context, id string) ([]byte, error)
 }
 
+// AccountFetcher is a Fetcher that also reads a connected account's
+// events (Stripe Connect: the Stripe-Account header), which Fetch, with
+// the platform's key alone, does not find; *stripeapi.Client implements
+// it.
+type AccountFetcher interface {
+	FetchOf(ctx context.Context, account, id string) ([]byte, error)
+}
+
 // Visibility is the part of *sqs.Client used to delay the retry of a failed
 // message (exponential backoff instead of the queue's fixed visibility).
 type Visibility interface {
@@ -496,7 +504,13 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 }
 
 func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error) {
-	payload, err := p.cfg.Fetcher.Fetch(ctx, rec.ID)
+	var payload []byte
+	var err error
+	if af, ok := p.cfg.Fetcher.(AccountFetcher); ok && rec.Account != "" {
+		payload, err = af.FetchOf(ctx, rec.Account, rec.ID)
+	} else {
+		payload, err = p.cfg.Fetcher.Fetch(ctx, rec.ID)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("processor: fetch event %s from the provider: %w", rec.ID, err)
 	}

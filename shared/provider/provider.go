@@ -114,6 +114,8 @@ func Outcome(err error) outcome.Outcome {
 		return outcome.RejectedFutureTimestamp
 	case errors.Is(err, ErrWrongMode):
 		return outcome.RejectedWrongMode
+	case errors.Is(err, ErrWrongEndpoint):
+		return outcome.RejectedWrongEndpoint
 	case errors.Is(err, event.ErrMissingID):
 		return outcome.RejectedMissingID
 	case errors.Is(err, event.ErrMalformed):

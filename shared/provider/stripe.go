@@ -28,7 +28,8 @@ var stripeSpec = Spec{Name: Stripe, Check: checkStripe, New: newStripe, Sign: si
 // this file adds what stripe-go leaves out: several secrets at once for
 // rotation, one strict parse of the header (StripeHeader), a bound on
 // timestamps in the future, and an injectable clock. After the signature,
-// the envelope (event.DecodeEnvelope) and its mode: a live event at a test
+// the envelope (event.DecodeAnyEnvelope: a snapshot event, or an event
+// destination's thin event, signed the same way) and its mode: a live event at a test
 // deployment, or the reverse, is ErrWrongMode.
 type stripe struct {
 	secrets  []string
@@ -54,7 +55,7 @@ func (s *stripe) Verify(_ context.Context, r Request) (Verified, error) {
 	if err := s.signature(r.Body, r.Header(headerStripeSignature)); err != nil {
 		return Verified{}, err
 	}
-	env, err := event.DecodeEnvelope(r.Body)
+	env, err := event.DecodeAnyEnvelope(r.Body)
 	if err != nil {
 		return Verified{}, err
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"errors"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -265,6 +266,7 @@ func TestOutcome(t *testing.T) {
 		{ErrTooOld, outcome.RejectedStaleTimestamp},
 		{ErrTooNew, outcome.RejectedFutureTimestamp},
 		{ErrWrongMode, outcome.RejectedWrongMode},
+		{fmt.Errorf("x: %w", ErrWrongEndpoint), outcome.RejectedWrongEndpoint},
 		{ErrNoSecrets, outcome.SecretsUnavailable},
 		{event.ErrMissingID, outcome.RejectedMissingID},
 		{event.ErrMalformed, outcome.RejectedMalformed},

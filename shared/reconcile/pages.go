@@ -16,7 +16,7 @@ import (
 // group reconciles one group and returns its checkpoint as it left it:
 // the window it lists this run (window.go), then that window's pages.
 func (rn *run) group(ctx context.Context, g Group, cp store.Checkpoint) (store.Checkpoint, error) {
-	cp, w, ok, err := rn.chooseWindow(ctx, cp)
+	cp, w, ok, err := rn.chooseWindow(ctx, g, cp)
 	if err != nil || !ok {
 		return cp, err
 	}
@@ -33,7 +33,7 @@ func (rn *run) pages(ctx context.Context, g Group, cp store.Checkpoint, w window
 	rn.progress.From, rn.progress.To, rn.progress.Through = time.Unix(w.from, 0), time.Unix(w.to, 0), time.Unix(w.to, 0)
 	backoff := r.cfg.ThrottleBackoff
 	for {
-		q := stripeapi.EventQuery{CreatedGTE: w.from, CreatedLTE: w.to, Types: g.Types, StartingAfter: w.cursor}
+		q := stripeapi.EventQuery{CreatedGTE: w.from, CreatedLTE: w.to, Types: g.Types, StartingAfter: w.cursor, Account: g.Account}
 		err := r.cfg.Stripe.ListEvents(ctx, q, func(p stripeapi.Page) (bool, error) {
 			rn.throttles = 0
 			backoff = r.cfg.ThrottleBackoff

@@ -111,6 +111,12 @@ type Config struct {
 	// Types are the handled event types, the receiver's allowlist: only
 	// these are listed.
 	Types []string
+	// ConnectAccounts are the connected accounts (Stripe Connect) whose
+	// events are listed too, each with the platform's key and its
+	// Stripe-Account header, each group with a checkpoint of its own
+	// (AccountGroups), sharing the run's page budget and the client's rate
+	// limit with the platform's groups, least advanced first.
+	ConnectAccounts []string
 	// Livemode is the mode this deployment serves; listing events of the
 	// other mode (the wrong API key) fails the run.
 	Livemode bool
@@ -201,7 +207,7 @@ func New(cfg Config) (*Reconciler, error) {
 	if len(cfg.StuckProviders) == 0 {
 		cfg.StuckProviders = event.Providers
 	}
-	groups := Groups(cfg.Provider, cfg.Types)
+	groups := AccountGroups(cfg.Provider, cfg.Types, cfg.ConnectAccounts)
 	if len(groups) == 0 {
 		missing = append(missing, "Types")
 	}
@@ -437,6 +443,12 @@ type run struct {
 	// started is the start this run set for a group reconciled for the
 	// first time (Unix seconds), zero when none.
 	started int64
+	// deploymentStart is when the deployment's reconciliation started
+	// (Unix seconds: the earliest start of the platform's groups), zero
+	// before any: a connected account's groups start there, however late
+	// the account is first listed, so history is decided once for the
+	// deployment.
+	deploymentStart int64
 }
 
 // Run reconciles once: it re-enqueues stuck records, then lists each group's
@@ -499,6 +511,9 @@ func (rn *run) do(ctx context.Context) error {
 			return err
 		}
 		cps[i] = cp
+		if g.Account == "" && cp.Seq > 0 && cp.HistoryBefore > 0 && (rn.deploymentStart == 0 || cp.HistoryBefore < rn.deploymentStart) {
+			rn.deploymentStart = cp.HistoryBefore
+		}
 	}
 	defer func() {
 		for _, cp := range cps {

@@ -23,7 +23,7 @@ type window struct {
 // there is nothing to list (the window is empty, or what is left of it has
 // left Stripe's retention and is closed); the checkpoint comes back as the
 // choice left it.
-func (rn *run) chooseWindow(ctx context.Context, cp store.Checkpoint) (_ store.Checkpoint, _ window, ok bool, _ error) {
+func (rn *run) chooseWindow(ctx context.Context, g Group, cp store.Checkpoint) (_ store.Checkpoint, _ window, ok bool, _ error) {
 	r := rn.r
 	now := r.cfg.Now()
 	floor := now.Add(-Retention + retentionMargin).Unix()
@@ -35,6 +35,13 @@ func (rn *run) chooseWindow(ctx context.Context, cp store.Checkpoint) (_ store.C
 		// after. What was created before is history: a new deployment does
 		// not replay a month of events through the team's effects.
 		start := now.Add(-r.cfg.FirstLookback).Unix()
+		if g.Account != "" && rn.deploymentStart > 0 {
+			// A connected account's history is the deployment's: what it
+			// created after the deployment's reconciliation started is a
+			// lost webhook, however late the account is first listed
+			// (within Stripe's retention: the window's floor).
+			start = rn.deploymentStart
+		}
 		next := cp
 		next.HistoryBefore, next.DoneThrough = start, start
 		saved, err := rn.save(ctx, cp, next)

@@ -32,6 +32,10 @@ type EventQuery struct {
 	Types []string
 	// StartingAfter resumes a listing after this event id (older events).
 	StartingAfter string
+	// Account, when set, lists that connected account's events (Stripe
+	// Connect) with the platform's key: stripe-go's per-request account,
+	// the Stripe-Account header. Empty lists the platform's own.
+	Account string
 }
 
 // Page is one page of a listing, as Stripe sent it.
@@ -64,6 +68,9 @@ func (c *Client) ListEvents(ctx context.Context, q EventQuery, page func(Page) (
 	}
 	if q.StartingAfter != "" {
 		params.StartingAfter = stripe.String(q.StartingAfter)
+	}
+	if q.Account != "" {
+		params.SetStripeAccount(q.Account)
 	}
 	events, err := c.events(ctx)
 	if err != nil {

@@ -73,6 +73,11 @@ type Options struct {
 	// WebhookSecret is stored in the emulator's Parameter Store under the
 	// template's WebhookSecretsParameter; comma-separate several.
 	WebhookSecret string
+	// ConnectWebhookSecret, when set, is a Connect endpoint's signing
+	// secret (comma-separate several), stored under the template's
+	// StripeConnectWebhookSecretsParameter (set to the stage's own name
+	// unless Overrides sets it), so connected accounts' events verify.
+	ConnectWebhookSecret string
 	// APIKey, when set, is stored under the template's ApiKeyParameter.
 	APIKey string
 	// ProviderSecrets are the other providers' signing secrets by name
@@ -395,6 +400,9 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 	if err := put("WebhookSecretsParameter", opts.WebhookSecret); err != nil {
 		return err
 	}
+	if err := put(connectSecretsParameter, opts.ConnectWebhookSecret); err != nil {
+		return err
+	}
 	for _, name := range provider.Names {
 		if name == provider.Stripe {
 			continue // WebhookSecretsParameter, above
@@ -412,6 +420,10 @@ func ProviderSecretsParameter(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:] + "WebhookSecretsParameter"
 }
 
+// connectSecretsParameter is the template parameter naming a Connect
+// endpoint's secrets parameter.
+const connectSecretsParameter = "StripeConnectWebhookSecretsParameter"
+
 // providerOverrides returns opts.Overrides with the secrets parameter of
 // each provider that has secrets set to the stage's own name, unless it
 // is set already: the template's conditions then serve it, as a
@@ -424,6 +436,9 @@ func providerOverrides(opts Options) map[string]string {
 	stage := out["Stage"]
 	if stage == "" {
 		stage = "dev"
+	}
+	if opts.ConnectWebhookSecret != "" && out[connectSecretsParameter] == "" {
+		out[connectSecretsParameter] = "/webhook-inbox/" + stage + "/stripe/connect-webhook-secrets"
 	}
 	for _, name := range provider.Names {
 		if name == provider.Stripe {

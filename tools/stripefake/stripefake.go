@@ -236,6 +236,7 @@ func objectPath(path string) (collection, id string, ok bool) {
 type stored struct {
 	id      string
 	typ     string
+	account string // the connected account's (Stripe Connect), "" for the platform's
 	created int64
 	seq     int
 	raw     json.RawMessage
@@ -270,6 +271,7 @@ func (s *Server) Add(payloads ...[]byte) error {
 			ID      string `json:"id"`
 			Type    string `json:"type"`
 			Created int64  `json:"created"`
+			Account string `json:"account"`
 		}
 		if err := json.Unmarshal(p, &head); err != nil {
 			return fmt.Errorf("stripefake: add: not an event: %w", err)
@@ -282,7 +284,7 @@ func (s *Server) Add(payloads ...[]byte) error {
 		}
 		s.seq++
 		s.byID[head.ID] = len(s.events)
-		s.events = append(s.events, stored{id: head.ID, typ: head.Type, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
+		s.events = append(s.events, stored{id: head.ID, typ: head.Type, account: head.Account, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
 	}
 	return nil
 }
@@ -367,15 +369,19 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	if r.Method != http.MethodGet {
 		return http.StatusNotFound, errorBody("invalid_request_error", "", fmt.Sprintf("Unrecognized request URL (%s: %s).", r.Method, r.URL.Path), "")
 	}
+	// As Stripe: the platform's key acts for a connected account with
+	// Stripe-Account, and sees only that account's events; without it,
+	// only the platform's own.
+	account := r.Header.Get("Stripe-Account")
 	if r.URL.Path == "/v1/events" {
-		return s.list(r.URL.Query())
+		return s.list(r.URL.Query(), account)
 	}
 	if r.URL.Path == collections["subscription"] {
 		return s.listSubscriptions(r)
 	}
 	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		i, ok := s.byID[m[1]]
-		if !ok {
+		if !ok || s.events[i].account != account {
 			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
 		}
 		return http.StatusOK, s.events[i].raw
@@ -391,7 +397,7 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 }
 
 // list answers GET /v1/events with Stripe's semantics.
-func (s *Server) list(q url.Values) (int, []byte) {
+func (s *Server) list(q url.Values, account string) (int, []byte) {
 	bad := func(msg, param string) (int, []byte) {
 		return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", msg, param)
 	}
@@ -447,6 +453,9 @@ func (s *Server) list(q url.Values) (int, []byte) {
 		typeSet[t] = true
 	}
 	match := func(e stored) bool {
+		if e.account != account {
+			return false
+		}
 		for _, b := range bounds {
 			if !b(e.created) {
 				return false

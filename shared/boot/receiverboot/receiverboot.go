@@ -22,8 +22,9 @@ import (
 // them.
 //
 // It serves every provider of package provider whose signing secrets are
-// configured (Stripe's, STRIPE_WEBHOOK_SECRETS_PARAMETER, always), each
-// through a provider.Keyring, with the same tolerance, future skew and
+// configured (Stripe's, STRIPE_WEBHOOK_SECRETS_PARAMETER, always, and a
+// Connect endpoint's beside it when STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER
+// is set: provider.StripeEndpoints), each through a provider.Keyring, with the same tolerance, future skew and
 // mode. It makes no network call: the secrets are read on the first
 // delivery that could verify, and read again, at most once a minute, when
 // a delivery matches none of them, so a rotated secret takes effect within
@@ -52,6 +53,8 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			keys[name] = s
 		}
 	}
+	// A Connect platform's Connect endpoint signs with secrets of its own.
+	connect := r.Secret(boot.StripeConnectSecretVariable, false)
 	if err := r.Err("receiver"); err != nil {
 		return nil, err
 	}
@@ -66,20 +69,23 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		if !ok {
 			continue
 		}
-		k, err := provider.NewKeyring(name, s, settings(env, name, opts))
+		k, err := keyring(ctx, name, s, settings(env, name, opts))
 		if err != nil {
 			return nil, err
-		}
-		if s.InHand() {
-			// A local variable costs no network call: a bad one fails now.
-			if err := k.Load(ctx); err != nil {
-				return nil, err
-			}
 		}
 		in := *base
 		p := receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
 		if name == provider.Stripe {
 			p.APIVersion = stripe.APIVersion
+			// Platform events verify with the platform's secrets only,
+			// connected accounts' with the Connect endpoint's only.
+			endpoints := provider.StripeEndpoints{Platform: k}
+			if connect != nil {
+				if endpoints.Connect, err = keyring(ctx, name, connect, opts); err != nil {
+					return nil, err
+				}
+			}
+			p.Verifier = endpoints
 		} else {
 			in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
 		}
@@ -91,6 +97,21 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		Budget:       budget,
 		Logger:       logger,
 	}), nil
+}
+
+// keyring returns the named provider's Keyring of s. A secret in hand (a
+// local variable) costs no network call, so a bad one fails now.
+func keyring(ctx context.Context, name string, s *secrets.Secret, opts provider.Options) (*provider.Keyring, error) {
+	k, err := provider.NewKeyring(name, s, opts)
+	if err != nil {
+		return nil, err
+	}
+	if s.InHand() {
+		if err := k.Load(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return k, nil
 }
 
 // settings returns opts with the named provider's own settings

@@ -251,3 +251,51 @@ func TestAProvidersSettingsAreReadFromItsVariables(t *testing.T) {
 		t.Errorf("github: got settings %v, want none (its Spec names none)", got.Settings)
 	}
 }
+
+// TestConnectSecretsBesideThePlatforms: STRIPE_CONNECT_WEBHOOK_SECRET is
+// a second set of Stripe secrets on /webhooks/stripe, for connected
+// accounts' events only; without it, every event naming an account is
+// refused. Each refusal is 400 rejected_wrong_endpoint, before any AWS
+// call.
+func TestConnectSecretsBesideThePlatforms(t *testing.T) {
+	base := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_platform"}
+	own := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
+	connected := `{"id":"evt_2","object":"event","type":"invoice.paid","livemode":false,"account":"acct_1"}`
+	for _, tc := range []struct {
+		name          string
+		connectSecret string
+		body, secret  string
+		want          string
+	}{
+		{"connected event, platform secret", "whsec_connect", connected, "whsec_platform", "rejected_wrong_endpoint"},
+		{"platform event, connect secret", "whsec_connect", own, "whsec_connect", "rejected_wrong_endpoint"},
+		{"connected event, no connect secret configured", "", connected, "whsec_platform", "rejected_wrong_endpoint"},
+		{"connected event, forged", "whsec_connect", connected, "whsec_forged", "rejected_signature"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{}
+			for k, v := range base {
+				env[k] = v
+			}
+			if tc.connectSecret != "" {
+				env["STRIPE_CONNECT_WEBHOOK_SECRET"] = tc.connectSecret
+			}
+			var logs bytes.Buffer
+			h, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp, err := h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{Body: tc.body,
+				Headers: map[string]string{"stripe-signature": provider.SignStripe([]byte(tc.body), tc.secret, time.Now())}})
+			if err != nil || resp.StatusCode != 400 || !strings.Contains(logs.String(), `"outcome":"`+tc.want+`"`) {
+				t.Errorf("got %d, %v (%s); want 400 %s", resp.StatusCode, err, logs.String(), tc.want)
+			}
+		})
+	}
+	// In Lambda the Connect secret, too, comes only from its parameter.
+	_, err := New(context.Background(), envMap(map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
+		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/p", "STRIPE_CONNECT_WEBHOOK_SECRET": "whsec_connect"}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err == nil || !strings.Contains(err.Error(), "STRIPE_CONNECT_WEBHOOK_SECRET") || strings.Contains(err.Error(), "whsec_connect") {
+		t.Errorf("plain Connect variable in Lambda: got %v, want it refused, naming the variable, not the value", err)
+	}
+}

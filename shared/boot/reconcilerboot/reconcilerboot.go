@@ -43,7 +43,10 @@ const (
 // (see firstLookback), RECONCILE_STUCK_AFTER, RECONCILE_MAX_PAGES,
 // RECONCILE_MAX_STUCK, RECONCILE_STUCK_PROVIDERS (the providers whose
 // stuck records the sweep reads, comma-separated; every provider when
-// unset), RECONCILE_RATE_LIMIT (requests/s) and RECONCILE_DEADLINE_MARGIN.
+// unset), RECONCILE_RATE_LIMIT (requests/s, shared by every account's
+// listings) and RECONCILE_DEADLINE_MARGIN, and STRIPE_CONNECT_ACCOUNTS (a
+// Connect platform's connected accounts, acct_..., comma-separated, each
+// listed with the Stripe-Account header).
 //
 // GitHub's missed deliveries are redelivered when GITHUB_HOOKS lists hooks
 // (repo:OWNER/REPO/HOOK_ID, org:ORG/HOOK_ID, app:APP_ID; see
@@ -68,9 +71,12 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		MaxStuck:       r.Integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck),
 		DeadlineMargin: r.Duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin),
 		Types:          boot.HandledTypeList(env, effects),
-		Livemode:       c.Livemode,
-		Provider:       event.ProviderStripe,
-		Logger:         logger,
+		// A Connect platform's connected accounts, listed with the
+		// Stripe-Account header, each with checkpoints of its own.
+		ConnectAccounts: connectAccounts(r),
+		Livemode:        c.Livemode,
+		Provider:        event.ProviderStripe,
+		Logger:          logger,
 	}
 	limit, ceiling := reconcileRateTest, StripeRateLimitTest
 	if c.Livemode {
@@ -139,6 +145,25 @@ func firstLookback(r *boot.Reader) time.Duration {
 		return p
 	}
 	return reconcile.DefaultFirstLookback
+}
+
+// connectAccounts reads STRIPE_CONNECT_ACCOUNTS: the connected accounts
+// (acct_..., comma-separated) whose events the reconciler lists beside
+// the platform's; none when unset.
+func connectAccounts(r *boot.Reader) []string {
+	var out []string
+	for _, a := range strings.Split(r.Optional("STRIPE_CONNECT_ACCOUNTS", ""), ",") {
+		a = strings.TrimSpace(a)
+		if a == "" {
+			continue
+		}
+		if !strings.HasPrefix(a, "acct_") || strings.ContainsAny(a, "/# ") {
+			r.Fail(fmt.Errorf("STRIPE_CONNECT_ACCOUNTS: %q is not a connected account's id (acct_...)", a))
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // stuckProviders reads RECONCILE_STUCK_PROVIDERS: the providers whose

@@ -119,3 +119,29 @@ func TestGitHubHooksNeedTheirCredentials(t *testing.T) {
 		})
 	}
 }
+
+// TestConnectAccountsAreListedToo: STRIPE_CONNECT_ACCOUNTS adds each
+// account's groups, with their own checkpoints; an id that is no account's
+// fails the cold start.
+func TestConnectAccountsAreListedToo(t *testing.T) {
+	env := map[string]string{
+		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
+		"STRIPE_API_KEY": "sk_test_local", "STRIPE_API_BASE": "http://127.0.0.1:1",
+		"STRIPE_CONNECT_ACCOUNTS": "acct_a, acct_b,acct_a",
+	}
+	r, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	accounts := map[string]int{}
+	for _, g := range r.Groups() {
+		accounts[g.Account]++
+	}
+	if len(r.Groups()) != 6 || accounts[""] != 2 || accounts["acct_a"] != 2 || accounts["acct_b"] != 2 {
+		t.Errorf("groups by account: got %v, want 2 each for the platform, acct_a and acct_b", accounts)
+	}
+	env["STRIPE_CONNECT_ACCOUNTS"] = "acct_a,cus_1"
+	if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err == nil {
+		t.Error("a customer id among the accounts: got no error")
+	}
+}

@@ -63,7 +63,10 @@ func (e *Effect) Name() string { return Spec.Name }
 
 // Paid is the request's body.
 type Paid struct {
-	EventID    string `json:"event_id"`
+	EventID string `json:"event_id"`
+	// Account is the connected account the invoice is of (Stripe
+	// Connect); omitted for the platform's own.
+	Account    string `json:"account,omitempty"`
 	Invoice    string `json:"invoice"`
 	Customer   string `json:"customer"`
 	AmountPaid int64  `json:"amount_paid"`
@@ -81,11 +84,12 @@ func (e *Effect) Handle(ctx context.Context, ev effect.Event) ([]types.TransactW
 	if err != nil {
 		return nil, fmt.Errorf("billing: token: %w", err)
 	}
-	status, err := e.post(ctx, token, ev.IdempotencyKey, body)
+	key := idempotencyKey(ev)
+	status, err := e.post(ctx, token, key, body)
 	if err == nil && status == http.StatusUnauthorized {
 		// The token may have been rotated since it was read.
 		if fresh, changed, _ := e.Token.Refresh(ctx, token); changed {
-			status, err = e.post(ctx, fresh, ev.IdempotencyKey, body)
+			status, err = e.post(ctx, fresh, key, body)
 		}
 	}
 	switch {
@@ -104,6 +108,18 @@ func (e *Effect) Handle(ctx context.Context, ev effect.Event) ([]types.TransactW
 	}
 }
 
+// idempotencyKey is the event's key (effect.Event.IdempotencyKey), behind
+// its connected account for a Connect event: "<account>:<event id>:billing".
+// The account makes the key say whose invoice it is, so a billing API that
+// keeps keys per tenant (or one shared across a platform's accounts) can
+// never take one account's invoice for another's.
+func idempotencyKey(ev effect.Event) string {
+	if ev.Record.Account != "" {
+		return ev.Record.Account + ":" + ev.IdempotencyKey
+	}
+	return ev.IdempotencyKey
+}
+
 // paid reads the request's body from the event, with stripe-go's
 // Invoice.
 func paid(ev effect.Event) ([]byte, error) {
@@ -119,7 +135,7 @@ func paid(ev effect.Event) ([]byte, error) {
 	if err := json.Unmarshal(envelope.Data.Object, &inv); err != nil || inv.ID == "" {
 		return nil, fmt.Errorf("billing: event %s: data.object is not an invoice", ev.Record.ID)
 	}
-	p := Paid{EventID: ev.Record.ID, Invoice: inv.ID, AmountPaid: inv.AmountPaid, Currency: string(inv.Currency)}
+	p := Paid{EventID: ev.Record.ID, Account: ev.Record.Account, Invoice: inv.ID, AmountPaid: inv.AmountPaid, Currency: string(inv.Currency)}
 	if inv.Customer != nil {
 		p.Customer = inv.Customer.ID
 	}

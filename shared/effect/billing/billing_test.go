@@ -110,6 +110,27 @@ func TestTellsTheBillingAPIWithTheIdempotencyKey(t *testing.T) {
 	}
 }
 
+// TestAConnectedAccountsInvoice: the account is in the body and ahead of
+// the event's key.
+func TestAConnectedAccountsInvoice(t *testing.T) {
+	a := &api{token: "bt_1", status: http.StatusCreated}
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	h := build(t, srv.URL+"/v1/paid", secrets.Fixed("EFFECT_SECRET_BILLING_API_TOKEN", "bt_1"))
+	ev := paidEvent(t)
+	ev.Record.Account = "acct_1"
+	if _, err := h.Handle(context.Background(), ev); err != nil {
+		t.Fatal(err)
+	}
+	if got := a.reqs[0].Header.Get("Idempotency-Key"); got != "acct_1:evt_paid_1:billing" {
+		t.Errorf("Idempotency-Key: got %q, want acct_1:evt_paid_1:billing", got)
+	}
+	var got Paid
+	if err := json.Unmarshal([]byte(a.bodies[0]), &got); err != nil || got.Account != "acct_1" {
+		t.Errorf("body: got %+v, %v; want account acct_1", got, err)
+	}
+}
+
 func TestAnswers(t *testing.T) {
 	for _, tc := range []struct {
 		status    int

@@ -18,9 +18,11 @@
 //
 //	Content-Type: application/json
 //	Authorization: Bearer <token>
-//	Idempotency-Key: <event id>:billing
-//	{"event_id": "evt_...", "invoice": "in_...", "customer": "cus_...",
+//	Idempotency-Key: <event id>:billing   (a connected account's: <account>:<event id>:billing)
+//	{"event_id": "evt_...", "account": "acct_...", "invoice": "in_...", "customer": "cus_...",
 //	 "amount_paid": 2000, "currency": "usd", "paid_at": 1700000000}
+//
+// ("account" only for a connected account's invoice, Stripe Connect.)
 //
 // The Idempotency-Key is the same on every retry of the event: the API
 // must treat a repeated key as done, because a crash after its 2xx and

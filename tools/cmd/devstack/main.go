@@ -85,7 +85,7 @@ func run() int {
 
 	env := map[string]string{}
 	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "GITHUB_EVENT_TYPES", "SHOPIFY_EVENT_TYPES", "STANDARD_EVENT_TYPES", "RETRY_BACKOFF_BASE", "RETRY_BACKOFF_MAX", "PROCESSOR_CONCURRENCY",
-		"FORWARD_URL", "FORWARD_SECRET",
+		"FORWARD_URL", "FORWARD_SECRET", "STRIPE_CONNECT_ACCOUNTS",
 		"RECONCILE_SINCE", "RECONCILE_OVERLAP", "RECONCILE_SETTLE", "RECONCILE_STUCK_AFTER", "RECONCILE_MAX_PAGES",
 		// GitHub's redeliveries (docs/providers.md); the token and the
 		// App's key are local use only, like STRIPE_WEBHOOK_SECRET.
@@ -106,7 +106,9 @@ func run() int {
 		Prefix:        *prefix,
 		Addr:          *addr,
 		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
-		APIKey:        os.Getenv("STRIPE_API_KEY"),
+		// A Connect endpoint's secret, for connected accounts' events.
+		ConnectWebhookSecret: os.Getenv("STRIPE_CONNECT_WEBHOOK_SECRET"),
+		APIKey:               os.Getenv("STRIPE_API_KEY"),
 		// Setting GITHUB_WEBHOOK_SECRET, SHOPIFY_WEBHOOK_SECRET or
 		// STANDARD_WEBHOOK_SECRET serves that provider.
 		ProviderSecrets: providerSecrets(),

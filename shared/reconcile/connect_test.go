@@ -1,0 +1,90 @@
+package reconcile_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+)
+
+// TestAConnectedAccountsMissedEventIsFound: with connected accounts
+// configured, a run lists each account's events with the platform's key
+// and the Stripe-Account header (the fake, as Stripe, shows an account's
+// events only to a request acting for it), each account with checkpoints
+// of its own; a connected account's missed event is ingested, processed
+// into that account's mirror, and the same customer id under another
+// account is left alone.
+func TestAConnectedAccountsMissedEventIsFound(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, oneGroup)
+	const sub, customer = "sub_connect_missed", "cus_connect_missed"
+	created := h.now.Add(-reconcile.DefaultSettle - time.Hour).Unix()
+	build := func(id, account, status string) []byte {
+		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: id, Account: account, Created: created, ObjectID: sub, Customer: customer, Status: status})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	missedA, deliveredB := build("evt_connect_missed_a", "acct_a", "active"), build("evt_connect_delivered_b", "acct_b", "past_due")
+	if err := h.fake.Add(missedA, deliveredB); err != nil {
+		t.Fatal(err)
+	}
+	// acct_b's event arrived by its webhook.
+	env, err := event.DecodeEnvelope(deliveredB)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.ingester.Ingest(context.Background(), env, deliveredB, event.SourceWebhook); err != nil {
+		t.Fatal(err)
+	}
+	h.startProcessor()
+	r := h.reconciler("sk_test_connect", func(c *reconcile.Config) { c.ConnectAccounts = []string{"acct_a", "acct_b"} })
+	if n := len(r.Groups()); n != 3 {
+		t.Fatalf("groups: got %d, want 3 (the platform's and one per account)", n)
+	}
+	res, err := r.Run(context.Background(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Listed != 2 || res.Missing != 1 || res.Stopped != "" {
+		t.Fatalf("run: got %+v, want 2 listed (one per account), 1 missing, complete", res)
+	}
+	accounts := map[string]int{}
+	for _, l := range h.fake.Lists() {
+		accounts[l.Account]++
+	}
+	if accounts[""] != 1 || accounts["acct_a"] != 1 || accounts["acct_b"] != 1 {
+		t.Errorf("list requests by Stripe-Account: got %v, want one each for the platform, acct_a and acct_b", accounts)
+	}
+	seen := map[string]bool{}
+	for _, g := range r.Groups() {
+		if seen[g.Checkpoint] {
+			t.Errorf("checkpoint %s shared by two groups", g.Checkpoint)
+		}
+		seen[g.Checkpoint] = true
+	}
+	rec := h.records([]string{"evt_connect_missed_a"})["evt_connect_missed_a"]
+	if rec == nil || rec.Source != event.SourceReconciler || rec.Account != "acct_a" {
+		t.Fatalf("the missed event's record: got %+v, want stored by the reconciler, of acct_a", rec)
+	}
+	reader := &mirror.Reader{DB: dynamodb.NewFromConfig(h.stack.AWS), Table: h.stack.Table("MirrorTable")}
+	testenv.Eventually(t, 30*time.Second, "acct_a's entitlement from its missed event", func() bool {
+		ent, err := reader.Entitlement(context.Background(), mirror.Key("acct_a", customer))
+		return err == nil && ent.Active && ent.Account == "acct_a"
+	})
+	testenv.Eventually(t, 30*time.Second, "acct_b's entitlement from its own event", func() bool {
+		ent, err := reader.Entitlement(context.Background(), mirror.Key("acct_b", customer))
+		return err == nil && !ent.Active && len(ent.Subscriptions) == 1 && ent.Subscriptions[0].Status == "past_due"
+	})
+	if ent, err := reader.Entitlement(context.Background(), customer); err != nil || len(ent.Subscriptions) != 0 {
+		t.Errorf("the platform's customer %s: got %+v, %v; want none (the accounts' are their own)", customer, ent, err)
+	}
+}
