@@ -118,6 +118,10 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 		case len(types) > 1:
 			id = fmt.Sprintf("%s_%d", o.id, i+1)
 		}
+		// A provider whose id is in the body sends it there.
+		if body, err = provider.Stamp(name, body, id); err != nil {
+			return usageError{err}
+		}
 		for range o.repeat {
 			deliveries = append(deliveries, delivery{id: id, typ: typ, body: body})
 		}

@@ -21,7 +21,7 @@ const standardTestSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5"
 // TestSendProvider sends each provider's samples to a stand-in that checks
 // them with the receiver's own verifiers.
 func TestSendProvider(t *testing.T) {
-	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret}
+	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send"}
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -59,6 +59,7 @@ func TestSendProvider(t *testing.T) {
 		{"github push", secrets[provider.GitHub], []string{"send", "--provider", "github", "push", "--id", "d-2", "--json", "--url", srv.URL + "/webhooks/github"}, 0, `"id":"d-2","type":"push","status":200`},
 		{"shopify", secrets[provider.Shopify], []string{"send", "--provider", "shopify", "orders/create", "--id", "e-1", "--url", srv.URL + "/webhooks/shopify"}, 0, "e-1  orders/create"},
 		{"standard", secrets[provider.Standard], []string{"send", "--provider", "standard", "user.created", "--id", "msg_1", "--url", srv.URL + "/webhooks/standard"}, 0, "msg_1  user.created"},
+		{"paddle", secrets[provider.Paddle], []string{"send", "--provider", "paddle", "transaction.completed", "--id", "evt_1", "--url", srv.URL + "/webhooks/paddle"}, 0, "evt_1  transaction.completed"},
 		{"wrong secret", "other", []string{"send", "--provider", "github", "push", "--id", "d-3", "--url", srv.URL + "/webhooks/github"}, 1, "d-3  push"},
 		{"no sample", secrets[provider.GitHub], []string{"send", "--provider", "github", "nonsense", "--url", srv.URL}, 2, ""},
 		{"no secret", "", []string{"send", "--provider", "shopify", "orders/create", "--url", srv.URL}, 2, ""},
@@ -78,7 +79,7 @@ func TestSendProvider(t *testing.T) {
 			}
 		})
 	}
-	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created"
+	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}

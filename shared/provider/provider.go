@@ -165,10 +165,16 @@ type Spec struct {
 	// Sign returns the headers the provider sends with d, signed with
 	// secret: for inboxctl send and for tests, never for checking.
 	Sign func(secret string, d Delivery) (map[string]string, error)
+	// Stamp, for a provider whose event id is in the body (Paddle's
+	// event_id, Square's, LiveKit's id), returns body with its id set to
+	// id, as the provider would send that event: for inboxctl send and
+	// tests, which send one sample under many ids. Nil when the id is a
+	// header's (Delivery.ID) or none can be set.
+	Stamp func(body []byte, id string) ([]byte, error)
 	// Settings names the settings New reads from Options.Settings, if
 	// any: what a provider needs beyond its secrets (the notification URL
 	// a sender signs with the body, the header a configurable sender
-	// signs in). None of today's providers has one.
+	// signs in).
 	Settings []string
 }
 
@@ -181,7 +187,7 @@ func SettingVariable(provider, setting string) string {
 
 // All is the table of providers, in the order operators read them.
 // Adding a provider is one file holding its Spec and one row here.
-var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec}
+var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec, paddleSpec}
 
 // Names lists the providers' names, in All's order.
 var Names = func() []string {
@@ -349,4 +355,35 @@ func decodeObject[T any](body []byte) (T, error) {
 		return zero, fmt.Errorf("%w: top level is null", event.ErrMalformed)
 	}
 	return *v, nil
+}
+
+// stampField returns a Spec.Stamp that sets the body's top-level field
+// to the id (the body's other fields are kept; their order may change).
+func stampField(field string) func(body []byte, id string) ([]byte, error) {
+	return func(body []byte, id string) ([]byte, error) {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(body, &m); err != nil || m == nil {
+			return nil, fmt.Errorf("provider: the body is not a JSON object: %v", err)
+		}
+		v, err := json.Marshal(id)
+		if err != nil {
+			return nil, err
+		}
+		m[field] = v
+		return json.Marshal(m)
+	}
+}
+
+// Stamp returns body as the named provider would send it as event id
+// (Spec.Stamp), or body unchanged when the provider's id is no field of
+// its body.
+func Stamp(name string, body []byte, id string) ([]byte, error) {
+	spec, err := Lookup(name)
+	if err != nil {
+		return nil, err
+	}
+	if spec.Stamp == nil {
+		return body, nil
+	}
+	return spec.Stamp(body, id)
 }

@@ -19,6 +19,7 @@ func TestSignIsVerified(t *testing.T) {
 		{GitHub, "gh", "push", `{"ref":"refs/heads/main"}`},
 		{Shopify, "shp", "orders/create", `{"id":450789469}`},
 		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
+		{Paddle, paddleSecret, "transaction.completed", `{"event_id":"id-1","event_type":"transaction.completed","occurred_at":"2027-01-15T08:00:00Z","data":{"id":"txn_1"}}`},
 	} {
 		covered[tc.name] = true
 		t.Run(tc.name+" "+tc.typ, func(t *testing.T) {

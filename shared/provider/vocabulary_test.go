@@ -111,7 +111,7 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret}
+	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -135,6 +135,12 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			{map[string]string{}, ErrMissingSignature},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-timestamp": "1"}, event.ErrMissingID},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-id": "m", "webhook-timestamp": "soon"}, ErrMalformedSignature},
+		},
+		Paddle: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"paddle-signature": "ts=1800000000"}, ErrMalformedSignature},
+			{map[string]string{"paddle-signature": "ts=1800000000;h1=abcd"}, ErrMalformedSignature},
+			{map[string]string{"paddle-signature": "h1=" + strings.Repeat("0", 64)}, ErrMalformedSignature},
 		},
 	}
 	for _, s := range All {
@@ -175,7 +181,7 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 // timestamp: no key.
 func TestReplayKeys(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false}`)
+	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid"}`)
 	key := func(name, secret string, d Delivery) string {
 		t.Helper()
 		d.Body, d.Now = body, now
@@ -212,6 +218,9 @@ func TestReplayKeys(t *testing.T) {
 	}
 	if k := key(Standard, standardSecret, Delivery{ID: "msg_1"}); k != "" {
 		t.Errorf("Standard Webhooks: got key %q, want none", k)
+	}
+	if k := key(Paddle, paddleSecret, Delivery{}); k != "" {
+		t.Errorf("Paddle: got key %q, want none (its signature covers the timestamp and the body, which holds the id)", k)
 	}
 }
 
