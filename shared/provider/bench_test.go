@@ -17,6 +17,7 @@ func BenchmarkVerify(b *testing.B) {
 		{GitHub, "gh secret", "issues.opened", samples + "github/issues.opened.json"},
 		{Shopify, "shp secret", "orders/create", samples + "shopify/orders/create.json"},
 		{Standard, standardSecret, "invoice.paid", samples + "standard/invoice.paid.json"},
+		{Razorpay, razorpaySecret, "payment.captured", samples + "razorpay/payment.captured.json"},
 		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

@@ -19,6 +19,7 @@ func TestSignIsVerified(t *testing.T) {
 		{GitHub, "gh", "push", `{"ref":"refs/heads/main"}`},
 		{Shopify, "shp", "orders/create", `{"id":450789469}`},
 		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
+		{Razorpay, razorpaySecret, "payment.captured", `{"entity":"event","event":"payment.captured","contains":["payment"],"payload":{"payment":{"entity":{"id":"pay_1"}}},"created_at":1800000000}`},
 		{Paddle, paddleSecret, "transaction.completed", `{"event_id":"id-1","event_type":"transaction.completed","occurred_at":"2027-01-15T08:00:00Z","data":{"id":"txn_1"}}`},
 	} {
 		covered[tc.name] = true
