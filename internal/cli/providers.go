@@ -119,7 +119,7 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 			id = fmt.Sprintf("%s_%d", o.id, i+1)
 		}
 		// A provider whose id is in the body sends it there.
-		if body, err = provider.Stamp(name, body, id); err != nil {
+		if body, id, err = provider.Stamp(name, body, id); err != nil {
 			return usageError{err}
 		}
 		for range o.repeat {

@@ -21,7 +21,7 @@ const standardTestSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5"
 // TestSendProvider sends each provider's samples to a stand-in that checks
 // them with the receiver's own verifiers.
 func TestSendProvider(t *testing.T) {
-	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send"}
+	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send", provider.LemonSqueezy: "ls send"}
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -61,6 +61,7 @@ func TestSendProvider(t *testing.T) {
 		{"standard", secrets[provider.Standard], []string{"send", "--provider", "standard", "user.created", "--id", "msg_1", "--url", srv.URL + "/webhooks/standard"}, 0, "msg_1  user.created"},
 		{"paddle", secrets[provider.Paddle], []string{"send", "--provider", "paddle", "transaction.completed", "--id", "evt_1", "--url", srv.URL + "/webhooks/paddle"}, 0, "evt_1  transaction.completed"},
 		{"razorpay", secrets[provider.Razorpay], []string{"send", "--provider", "razorpay", "payment.captured", "--id", "GhR5zMHc2LbQ8k", "--url", srv.URL + "/webhooks/razorpay"}, 0, "GhR5zMHc2LbQ8k  payment.captured"},
+		{"lemonsqueezy", secrets[provider.LemonSqueezy], []string{"send", "--provider", "lemonsqueezy", "order_created", "--id", "s-1", "--url", srv.URL + "/webhooks/lemonsqueezy"}, 0, "body-2cfd26409104d0d1a2b15f8fcdbadf05  order_created"},
 		{"wrong secret", "other", []string{"send", "--provider", "github", "push", "--id", "d-3", "--url", srv.URL + "/webhooks/github"}, 1, "d-3  push"},
 		{"no sample", secrets[provider.GitHub], []string{"send", "--provider", "github", "nonsense", "--url", srv.URL}, 2, ""},
 		{"no secret", "", []string{"send", "--provider", "shopify", "orders/create", "--url", srv.URL}, 2, ""},
@@ -80,7 +81,7 @@ func TestSendProvider(t *testing.T) {
 			}
 		})
 	}
-	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed,razorpay GhR5zMHc2LbQ8k payment.captured"
+	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed,razorpay GhR5zMHc2LbQ8k payment.captured,lemonsqueezy body-2cfd26409104d0d1a2b15f8fcdbadf05 order_created"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}

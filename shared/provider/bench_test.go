@@ -18,6 +18,7 @@ func BenchmarkVerify(b *testing.B) {
 		{Shopify, "shp secret", "orders/create", samples + "shopify/orders/create.json"},
 		{Standard, standardSecret, "invoice.paid", samples + "standard/invoice.paid.json"},
 		{Razorpay, razorpaySecret, "payment.captured", samples + "razorpay/payment.captured.json"},
+		{LemonSqueezy, lemonSqueezySecret, "order_created", samples + "lemonsqueezy/order_created.json"},
 		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

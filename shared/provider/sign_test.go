@@ -20,11 +20,17 @@ func TestSignIsVerified(t *testing.T) {
 		{Shopify, "shp", "orders/create", `{"id":450789469}`},
 		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
 		{Razorpay, razorpaySecret, "payment.captured", `{"entity":"event","event":"payment.captured","contains":["payment"],"payload":{"payment":{"entity":{"id":"pay_1"}}},"created_at":1800000000}`},
+		{LemonSqueezy, lemonSqueezySecret, "order_created", `{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"1"}}`},
 		{Paddle, paddleSecret, "transaction.completed", `{"event_id":"id-1","event_type":"transaction.completed","occurred_at":"2027-01-15T08:00:00Z","data":{"id":"txn_1"}}`},
 	} {
 		covered[tc.name] = true
 		t.Run(tc.name+" "+tc.typ, func(t *testing.T) {
-			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: []byte(tc.body), Now: now})
+			// Stamp makes the body event id-1's where the id is the body's.
+			body, wantID, err := Stamp(tc.name, []byte(tc.body), "id-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: body, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -32,12 +38,12 @@ func TestSignIsVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, err := verify(v, []byte(tc.body), h)
+			env, err := verify(v, body, h)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if env.ID != "id-1" || env.Type != tc.typ {
-				t.Errorf("got id %q type %q, want id-1 %q", env.ID, env.Type, tc.typ)
+			if env.ID != wantID || env.Type != tc.typ {
+				t.Errorf("got id %q type %q, want %s %q", env.ID, env.Type, wantID, tc.typ)
 			}
 		})
 	}

@@ -111,7 +111,7 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret}
+	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -135,6 +135,10 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			{map[string]string{}, ErrMissingSignature},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-timestamp": "1"}, event.ErrMissingID},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-id": "m", "webhook-timestamp": "soon"}, ErrMalformedSignature},
+		},
+		LemonSqueezy: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-signature": "not hex"}, ErrMalformedSignature},
 		},
 		Razorpay: {
 			{map[string]string{}, ErrMissingSignature},
@@ -185,7 +189,7 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 // timestamp: no key.
 func TestReplayKeys(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured"}`)
+	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"}}`)
 	key := func(name, secret string, d Delivery) string {
 		t.Helper()
 		d.Body, d.Now = body, now
@@ -226,6 +230,9 @@ func TestReplayKeys(t *testing.T) {
 	rz := key(Razorpay, razorpaySecret, Delivery{ID: "ev-1"})
 	if rz == "" || rz != key(Razorpay, razorpaySecret, Delivery{ID: "ev-2"}) || rz != gh {
 		t.Error("Razorpay: want one key for the body, whatever the event id (GitHub's rule: the body alone)")
+	}
+	if k := key(LemonSqueezy, lemonSqueezySecret, Delivery{}); k != "" {
+		t.Errorf("Lemon Squeezy: got key %q, want none (its id is made from the signed body)", k)
 	}
 	if k := key(Paddle, paddleSecret, Delivery{}); k != "" {
 		t.Errorf("Paddle: got key %q, want none (its signature covers the timestamp and the body, which holds the id)", k)
