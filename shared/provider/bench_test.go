@@ -19,6 +19,7 @@ func BenchmarkVerify(b *testing.B) {
 		{Standard, standardSecret, "invoice.paid", samples + "standard/invoice.paid.json"},
 		{Razorpay, razorpaySecret, "payment.captured", samples + "razorpay/payment.captured.json"},
 		{LemonSqueezy, lemonSqueezySecret, "order_created", samples + "lemonsqueezy/order_created.json"},
+		{Square, squareKey, "payment.updated", samples + "square/payment.updated.json"},
 		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -26,7 +27,7 @@ func BenchmarkVerify(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: body, Now: now})
+			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", URL: squareURL, Body: body, Now: now})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -34,7 +35,7 @@ func BenchmarkVerify(b *testing.B) {
 			if tc.name == Standard {
 				previous = "whsec_cHJldmlvdXM="
 			}
-			v, err := New(tc.name, []string{previous, tc.secret}, Options{Now: func() time.Time { return now }})
+			v, err := New(tc.name, []string{previous, tc.secret}, testOptions(tc.name, Options{Now: func() time.Time { return now }}))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -21,6 +21,7 @@ func TestSignIsVerified(t *testing.T) {
 		{Standard, standardSecret, "invoice.paid", `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`},
 		{Razorpay, razorpaySecret, "payment.captured", `{"entity":"event","event":"payment.captured","contains":["payment"],"payload":{"payment":{"entity":{"id":"pay_1"}}},"created_at":1800000000}`},
 		{LemonSqueezy, lemonSqueezySecret, "order_created", `{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"1"}}`},
+		{Square, squareKey, "payment.updated", `{"merchant_id":"M1","type":"payment.updated","event_id":"e-1","created_at":"2027-01-15T08:00:00Z","data":{"type":"payment","id":"p-1"}}`},
 		{Paddle, paddleSecret, "transaction.completed", `{"event_id":"id-1","event_type":"transaction.completed","occurred_at":"2027-01-15T08:00:00Z","data":{"id":"txn_1"}}`},
 	} {
 		covered[tc.name] = true
@@ -30,11 +31,11 @@ func TestSignIsVerified(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: body, Now: now})
+			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", URL: squareURL, Body: body, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
-			v, err := New(tc.name, []string{tc.secret}, Options{Now: func() time.Time { return now }})
+			v, err := New(tc.name, []string{tc.secret}, testOptions(tc.name, Options{Now: func() time.Time { return now }}))
 			if err != nil {
 				t.Fatal(err)
 			}
