@@ -24,7 +24,7 @@ const squareURL = "https://hooks.example.com/webhooks/square"
 // TestSendProvider sends each provider's samples to a stand-in that checks
 // them with the receiver's own verifiers.
 func TestSendProvider(t *testing.T) {
-	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send", provider.LemonSqueezy: "ls send", provider.Square: "sq send"}
+	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send", provider.LemonSqueezy: "ls send", provider.Square: "sq send", provider.LiveKit: "APIsend:lk send"}
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +66,7 @@ func TestSendProvider(t *testing.T) {
 		{"razorpay", secrets[provider.Razorpay], []string{"send", "--provider", "razorpay", "payment.captured", "--id", "GhR5zMHc2LbQ8k", "--url", srv.URL + "/webhooks/razorpay"}, 0, "GhR5zMHc2LbQ8k  payment.captured"},
 		{"lemonsqueezy", secrets[provider.LemonSqueezy], []string{"send", "--provider", "lemonsqueezy", "order_created", "--id", "s-1", "--url", srv.URL + "/webhooks/lemonsqueezy"}, 0, "body-2cfd26409104d0d1a2b15f8fcdbadf05  order_created"},
 		{"square", secrets[provider.Square], []string{"send", "--provider", "square", "payment.updated", "--id", "sq-1", "--url", srv.URL + "/webhooks/square"}, 0, "sq-1  payment.updated"},
+		{"livekit", secrets[provider.LiveKit], []string{"send", "--provider", "livekit", "room_started", "--id", "EV_1", "--url", srv.URL + "/webhooks/livekit"}, 0, "EV_1  room_started"},
 		{"wrong secret", "other", []string{"send", "--provider", "github", "push", "--id", "d-3", "--url", srv.URL + "/webhooks/github"}, 1, "d-3  push"},
 		{"no sample", secrets[provider.GitHub], []string{"send", "--provider", "github", "nonsense", "--url", srv.URL}, 2, ""},
 		{"no secret", "", []string{"send", "--provider", "shopify", "orders/create", "--url", srv.URL}, 2, ""},
@@ -86,7 +87,7 @@ func TestSendProvider(t *testing.T) {
 			}
 		})
 	}
-	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed,razorpay GhR5zMHc2LbQ8k payment.captured,lemonsqueezy body-2cfd26409104d0d1a2b15f8fcdbadf05 order_created,square sq-1 payment.updated"
+	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed,razorpay GhR5zMHc2LbQ8k payment.captured,lemonsqueezy body-2cfd26409104d0d1a2b15f8fcdbadf05 order_created,square sq-1 payment.updated,livekit EV_1 room_started"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}

@@ -20,6 +20,7 @@ func BenchmarkVerify(b *testing.B) {
 		{Razorpay, razorpaySecret, "payment.captured", samples + "razorpay/payment.captured.json"},
 		{LemonSqueezy, lemonSqueezySecret, "order_created", samples + "lemonsqueezy/order_created.json"},
 		{Square, squareKey, "payment.updated", samples + "square/payment.updated.json"},
+		{LiveKit, liveKitKey + ":" + liveKitSecret, "room_started", samples + "livekit/room_started.json"},
 		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
@@ -32,8 +33,11 @@ func BenchmarkVerify(b *testing.B) {
 				b.Fatal(err)
 			}
 			previous := "previous secret"
-			if tc.name == Standard {
+			switch tc.name {
+			case Standard:
 				previous = "whsec_cHJldmlvdXM="
+			case LiveKit:
+				previous = "APIprevious:previous secret"
 			}
 			v, err := New(tc.name, []string{previous, tc.secret}, testOptions(tc.name, Options{Now: func() time.Time { return now }}))
 			if err != nil {

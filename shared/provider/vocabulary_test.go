@@ -111,7 +111,7 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey}
+	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey, LiveKit: liveKitKey + ":" + liveKitSecret}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -135,6 +135,10 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			{map[string]string{}, ErrMissingSignature},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-timestamp": "1"}, event.ErrMissingID},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-id": "m", "webhook-timestamp": "soon"}, ErrMalformedSignature},
+		},
+		LiveKit: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"authorization": "Bearer x"}, ErrMalformedSignature},
 		},
 		Square: {
 			{map[string]string{}, ErrMissingSignature},
@@ -193,7 +197,7 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 // timestamp: no key.
 func TestReplayKeys(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"},"event_id":"evt_450789469"}`)
+	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"},"event_id":"evt_450789469","event":"room_started"}`)
 	key := func(name, secret string, d Delivery) string {
 		t.Helper()
 		d.Body, d.Now, d.URL = body, now, squareURL
@@ -240,6 +244,9 @@ func TestReplayKeys(t *testing.T) {
 	}
 	if k := key(Square, squareKey, Delivery{}); k != "" {
 		t.Errorf("Square: got key %q, want none (the body holds its event_id)", k)
+	}
+	if k := key(LiveKit, liveKitKey+":"+liveKitSecret, Delivery{}); k != "" {
+		t.Errorf("LiveKit: got key %q, want none (the token covers the body's hash, the body its id)", k)
 	}
 	if k := key(Paddle, paddleSecret, Delivery{}); k != "" {
 		t.Errorf("Paddle: got key %q, want none (its signature covers the timestamp and the body, which holds the id)", k)
