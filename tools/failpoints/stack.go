@@ -29,6 +29,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
@@ -92,8 +93,22 @@ const (
 
 // providerSecret is the signing secret of a provider other than Stripe: a
 // whsec_ value, which every provider's verifier takes (Standard Webhooks'
-// needs its form).
+// needs its form) but LiveKit's, whose secrets are key pairs
+// (secretOf).
 const providerSecret = "whsec_ZmFpbHBvaW50cy1sb2NhbC1vbmx5LWtleQ=="
+
+// secretOf is the signing secret of provider p in the enumeration.
+func secretOf(p string) string {
+	if p == provider.LiveKit {
+		return "APIfailpoints:" + providerSecret
+	}
+	return providerSecret
+}
+
+// squareURL is the notification URL Square's world is configured with
+// and signs (SquareWebhookUrl): Square signs it, whatever the gateway's
+// own address.
+const squareURL = "https://failpoints.example/webhooks/square"
 
 // logs collects one function's JSON log lines.
 type logs struct {
@@ -180,6 +195,9 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	}
 	if w.Provider != event.ProviderStripe {
 		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
+	}
+	if w.Provider == provider.Square {
+		over["SquareWebhookUrl"] = squareURL
 	}
 	t, err := template.Load(e.template, over)
 	if err != nil {
