@@ -307,6 +307,7 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"Paddle's and Standard Webhooks secrets in one parameter", map[string]string{"StandardWebhookSecretsParameter": "/webhook-inbox/dev/x", "PaddleWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "StandardSecretsHaveTheirOwnParameter"},
 		{"LiveKit's secrets in the GitHub token's parameter", map[string]string{"GitHubHooks": "repo:a/b/1", "GitHubTokenParameter": "/webhook-inbox/dev/t", "LivekitWebhookSecretsParameter": "/webhook-inbox/dev/t"}, "GitHubTokenHasItsOwnParameter"},
 		{"Razorpay's secrets in Stripe's parameter", map[string]string{"RazorpayWebhookSecretsParameter": w}, "RazorpaySecretsHaveTheirOwnParameter"},
+		{"Twilio's secrets without the URL it calls", map[string]string{"TwilioWebhookSecretsParameter": "/webhook-inbox/dev/twilio/webhook-secrets"}, "TwilioSecretsNeedTheUrl"},
 		{"Square's secrets without its notification URL", map[string]string{"SquareWebhookSecretsParameter": "/webhook-inbox/dev/square/webhook-secrets"}, "SquareSecretsNeedTheNotificationUrl"},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)

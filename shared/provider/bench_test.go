@@ -21,6 +21,7 @@ func BenchmarkVerify(b *testing.B) {
 		{LemonSqueezy, lemonSqueezySecret, "order_created", samples + "lemonsqueezy/order_created.json"},
 		{Square, squareKey, "payment.updated", samples + "square/payment.updated.json"},
 		{LiveKit, liveKitKey + ":" + liveKitSecret, "room_started", samples + "livekit/room_started.json"},
+		{Twilio, "twilio token", "message.delivered", samples + "twilio/message.delivered.json"},
 		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

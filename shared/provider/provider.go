@@ -188,7 +188,7 @@ func SettingVariable(provider, setting string) string {
 
 // All is the table of providers, in the order operators read them.
 // Adding a provider is one file holding its Spec and one row here.
-var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec, paddleSpec, razorpaySpec, lemonSqueezySpec, squareSpec, liveKitSpec}
+var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec, paddleSpec, razorpaySpec, lemonSqueezySpec, squareSpec, liveKitSpec, twilioSpec}
 
 // Names lists the providers' names, in All's order.
 var Names = func() []string {

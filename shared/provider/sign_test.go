@@ -23,6 +23,7 @@ func TestSignIsVerified(t *testing.T) {
 		{LemonSqueezy, lemonSqueezySecret, "order_created", `{"meta":{"event_name":"order_created"},"data":{"type":"orders","id":"1"}}`},
 		{Square, squareKey, "payment.updated", `{"merchant_id":"M1","type":"payment.updated","event_id":"e-1","created_at":"2027-01-15T08:00:00Z","data":{"type":"payment","id":"p-1"}}`},
 		{LiveKit, liveKitKey + ":" + liveKitSecret, "room_started", `{"event":"room_started","room":{"sid":"RM_1"},"id":"EV_1","createdAt":"1800000000"}`},
+		{Twilio, "twilio token", "message.delivered", "MessageSid=SM1&MessageStatus=delivered&AccountSid=AC1"},
 		{Paddle, paddleSecret, "transaction.completed", `{"event_id":"id-1","event_type":"transaction.completed","occurred_at":"2027-01-15T08:00:00Z","data":{"id":"txn_1"}}`},
 	} {
 		covered[tc.name] = true

@@ -85,7 +85,7 @@ func TestSquareVector(t *testing.T) {
 
 // testSettings are the settings the table tests give each provider that
 // needs some, and testOptions the options with them.
-var testSettings = map[string]map[string]string{Square: {SettingURL: squareURL}}
+var testSettings = map[string]map[string]string{Square: {SettingURL: squareURL}, Twilio: {SettingURL: squareURL}}
 
 func testOptions(name string, opts Options) Options {
 	opts.Settings = testSettings[name]

@@ -111,7 +111,7 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey, LiveKit: liveKitKey + ":" + liveKitSecret}
+	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey, LiveKit: liveKitKey + ":" + liveKitSecret, Twilio: "twilio token"}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -135,6 +135,10 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			{map[string]string{}, ErrMissingSignature},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-timestamp": "1"}, event.ErrMissingID},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-id": "m", "webhook-timestamp": "soon"}, ErrMalformedSignature},
+		},
+		Twilio: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-twilio-signature": "AAAA"}, ErrMalformedSignature},
 		},
 		LiveKit: {
 			{map[string]string{}, ErrMissingSignature},
@@ -247,6 +251,10 @@ func TestReplayKeys(t *testing.T) {
 	}
 	if k := key(LiveKit, liveKitKey+":"+liveKitSecret, Delivery{}); k != "" {
 		t.Errorf("LiveKit: got key %q, want none (the token covers the body's hash, the body its id)", k)
+	}
+	tw := key(Twilio, "twilio token", Delivery{ID: "idem-1"})
+	if tw == "" || tw != key(Twilio, "twilio token", Delivery{ID: "idem-2"}) {
+		t.Error("Twilio: want one key for the signed URL and body, whatever the idempotency token")
 	}
 	if k := key(Paddle, paddleSecret, Delivery{}); k != "" {
 		t.Errorf("Paddle: got key %q, want none (its signature covers the timestamp and the body, which holds the id)", k)

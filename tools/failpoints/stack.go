@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -105,10 +106,10 @@ func secretOf(p string) string {
 	return providerSecret
 }
 
-// squareURL is the notification URL Square's world is configured with
-// and signs (SquareWebhookUrl): Square signs it, whatever the gateway's
-// own address.
-const squareURL = "https://failpoints.example/webhooks/square"
+// signedURL is the URL the world of a provider that signs its URL
+// (Square, Twilio) is configured with and signs (SquareWebhookUrl, ...),
+// whatever the gateway's own address.
+func signedURL(p string) string { return "https://failpoints.example/webhooks/" + p }
 
 // logs collects one function's JSON log lines.
 type logs struct {
@@ -196,8 +197,8 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	if w.Provider != event.ProviderStripe {
 		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
 	}
-	if w.Provider == provider.Square {
-		over["SquareWebhookUrl"] = squareURL
+	if spec, err := provider.Lookup(w.Provider); err == nil && slices.Contains(spec.Settings, provider.SettingURL) {
+		over[strings.ToUpper(w.Provider[:1])+w.Provider[1:]+"WebhookUrl"] = signedURL(w.Provider)
 	}
 	t, err := template.Load(e.template, over)
 	if err != nil {
