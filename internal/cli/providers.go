@@ -118,6 +118,10 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 		case len(types) > 1:
 			id = fmt.Sprintf("%s_%d", o.id, i+1)
 		}
+		// A provider whose id is in the body sends it there.
+		if body, id, err = provider.Stamp(name, body, id); err != nil {
+			return usageError{err}
+		}
 		for range o.repeat {
 			deliveries = append(deliveries, delivery{id: id, typ: typ, body: body})
 		}
@@ -125,11 +129,17 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 	if o.shuffle {
 		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
 	}
+	// A provider that signs its URL (Square) signs the one it is
+	// configured with, which the local stack's receiver reads too.
+	signURL := strings.TrimSpace(a.getenv(provider.SettingVariable(name, provider.SettingURL)))
+	if signURL == "" {
+		signURL = url
+	}
 	client := &http.Client{Timeout: 35 * time.Second}
 	failed := 0
 	for _, d := range deliveries {
 		// A delivery is signed with one secret: the current one, listed first.
-		headers, err := provider.Sign(name, list[0], provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", Body: d.body, Now: a.now()})
+		headers, err := provider.Sign(name, list[0], provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", URL: signURL, Body: d.body, Now: a.now()})
 		if err != nil {
 			return usageError{err}
 		}

@@ -18,15 +18,18 @@ import (
 
 const standardTestSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5"
 
+// squareURL is the notification URL Square's samples are signed for.
+const squareURL = "https://hooks.example.com/webhooks/square"
+
 // TestSendProvider sends each provider's samples to a stand-in that checks
 // them with the receiver's own verifiers.
 func TestSendProvider(t *testing.T) {
-	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret}
+	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send", provider.LemonSqueezy: "ls send", provider.Square: "sq send", provider.LiveKit: "APIsend:lk send", provider.Twilio: "tw send"}
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
-		v, err := provider.New(name, []string{secrets[name]}, provider.Options{Now: func() time.Time { return now }})
+		v, err := provider.New(name, []string{secrets[name]}, provider.Options{Now: func() time.Time { return now }, Settings: map[string]string{provider.SettingURL: squareURL}})
 		if !ok || err != nil {
 			http.Error(w, `{"error":"not found"}`, 404)
 			return
@@ -59,6 +62,12 @@ func TestSendProvider(t *testing.T) {
 		{"github push", secrets[provider.GitHub], []string{"send", "--provider", "github", "push", "--id", "d-2", "--json", "--url", srv.URL + "/webhooks/github"}, 0, `"id":"d-2","type":"push","status":200`},
 		{"shopify", secrets[provider.Shopify], []string{"send", "--provider", "shopify", "orders/create", "--id", "e-1", "--url", srv.URL + "/webhooks/shopify"}, 0, "e-1  orders/create"},
 		{"standard", secrets[provider.Standard], []string{"send", "--provider", "standard", "user.created", "--id", "msg_1", "--url", srv.URL + "/webhooks/standard"}, 0, "msg_1  user.created"},
+		{"paddle", secrets[provider.Paddle], []string{"send", "--provider", "paddle", "transaction.completed", "--id", "evt_1", "--url", srv.URL + "/webhooks/paddle"}, 0, "evt_1  transaction.completed"},
+		{"razorpay", secrets[provider.Razorpay], []string{"send", "--provider", "razorpay", "payment.captured", "--id", "GhR5zMHc2LbQ8k", "--url", srv.URL + "/webhooks/razorpay"}, 0, "GhR5zMHc2LbQ8k  payment.captured"},
+		{"lemonsqueezy", secrets[provider.LemonSqueezy], []string{"send", "--provider", "lemonsqueezy", "order_created", "--id", "s-1", "--url", srv.URL + "/webhooks/lemonsqueezy"}, 0, "body-2cfd26409104d0d1a2b15f8fcdbadf05  order_created"},
+		{"square", secrets[provider.Square], []string{"send", "--provider", "square", "payment.updated", "--id", "sq-1", "--url", srv.URL + "/webhooks/square"}, 0, "sq-1  payment.updated"},
+		{"livekit", secrets[provider.LiveKit], []string{"send", "--provider", "livekit", "room_started", "--id", "EV_1", "--url", srv.URL + "/webhooks/livekit"}, 0, "EV_1  room_started"},
+		{"twilio", secrets[provider.Twilio], []string{"send", "--provider", "twilio", "message.delivered", "--id", "idem-1", "--url", srv.URL + "/webhooks/twilio"}, 0, "idem-1  message.delivered"},
 		{"wrong secret", "other", []string{"send", "--provider", "github", "push", "--id", "d-3", "--url", srv.URL + "/webhooks/github"}, 1, "d-3  push"},
 		{"no sample", secrets[provider.GitHub], []string{"send", "--provider", "github", "nonsense", "--url", srv.URL}, 2, ""},
 		{"no secret", "", []string{"send", "--provider", "shopify", "orders/create", "--url", srv.URL}, 2, ""},
@@ -67,6 +76,8 @@ func TestSendProvider(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := offline(t)
+			c.env["SQUARE_WEBHOOK_URL"] = squareURL
+			c.env["TWILIO_WEBHOOK_URL"] = squareURL
 			for _, n := range provider.Names {
 				if tc.env != "" && strings.Contains(strings.Join(tc.args, " "), "--provider "+n) {
 					c.env[strings.ToUpper(n)+"_WEBHOOK_SECRET"] = tc.env
@@ -78,7 +89,7 @@ func TestSendProvider(t *testing.T) {
 			}
 		})
 	}
-	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created"
+	want := "github d-1 issues.opened,github d-1 issues.opened,github d-2 push,shopify e-1 orders/create,standard msg_1 user.created,paddle evt_1 transaction.completed,razorpay GhR5zMHc2LbQ8k payment.captured,lemonsqueezy body-2cfd26409104d0d1a2b15f8fcdbadf05 order_created,square sq-1 payment.updated,livekit EV_1 room_started,twilio idem-1 message.delivered"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}

@@ -5,6 +5,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 )
 
 func load(t *testing.T, overrides map[string]string) *Template {
@@ -302,7 +304,14 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"Connect secrets in the platform's parameter", map[string]string{"StripeConnectWebhookSecretsParameter": w}, "StripeConnectSecretsHaveTheirOwnParameter"},
 		{"Connect secrets in GitHub's parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/x", "StripeConnectWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "StripeConnectSecretsHaveTheirOwnParameter"},
 		{"Connect secrets, their own parameter", map[string]string{"StripeConnectWebhookSecretsParameter": "/webhook-inbox/dev/stripe/connect-webhook-secrets"}, ""},
-		{"every provider, each its own parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/github/webhook-secrets", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/shopify/webhook-secrets", "StandardWebhookSecretsParameter": "/webhook-inbox/dev/standard/webhook-secrets"}, ""},
+		{"every provider, each its own parameter", map[string]string{"GithubWebhookSecretsParameter": "/webhook-inbox/dev/github/webhook-secrets", "ShopifyWebhookSecretsParameter": "/webhook-inbox/dev/shopify/webhook-secrets", "StandardWebhookSecretsParameter": "/webhook-inbox/dev/standard/webhook-secrets",
+			"PaddleWebhookSecretsParameter": "/webhook-inbox/dev/paddle/webhook-secrets", "RazorpayWebhookSecretsParameter": "/webhook-inbox/dev/razorpay/webhook-secrets", "LemonsqueezyWebhookSecretsParameter": "/webhook-inbox/dev/lemonsqueezy/webhook-secrets",
+			"SquareWebhookSecretsParameter": "/webhook-inbox/dev/square/webhook-secrets", "SquareWebhookUrl": "https://hooks.example.com/webhooks/square", "LivekitWebhookSecretsParameter": "/webhook-inbox/dev/livekit/webhook-secrets"}, ""},
+		{"Paddle's and Standard Webhooks secrets in one parameter", map[string]string{"StandardWebhookSecretsParameter": "/webhook-inbox/dev/x", "PaddleWebhookSecretsParameter": "/webhook-inbox/dev/x"}, "StandardSecretsHaveTheirOwnParameter"},
+		{"LiveKit's secrets in the GitHub token's parameter", map[string]string{"GitHubHooks": "repo:a/b/1", "GitHubTokenParameter": "/webhook-inbox/dev/t", "LivekitWebhookSecretsParameter": "/webhook-inbox/dev/t"}, "GitHubTokenHasItsOwnParameter"},
+		{"Razorpay's secrets in Stripe's parameter", map[string]string{"RazorpayWebhookSecretsParameter": w}, "RazorpaySecretsHaveTheirOwnParameter"},
+		{"Twilio's secrets without the URL it calls", map[string]string{"TwilioWebhookSecretsParameter": "/webhook-inbox/dev/twilio/webhook-secrets"}, "TwilioSecretsNeedTheUrl"},
+		{"Square's secrets without its notification URL", map[string]string{"SquareWebhookSecretsParameter": "/webhook-inbox/dev/square/webhook-secrets"}, "SquareSecretsNeedTheNotificationUrl"},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)
 		switch {
@@ -320,12 +329,14 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 func TestProviderSecretsReachOnlyTheReceiverWhenSet(t *testing.T) {
 	off := load(t, nil)
 	f, _ := off.Function("ReceiverFunction")
-	for _, v := range []string{"STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER", "GITHUB_WEBHOOK_SECRETS_PARAMETER", "SHOPIFY_WEBHOOK_SECRETS_PARAMETER", "STANDARD_WEBHOOK_SECRETS_PARAMETER"} {
+	for _, v := range []string{"STRIPE_CONNECT_WEBHOOK_SECRETS_PARAMETER", "GITHUB_WEBHOOK_SECRETS_PARAMETER", "SHOPIFY_WEBHOOK_SECRETS_PARAMETER", "STANDARD_WEBHOOK_SECRETS_PARAMETER",
+		"PADDLE_WEBHOOK_SECRETS_PARAMETER", "RAZORPAY_WEBHOOK_SECRETS_PARAMETER", "LEMONSQUEEZY_WEBHOOK_SECRETS_PARAMETER", "SQUARE_WEBHOOK_SECRETS_PARAMETER", "LIVEKIT_WEBHOOK_SECRETS_PARAMETER"} {
 		if _, ok := f.Environment[v]; ok {
 			t.Errorf("no provider set: %s = %v, want unset", v, f.Environment[v])
 		}
 	}
-	for _, sid := range []string{"ReadStripeConnectSigningSecrets", "ReadGithubSigningSecrets", "ReadShopifySigningSecrets", "ReadStandardSigningSecrets"} {
+	for _, sid := range []string{"ReadStripeConnectSigningSecrets", "ReadGithubSigningSecrets", "ReadShopifySigningSecrets", "ReadStandardSigningSecrets",
+		"ReadPaddleSigningSecrets", "ReadRazorpaySigningSecrets", "ReadLemonsqueezySigningSecrets", "ReadSquareSigningSecrets", "ReadLivekitSigningSecrets"} {
 		if _, ok := policySids(t, off, "ReceiverFunction")[sid]; ok {
 			t.Errorf("no provider set: the receiver has %s", sid)
 		}
@@ -572,5 +583,44 @@ func TestGlobalsAreReadable(t *testing.T) {
 	}
 	if got := load(t, nil).Globals("NoSuchKind"); got != nil {
 		t.Errorf("Globals of an absent kind: got %v, want nil", got)
+	}
+}
+
+// TestEveryProviderOfTheTableHasItsSecretsParameter: each provider of
+// package provider's table but Stripe has its template parameter
+// (<Name>WebhookSecretsParameter, the name the local stack and the
+// failure-point enumeration set), which sets its variable and grants the
+// receiver the read of that parameter alone; and its settings' variables
+// (provider.SettingVariable) reach the receiver.
+func TestEveryProviderOfTheTableHasItsSecretsParameter(t *testing.T) {
+	for _, spec := range provider.All {
+		if spec.Name == provider.Stripe {
+			continue
+		}
+		t.Run(spec.Name, func(t *testing.T) {
+			cap := strings.ToUpper(spec.Name[:1]) + spec.Name[1:]
+			param := "/webhook-inbox/dev/" + spec.Name + "/webhook-secrets"
+			over := map[string]string{cap + "WebhookSecretsParameter": param}
+			for _, s := range spec.Settings {
+				over[cap+"Webhook"+strings.ToUpper(s[:1])+s[1:]] = "https://hooks.example.com/webhooks/" + spec.Name
+			}
+			tmpl, err := Load("../../template.yaml", over)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f, _ := tmpl.Function("ReceiverFunction")
+			if got := Scalar(f.Environment[strings.ToUpper(spec.Name)+"_WEBHOOK_SECRETS_PARAMETER"]); got != param {
+				t.Errorf("%s_WEBHOOK_SECRETS_PARAMETER = %q, want %s", strings.ToUpper(spec.Name), got, param)
+			}
+			for _, s := range spec.Settings {
+				if got := Scalar(f.Environment[provider.SettingVariable(spec.Name, s)]); got == "" {
+					t.Errorf("%s: unset, want the template parameter's value", provider.SettingVariable(spec.Name, s))
+				}
+			}
+			st, ok := policySids(t, tmpl, "ReceiverFunction")["Read"+cap+"SigningSecrets"]
+			if !ok || !strings.Contains(fmt.Sprint(st["Resource"]), param) {
+				t.Errorf("Read%sSigningSecrets = %v, want ssm:GetParameter on %s", cap, st, param)
+			}
+		})
 	}
 }

@@ -135,7 +135,7 @@ const ProviderStripe = "stripe"
 // order an operator's filter offers them (the console's) and the
 // reconciler's stuck sweep reads their lanes. shared/provider serves all
 // but Stripe, and its test holds the two lists together.
-var Providers = []string{ProviderStripe, "github", "shopify", "standard"}
+var Providers = []string{ProviderStripe, "github", "shopify", "standard", "paddle", "razorpay", "lemonsqueezy", "square", "livekit", "twilio"}
 
 // Key is the partition key of an event record.
 func Key(provider, id string) string { return provider + "#" + id }

@@ -17,21 +17,30 @@ func BenchmarkVerify(b *testing.B) {
 		{GitHub, "gh secret", "issues.opened", samples + "github/issues.opened.json"},
 		{Shopify, "shp secret", "orders/create", samples + "shopify/orders/create.json"},
 		{Standard, standardSecret, "invoice.paid", samples + "standard/invoice.paid.json"},
+		{Razorpay, razorpaySecret, "payment.captured", samples + "razorpay/payment.captured.json"},
+		{LemonSqueezy, lemonSqueezySecret, "order_created", samples + "lemonsqueezy/order_created.json"},
+		{Square, squareKey, "payment.updated", samples + "square/payment.updated.json"},
+		{LiveKit, liveKitKey + ":" + liveKitSecret, "room_started", samples + "livekit/room_started.json"},
+		{Twilio, "twilio token", "message.delivered", samples + "twilio/message.delivered.json"},
+		{Paddle, paddleSecret, "transaction.completed", samples + "paddle/transaction.completed.json"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			body, err := os.ReadFile(tc.sample)
 			if err != nil {
 				b.Fatal(err)
 			}
-			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", Body: body, Now: now})
+			h, err := Sign(tc.name, tc.secret, Delivery{ID: "id-1", Type: tc.typ, Shop: "s.myshopify.com", URL: squareURL, Body: body, Now: now})
 			if err != nil {
 				b.Fatal(err)
 			}
 			previous := "previous secret"
-			if tc.name == Standard {
+			switch tc.name {
+			case Standard:
 				previous = "whsec_cHJldmlvdXM="
+			case LiveKit:
+				previous = "APIprevious:previous secret"
 			}
-			v, err := New(tc.name, []string{previous, tc.secret}, Options{Now: func() time.Time { return now }})
+			v, err := New(tc.name, []string{previous, tc.secret}, testOptions(tc.name, Options{Now: func() time.Time { return now }}))
 			if err != nil {
 				b.Fatal(err)
 			}

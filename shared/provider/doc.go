@@ -1,5 +1,7 @@
 // Package provider is the one vocabulary for verifying webhook deliveries,
-// whoever sends them: Stripe, GitHub, Shopify, Standard Webhooks senders.
+// whoever sends them: Stripe, GitHub, Shopify, Standard Webhooks senders
+// (Svix's header names included), Paddle Billing, Razorpay, Lemon
+// Squeezy, Square, LiveKit, Twilio.
 // It checks each delivery's signature over the raw body, exactly as
 // received, in constant time against every configured secret, and reads
 // from it the envelope the pipeline routes and stores: the event id, its
@@ -20,7 +22,8 @@
 // provider.
 //
 // Each provider is one file: stripe.go, github.go, shopify.go,
-// standard.go. Stripe's parser of its header and DiagnoseStripe (inboxctl
+// standard.go, paddle.go, razorpay.go, lemonsqueezy.go, square.go,
+// livekit.go, twilio.go. Stripe's parser of its header and DiagnoseStripe (inboxctl
 // verify) are in files of their own, and their names say Stripe.
 //
 // # What each signature covers
@@ -39,7 +42,9 @@
 // Stripe's signatures are compared by stripe-go (webhook.
 // ValidatePayloadIgnoringTolerance, after a strict parse of the header:
 // StripeHeader says why), the Standard Webhooks signature by the
-// specification's own Go library; GitHub's and Shopify's are one
-// HMAC-SHA256 each, compared with hmac.Equal, for which no library is
-// needed.
+// specification's own Go library, LiveKit's token by golang-jwt;
+// GitHub's, Shopify's, Paddle's, Razorpay's, Lemon Squeezy's, Square's
+// and Twilio's are one HMAC each over a canonical string, compared with
+// hmac.Equal, for which no library is needed (each file's doc says why
+// its vendor's own library is not used).
 package provider

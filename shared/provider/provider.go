@@ -167,10 +167,17 @@ type Spec struct {
 	// Sign returns the headers the provider sends with d, signed with
 	// secret: for inboxctl send and for tests, never for checking.
 	Sign func(secret string, d Delivery) (map[string]string, error)
+	// Stamp, for a provider whose event id is in the body (Paddle's
+	// event_id, Square's, LiveKit's id) or made from it (Lemon
+	// Squeezy's), returns body as the provider would send it as a fresh
+	// event named id, and the id the inbox records it under: for inboxctl
+	// send and tests, which send one sample under many ids. Nil when the
+	// id is a header's (Delivery.ID).
+	Stamp func(body []byte, id string) (stamped []byte, recorded string, err error)
 	// Settings names the settings New reads from Options.Settings, if
 	// any: what a provider needs beyond its secrets (the notification URL
 	// a sender signs with the body, the header a configurable sender
-	// signs in). None of today's providers has one.
+	// signs in).
 	Settings []string
 }
 
@@ -183,7 +190,7 @@ func SettingVariable(provider, setting string) string {
 
 // All is the table of providers, in the order operators read them.
 // Adding a provider is one file holding its Spec and one row here.
-var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec}
+var All = []Spec{stripeSpec, githubSpec, shopifySpec, standardSpec, paddleSpec, razorpaySpec, lemonSqueezySpec, squareSpec, liveKitSpec, twilioSpec}
 
 // Names lists the providers' names, in All's order.
 var Names = func() []string {
@@ -351,4 +358,52 @@ func decodeObject[T any](body []byte) (T, error) {
 		return zero, fmt.Errorf("%w: top level is null", event.ErrMalformed)
 	}
 	return *v, nil
+}
+
+// stampField returns a Spec.Stamp that sets the body's top-level field
+// to the id (the body's other fields are kept; their order may change).
+func stampField(field string) func(body []byte, id string) ([]byte, string, error) {
+	return func(body []byte, id string) ([]byte, string, error) {
+		b, err := setField(body, id, field)
+		return b, id, err
+	}
+}
+
+// setField returns body with the field at path (top level first) set to
+// the string v, creating the objects on the way.
+func setField(body []byte, v string, path ...string) ([]byte, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil || m == nil {
+		return nil, fmt.Errorf("provider: the body is not a JSON object: %v", err)
+	}
+	var val []byte
+	var err error
+	if len(path) == 1 {
+		val, err = json.Marshal(v)
+	} else {
+		inner := m[path[0]]
+		if len(inner) == 0 || string(inner) == "null" {
+			inner = []byte("{}")
+		}
+		val, err = setField(inner, v, path[1:]...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	m[path[0]] = val
+	return json.Marshal(m)
+}
+
+// Stamp returns body as the named provider would send it as a fresh
+// event named id, and the id the inbox records it under (Spec.Stamp):
+// body and id unchanged when the provider's id is a header's.
+func Stamp(name string, body []byte, id string) ([]byte, string, error) {
+	spec, err := Lookup(name)
+	if err != nil {
+		return nil, "", err
+	}
+	if spec.Stamp == nil {
+		return body, id, nil
+	}
+	return spec.Stamp(body, id)
 }

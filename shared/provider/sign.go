@@ -13,6 +13,9 @@ type Delivery struct {
 	Type string
 	// Shop is Shopify's shop domain.
 	Shop string
+	// URL is the URL the delivery is posted to, for the providers that
+	// sign it (Square's notification URL: its SettingURL).
+	URL  string
 	Body []byte
 	// Now is when it is signed.
 	Now time.Time

@@ -13,8 +13,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
-// Standard is the Standard Webhooks senders (Svix-based senders among
-// them).
+// Standard is the Standard Webhooks senders, Svix-based senders among
+// them, whose headers are named svix-id, svix-timestamp and
+// svix-signature.
 const Standard = "standard"
 
 var standardSpec = Spec{Name: Standard, Check: checkStandard, New: newStandard, Sign: signStandard}
@@ -48,12 +49,32 @@ func newStandard(secrets []string, opts Options) (Verifier, error) {
 	return s, nil
 }
 
-// standardHeaders reads the three headers: the id, the signed timestamp
-// and the signatures.
+// Svix's names for the three headers. Svix-based senders (Clerk, Resend
+// and many others) sign exactly as the specification does, under these
+// names; Svix's own Webhook.verify reads each svix-* header first and the
+// webhook-* one when it is absent, and so does standardHeaders.
+const (
+	headerSvixID        = "svix-id"
+	headerSvixTimestamp = "svix-timestamp"
+	headerSvixSignature = "svix-signature"
+)
+
+// standardHeader is the svix-* header when the request has it, else the
+// webhook-* one: Svix's rule, header by header.
+func standardHeader(r Request, svix, standard string) string {
+	if v := r.Header(svix); v != "" {
+		return v
+	}
+	return r.Header(standard)
+}
+
+// standardHeaders reads the three headers, under Svix's names or the
+// specification's (standardHeader): the id, the signed timestamp and the
+// signatures.
 func standardHeaders(r Request) (id, ts, sig string, signedAt int64, err error) {
-	id = r.Header(standardwebhooks.HeaderWebhookID)
-	ts = r.Header(standardwebhooks.HeaderWebhookTimestamp)
-	sig = r.Header(standardwebhooks.HeaderWebhookSignature)
+	id = standardHeader(r, headerSvixID, standardwebhooks.HeaderWebhookID)
+	ts = standardHeader(r, headerSvixTimestamp, standardwebhooks.HeaderWebhookTimestamp)
+	sig = standardHeader(r, headerSvixSignature, standardwebhooks.HeaderWebhookSignature)
 	if sig == "" {
 		return "", "", "", 0, ErrMissingSignature
 	}
@@ -62,7 +83,7 @@ func standardHeaders(r Request) (id, ts, sig string, signedAt int64, err error) 
 	}
 	signedAt, perr := strconv.ParseInt(ts, 10, 64)
 	if perr != nil {
-		return "", "", "", 0, fmt.Errorf("%w: webhook-timestamp is not Unix seconds", ErrMalformedSignature)
+		return "", "", "", 0, fmt.Errorf("%w: the timestamp header is not Unix seconds", ErrMalformedSignature)
 	}
 	return id, ts, sig, signedAt, nil
 }

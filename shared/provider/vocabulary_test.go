@@ -112,7 +112,7 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret}
+	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey, LiveKit: liveKitKey + ":" + liveKitSecret, Twilio: "twilio token"}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -137,6 +137,32 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-timestamp": "1"}, event.ErrMissingID},
 			{map[string]string{"webhook-signature": "v1,AAAA", "webhook-id": "m", "webhook-timestamp": "soon"}, ErrMalformedSignature},
 		},
+		Twilio: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-twilio-signature": "AAAA"}, ErrMalformedSignature},
+		},
+		LiveKit: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"authorization": "Bearer x"}, ErrMalformedSignature},
+		},
+		Square: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-square-hmacsha256-signature": "not base64"}, ErrMalformedSignature},
+		},
+		LemonSqueezy: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-signature": "not hex"}, ErrMalformedSignature},
+		},
+		Razorpay: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"x-razorpay-signature": "abcd"}, ErrMalformedSignature},
+		},
+		Paddle: {
+			{map[string]string{}, ErrMissingSignature},
+			{map[string]string{"paddle-signature": "ts=1800000000"}, ErrMalformedSignature},
+			{map[string]string{"paddle-signature": "ts=1800000000;h1=abcd"}, ErrMalformedSignature},
+			{map[string]string{"paddle-signature": "h1=" + strings.Repeat("0", 64)}, ErrMalformedSignature},
+		},
 	}
 	for _, s := range All {
 		t.Run(s.Name, func(t *testing.T) {
@@ -144,7 +170,7 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 			if !ok {
 				t.Fatalf("no cases for %s: add its headers that cannot verify", s.Name)
 			}
-			v, err := New(s.Name, []string{secrets[s.Name]}, Options{Now: func() time.Time { return now }})
+			v, err := New(s.Name, []string{secrets[s.Name]}, testOptions(s.Name, Options{Now: func() time.Time { return now }}))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -157,7 +183,7 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 					t.Errorf("Verify(%v): got %v, want %v, as Check says", tc.headers, err, tc.want)
 				}
 			}
-			h, err := s.Sign(secrets[s.Name], Delivery{ID: "id-1", Type: "invoice.paid", Shop: "s.myshopify.com", Body: body, Now: now})
+			h, err := s.Sign(secrets[s.Name], Delivery{ID: "id-1", Type: "invoice.paid", Shop: "s.myshopify.com", URL: squareURL, Body: body, Now: now})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,15 +202,15 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 // timestamp: no key.
 func TestReplayKeys(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false}`)
+	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"},"event_id":"evt_450789469","event":"room_started"}`)
 	key := func(name, secret string, d Delivery) string {
 		t.Helper()
-		d.Body, d.Now = body, now
+		d.Body, d.Now, d.URL = body, now, squareURL
 		h, err := Sign(name, secret, d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := New(name, []string{secret}, Options{Now: func() time.Time { return now }})
+		v, err := New(name, []string{secret}, testOptions(name, Options{Now: func() time.Time { return now }}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,6 +239,26 @@ func TestReplayKeys(t *testing.T) {
 	}
 	if k := key(Standard, standardSecret, Delivery{ID: "msg_1"}); k != "" {
 		t.Errorf("Standard Webhooks: got key %q, want none", k)
+	}
+	rz := key(Razorpay, razorpaySecret, Delivery{ID: "ev-1"})
+	if rz == "" || rz != key(Razorpay, razorpaySecret, Delivery{ID: "ev-2"}) || rz != gh {
+		t.Error("Razorpay: want one key for the body, whatever the event id (GitHub's rule: the body alone)")
+	}
+	if k := key(LemonSqueezy, lemonSqueezySecret, Delivery{}); k != "" {
+		t.Errorf("Lemon Squeezy: got key %q, want none (its id is made from the signed body)", k)
+	}
+	if k := key(Square, squareKey, Delivery{}); k != "" {
+		t.Errorf("Square: got key %q, want none (the body holds its event_id)", k)
+	}
+	if k := key(LiveKit, liveKitKey+":"+liveKitSecret, Delivery{}); k != "" {
+		t.Errorf("LiveKit: got key %q, want none (the token covers the body's hash, the body its id)", k)
+	}
+	tw := key(Twilio, "twilio token", Delivery{ID: "idem-1"})
+	if tw == "" || tw != key(Twilio, "twilio token", Delivery{ID: "idem-2"}) {
+		t.Error("Twilio: want one key for the signed URL and body, whatever the idempotency token")
+	}
+	if k := key(Paddle, paddleSecret, Delivery{}); k != "" {
+		t.Errorf("Paddle: got key %q, want none (its signature covers the timestamp and the body, which holds the id)", k)
 	}
 }
 

@@ -236,7 +236,7 @@ func (s *sender) post(ctx context.Context) int {
 	if s.w.Provider == event.ProviderStripe {
 		headers["Stripe-Signature"] = provider.SignStripe(s.d.body, stripeSecret, now)
 	} else {
-		h, err := provider.Sign(s.w.Provider, providerSecret, provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", Body: s.d.body, Now: now})
+		h, err := provider.Sign(s.w.Provider, secretOf(s.w.Provider), provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", URL: signedURL(s.w.Provider), Body: s.d.body, Now: now})
 		if err != nil {
 			return 0
 		}

@@ -354,7 +354,7 @@ func (e *env) seed(ctx context.Context) error {
 	errs := []error{put(secretsParameter(event.ProviderStripe), stripeSecret), put(apiKeyParameter, apiKey)}
 	for _, p := range event.Providers {
 		if p != event.ProviderStripe {
-			errs = append(errs, put(secretsParameter(p), providerSecret))
+			errs = append(errs, put(secretsParameter(p), secretOf(p)))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +30,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
@@ -92,8 +94,22 @@ const (
 
 // providerSecret is the signing secret of a provider other than Stripe: a
 // whsec_ value, which every provider's verifier takes (Standard Webhooks'
-// needs its form).
+// needs its form) but LiveKit's, whose secrets are key pairs
+// (secretOf).
 const providerSecret = "whsec_ZmFpbHBvaW50cy1sb2NhbC1vbmx5LWtleQ=="
+
+// secretOf is the signing secret of provider p in the enumeration.
+func secretOf(p string) string {
+	if p == provider.LiveKit {
+		return "APIfailpoints:" + providerSecret
+	}
+	return providerSecret
+}
+
+// signedURL is the URL the world of a provider that signs its URL
+// (Square, Twilio) is configured with and signs (SquareWebhookUrl, ...),
+// whatever the gateway's own address.
+func signedURL(p string) string { return "https://failpoints.example/webhooks/" + p }
 
 // logs collects one function's JSON log lines.
 type logs struct {
@@ -180,6 +196,9 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	}
 	if w.Provider != event.ProviderStripe {
 		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
+	}
+	if spec, err := provider.Lookup(w.Provider); err == nil && slices.Contains(spec.Settings, provider.SettingURL) {
+		over[strings.ToUpper(w.Provider[:1])+w.Provider[1:]+"WebhookUrl"] = signedURL(w.Provider)
 	}
 	t, err := template.Load(e.template, over)
 	if err != nil {
