@@ -183,6 +183,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.consoleCmd())
+	root.AddCommand(a.statusCmd())
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")

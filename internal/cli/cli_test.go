@@ -29,6 +29,8 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"events_processed_page1", []string{"events", "--status", "processed", "--since", "2h", "--limit", "2"}, 0},
 		{"events_processed_json", []string{"events", "--status", "processed", "--type", "customer.subscription.updated", "--json"}, 0},
 		{"events_none", []string{"events", "--status", "processing", "--since", "7d"}, 0},
+		{"events_failing", []string{"events", "--failing"}, 0},
+		{"events_failing_and_status", []string{"events", "--failing", "--status", "failed"}, 2},
 		{"events_no_status", []string{"events"}, 0},
 		{"events_bad_status", []string{"events", "--status", "done"}, 2},
 		{"events_bad_since", []string{"events", "--status", "failed", "--since", "yesterday"}, 2},
@@ -41,6 +43,9 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"entitlement", []string{"entitlement", "cus_golden"}, 0},
 		{"entitlement_json", []string{"entitlement", "cus_golden", "--json"}, 0},
 		{"entitlement_unknown", []string{"entitlement", "cus_nobody"}, 0},
+		{"status", []string{"status"}, 0},
+		{"status_json", []string{"status", "--since", "2h", "--json"}, 0},
+		{"status_bad_since", []string{"status", "--since", "tomorrow"}, 2},
 		{"unknown_command", []string{"frobnicate"}, 2},
 		{"missing_arg", []string{"event"}, 2},
 	} {

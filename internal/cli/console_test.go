@@ -114,9 +114,18 @@ func TestConsoleOnTheStack(t *testing.T) {
 	if code, _ := (&browser{t: t, c: &http.Client{}, base: b.base}).get("/events"); code != http.StatusUnauthorized {
 		t.Fatalf("without the token: got %d, want 401", code)
 	}
+	// The first page is the health page, the seeded world's counts.
 	code, page := b.get(strings.TrimPrefix(consoleURL, b.base))
+	if code != 200 || !strings.Contains(page, "3 failing") || !strings.Contains(page, `data-status="dead_lettered"><span class="n">1</span>`) {
+		t.Fatalf("health: got %d\n%s", code, page)
+	}
+	code, page = b.get("/events")
 	if code != 200 || !strings.Contains(page, "evt_golden_inv_failed") || !strings.Contains(page, "evt_golden_sub_updated") {
 		t.Fatalf("events: got %d\n%s", code, page)
+	}
+	code, page = b.get("/events?status=failing")
+	if code != 200 || !strings.Contains(page, "evt_golden_inv_failed") || !strings.Contains(page, "evt_golden_dead") || !strings.Contains(page, "evt_golden_perm") || strings.Contains(page, "evt_golden_sub_updated") {
+		t.Fatalf("failing events: got %d\n%s", code, page)
 	}
 	code, page = b.get("/events?status=failed")
 	if code != 200 || !strings.Contains(page, "evt_golden_inv_failed") || strings.Contains(page, "evt_golden_sub_updated") {

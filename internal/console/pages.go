@@ -23,6 +23,10 @@ const recentWindow = 24 * time.Hour
 // dlqPeek is how many dead-lettered messages the DLQ page shows.
 const dlqPeek = 100
 
+// failingFilter is the status filter's value for every status that needs
+// a person (event.Failing), as `inboxctl events --failing` lists them.
+const failingFilter = "failing"
+
 // filter is the events page's query, as its form and links carry it.
 type filter struct {
 	Provider, Status, Type, Day string
@@ -69,7 +73,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query := store.Query{Provider: f.Provider, Type: f.Type, Cursor: f.Next, Limit: store.DefaultPageSize}
-	if f.Status != "" {
+	if f.Status == failingFilter {
+		query.Failing = true
+	} else if f.Status != "" {
 		st, err := event.ParseStatus(f.Status)
 		if err != nil {
 			bad("Unknown status " + f.Status + ": pick one of the list.")

@@ -29,12 +29,15 @@ type page struct {
 	CSRF string
 	// Error is shown above the page's content.
 	Error string
-	Data  any
+	// DLQDepth is the dead-letter queue's depth, shown in the navigation;
+	// -1 when it could not be read.
+	DLQDepth int
+	Data     any
 }
 
 // sections map each page template to its navigation section.
 var sections = map[string]string{
-	"events": "events", "event": "events", "replay": "events", "object": "events",
+	"health": "health", "events": "events", "event": "events", "replay": "events", "object": "events",
 	"dlq": "dlq", "redrive": "dlq", "reconciler": "reconciler", "error": "",
 }
 
@@ -77,7 +80,10 @@ func (s *Server) parse() error {
 // render (a bug: logged).
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, msg string) {
 	var b bytes.Buffer
-	p := page{Title: title, Nav: sections[name], Stack: s.cfg.Stack, CSRF: s.csrf, Error: msg, Data: data}
+	p := page{Title: title, Nav: sections[name], Stack: s.cfg.Stack, CSRF: s.csrf, Error: msg, Data: data, DLQDepth: -1}
+	if n, err := s.cfg.Actions.DLQDepth(r.Context()); err == nil {
+		p.DLQDepth = n
+	}
 	if err := s.pages[name].ExecuteTemplate(&b, "layout.html", p); err != nil {
 		s.cfg.Logger.Error("console: render failed", slog.String("page", name), slog.String("error", err.Error()))
 		http.Error(w, "500 internal error: the page did not render (see the console's log)", http.StatusInternalServerError)

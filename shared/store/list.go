@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,6 +37,10 @@ type Query struct {
 	Provider string
 	// Status, when set, keeps only records whose current status it is.
 	Status event.Status
+	// Failing, when set, keeps only records in a status that needs a
+	// person (event.Failing): the lanes that hold them are read together,
+	// merged newest first. Status must be empty.
+	Failing bool
 	// Type, when set, keeps only records of that event type.
 	Type string
 	// Since and Until bound the time the records were received
@@ -100,7 +105,16 @@ func (e *Events) List(ctx context.Context, q Query) (Page, error) {
 		return Page{}, fmt.Errorf("store: list events: since %s is after until %s", q.Since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 	}
 	l := &lister{e: e, q: q, limit: limit, lo: q.Since.UnixMilli(), hi: until.UnixMilli()}
-	l.lane, l.byLane = Lane(q.Status)
+	switch {
+	case q.Failing && q.Status != "":
+		return Page{}, fmt.Errorf("store: list events: both a status (%s) and failing", q.Status)
+	case q.Failing:
+		l.lanes, l.byLane = failingLanes(), true
+	default:
+		if lane, ok := Lane(q.Status); ok {
+			l.lanes, l.byLane = []string{lane}, true
+		}
+	}
 	if q.Cursor != "" {
 		c, err := l.decode(q.Cursor)
 		if err != nil {
@@ -120,7 +134,8 @@ type lister struct {
 	q      Query
 	limit  int
 	lo, hi int64
-	lane   string
+	// lanes are the lanes of indexUnprocessed read (byLane), merged.
+	lanes  []string
 	byLane bool
 	// day is the by_day partition day being read; start the shards'
 	// positions in it (or in the lane) to resume from.
@@ -146,7 +161,11 @@ type listCursor struct {
 func (l *lister) fingerprint() string {
 	// Not the window's start: a relative --since moves between pages, and
 	// decode checks the cursor's day against it.
-	sum := sha256.Sum256([]byte(l.q.Provider + "\x00" + string(l.q.Status) + "\x00" + l.q.Type))
+	what := string(l.q.Status)
+	if l.q.Failing {
+		what = "failing"
+	}
+	sum := sha256.Sum256([]byte(l.q.Provider + "\x00" + what + "\x00" + l.q.Type))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -162,7 +181,7 @@ func (l *lister) encode(day string, positions []map[string]types.AttributeValue)
 func (l *lister) decode(v string) (listCursor, error) {
 	var c listCursor
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.Query != l.fingerprint() || len(c.Positions) != Shards || c.Until < l.lo {
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Query != l.fingerprint() || len(c.Positions) != l.partitions() || c.Until < l.lo {
 		return c, ErrBadCursor
 	}
 	if !l.byLane {
@@ -180,7 +199,7 @@ func (l *lister) decode(v string) (listCursor, error) {
 // source is the sharded partitions of one stretch of the listing: a
 // lane, or one day of by_day.
 func (l *lister) source(day string) (*shards, error) {
-	keys := make([]string, Shards)
+	keys := make([]string, l.partitions())
 	hash, index := attrLane, indexUnprocessed
 	var d time.Time
 	if !l.byLane {
@@ -191,9 +210,9 @@ func (l *lister) source(day string) (*shards, error) {
 		}
 	}
 	var positions []map[string]types.AttributeValue
-	for s := range Shards {
+	for s := range keys {
 		if l.byLane {
-			keys[s] = laneKey(l.q.Provider, l.lane, s)
+			keys[s] = laneKey(l.q.Provider, l.lanes[s/Shards], s%Shards)
 		} else {
 			keys[s] = dayKey(l.q.Provider, d, s)
 		}
@@ -215,7 +234,22 @@ func (l *lister) source(day string) (*shards, error) {
 
 // matches reports whether a record read by key belongs in the listing.
 func (l *lister) matches(r event.Record) bool {
-	return (l.q.Status == "" || r.Status == l.q.Status) && (l.q.Type == "" || r.Type == l.q.Type)
+	return (l.q.Status == "" || r.Status == l.q.Status) && (!l.q.Failing || r.Status.IsFailing()) && (l.q.Type == "" || r.Type == l.q.Type)
+}
+
+// partitions is how many partitions a stretch of the listing reads: a
+// shard each of every lane read, or of one day.
+func (l *lister) partitions() int { return Shards * max(len(l.lanes), 1) }
+
+// failingLanes are the lanes that hold the statuses of event.Failing.
+func failingLanes() []string {
+	var out []string
+	for _, st := range event.Failing {
+		if lane, ok := Lane(st); ok && !slices.Contains(out, lane) {
+			out = append(out, lane)
+		}
+	}
+	return out
 }
 
 func (l *lister) list(ctx context.Context) (Page, error) {
