@@ -141,6 +141,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintln(a.stderr, "inboxctl:", err)
+	var ns neverSeenError
+	if errors.As(err, &ns) {
+		return ExitNeverSeen
+	}
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		path := "inboxctl"
@@ -178,7 +182,7 @@ read the deployed stack's outputs instead, reach AWS's own endpoints
 local-only variables; flags override both. The region is the SDK's:
 --region, AWS_REGION, AWS_DEFAULT_REGION, then the profile's.
 
-Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
+Exit codes: 0 success, 1 failure, 2 usage error, 3 an id never seen. Every read command takes
 --json (shapes in docs/cli.md).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -202,6 +206,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.eraseCmd(),
 		a.typesCmd(), a.versionCmd(),
 	)
+	refuseUnknownSubcommands(root)
 	return root
 }
 

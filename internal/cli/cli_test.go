@@ -42,11 +42,14 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"object_missing", []string{"object", "sub_nothing"}, 1},
 		{"entitlement", []string{"entitlement", "cus_golden"}, 0},
 		{"entitlement_json", []string{"entitlement", "cus_golden", "--json"}, 0},
-		{"entitlement_unknown", []string{"entitlement", "cus_nobody"}, 0},
+		{"entitlement_unknown", []string{"entitlement", "cus_nobody"}, 3},
+		{"entitlement_email", []string{"entitlement", "alice@example.com"}, 2},
+		{"entitlement_subscription_id", []string{"entitlement", "sub_golden"}, 2},
 		{"status", []string{"status"}, 0},
 		{"status_json", []string{"status", "--since", "2h", "--json"}, 0},
 		{"status_bad_since", []string{"status", "--since", "tomorrow"}, 2},
 		{"unknown_command", []string{"frobnicate"}, 2},
+		{"unknown_subcommand", []string{"dlq", "lst"}, 2},
 		{"missing_arg", []string{"event"}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

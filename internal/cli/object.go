@@ -179,6 +179,9 @@ subscriptions, oldest first: the answer to "I paid but my account is locked".`,
 }
 
 func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) error {
+	if err := checkCustomerID(customer); err != nil {
+		return err
+	}
 	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
@@ -204,6 +207,11 @@ func (a *app) entitlement(ctx context.Context, customer string, asJSON bool) err
 		return recs[i].ID < recs[j].ID
 	})
 	out.Events = objectEvents(recs)
+	if len(ent.Subscriptions) == 0 {
+		if err := a.neverSeen(ctx, s, customer); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
 	}

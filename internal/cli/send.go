@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type sendOpts struct {
 	status, apiVersion        string
 	created                   int64
 	livemode, shuffle, asJSON bool
+	strict                    bool
 	repeat                    int
 	provider                  string
 }
@@ -47,6 +49,10 @@ func (a *app) sendCmd() *cobra.Command {
 		Short: "Sign and POST a realistic Stripe event built from Stripe's sample objects",
 		Long: `send builds an event of the given type from Stripe's own sample objects,
 signs it as Stripe does (Stripe-Signature, v1 scheme) and POSTs it.
+
+A type the stack does not handle (inboxctl types) is sent with a warning
+on stderr, naming the handled type perhaps meant: the receiver stores it
+as ignored. --strict refuses it instead (exit 2, nothing sent).
 
 --repeat N sends the same delivery N times (duplicates); --shuffle, with
 several event types, sends them in random order (reordering).
@@ -89,6 +95,7 @@ secret. Without one, send stops.`,
 	f.IntVar(&o.repeat, "repeat", 1, "deliver each event N times")
 	f.BoolVar(&o.shuffle, "shuffle", false, "deliver in random order")
 	f.BoolVar(&o.asJSON, "json", false, "print each delivery as a JSON line")
+	f.BoolVar(&o.strict, "strict", false, "refuse a type the stack does not handle, instead of warning (stripe)")
 	f.StringVar(&o.provider, "provider", event.ProviderStripe,
 		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
 	return cmd
@@ -137,6 +144,16 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		for range o.repeat {
 			deliveries = append(deliveries, delivery{id: env.ID, typ: typ, body: body})
 		}
+	}
+	handled := a.handledTypes()
+	for _, typ := range types {
+		if slices.Contains(handled, typ) {
+			continue
+		}
+		if o.strict {
+			return usagef("--strict: %s", unhandledTypeMessage(typ, handled))
+		}
+		fmt.Fprintf(a.stderr, "inboxctl: warning: %s\n", unhandledTypeMessage(typ, handled))
 	}
 	if o.shuffle {
 		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
