@@ -20,6 +20,7 @@ func TestNoOtherPackageNamesTheMirrorTable(t *testing.T) {
 			"object": "Stripe's object field", "customer": "Stripe's object field", "data": "Stripe's event field",
 			"status": "Stripe's object field", "livemode": "Stripe's object field", "deleted": "Stripe's object field",
 			"current_period_end": "Stripe's subscription field", "trial_end": "Stripe's subscription field",
+			"cancel_at_period_end": "Stripe's subscription field",
 			"price": "Stripe's field", "product": "Stripe's field", "erased": "inboxctl erase's output",
 			"c": "a one-letter key of a subscription's stored state", "e": "a one-letter key of a subscription's stored state",
 		},
