@@ -354,7 +354,7 @@ func TestConsoleInChromium(t *testing.T) {
 	// Fix the effect, replay, see the result, then see it processed.
 	fx.set(replayed, false)
 	click(t, ctx, chromedp.CSS(`a.button[href$="/replay"]`))
-	if page = bodyText(t, ctx); !strings.Contains(page, "would_enqueue") {
+	if page = bodyText(t, ctx); !strings.Contains(page, "Put it back on the webhook queue") {
 		t.Fatalf("replay confirmation: got\n%s", page)
 	}
 	shot.save(ctx, "05_replay_confirm")
@@ -379,7 +379,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if _, err := chromedp.RunResponse(ctx, chromedp.Focus(chromedp.CSS(`main form button[type=submit]`)), chromedp.KeyEvent("\r")); err != nil {
 		t.Fatal(err)
 	}
-	if page = bodyText(t, ctx); !strings.Contains(page, "enqueued: the processor claims it again") {
+	if page = bodyText(t, ctx); !strings.Contains(page, "Enqueued: the processor claims it again") {
 		t.Fatalf("replay result: got\n%s", page)
 	}
 	shot.save(ctx, "06_replayed")

@@ -404,6 +404,11 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The first call to a deployed stack: without credentials it would
+	// fail with the SDK's provider chain alone.
+	if err := credentialsOK(ctx, cfg, a.profile); err != nil {
+		return nil, err
+	}
 	name := a.stackName()
 	client := cloudformation.NewFromConfig(cfg)
 	in := &cloudformation.DescribeStacksInput{StackName: aws.String(name)}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/ops"
@@ -126,4 +127,22 @@ func (a *app) neverSeen(ctx context.Context, s *ops.Stack, customer string) erro
 		return nil
 	}
 	return neverSeenError{fmt.Sprintf("%s: never seen: no event about it and nothing in the mirror (check the id, the stage and the mode: a test-mode id is not a live one)", customer)}
+}
+
+// credentialsOK resolves cfg's credentials once, before any call: without
+// any, every command would end with the SDK's whole provider chain
+// ("failed to refresh cached credentials, no EC2 IMDS role found, ...")
+// and nothing saying what to do.
+func credentialsOK(ctx context.Context, cfg aws.Config, profile string) error {
+	if cfg.Credentials == nil {
+		return errors.New("no AWS credentials: run `aws configure` (or `aws sso login`), or pass --profile")
+	}
+	if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
+		fix := "run `aws configure` (or `aws sso login`), or pass --profile with a profile that has them"
+		if profile != "" {
+			fix = "run `aws sso login --profile " + profile + "` or `aws configure --profile " + profile + "`"
+		}
+		return fmt.Errorf("no AWS credentials: %w\n(%s)", err, fix)
+	}
+	return nil
 }

@@ -38,3 +38,23 @@ func TestSendObjectIDs(t *testing.T) {
 		t.Errorf("a customer event: got object id %q, want the customer's own (Build's)", got)
 	}
 }
+
+// TestNoCredentialsSaysWhatToDo: a deployed stage without credentials
+// stops before any call, with the fix, not the SDK's provider chain alone.
+func TestNoCredentialsSaysWhatToDo(t *testing.T) {
+	dir := t.TempDir()
+	for k, v := range map[string]string{
+		"AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "", "AWS_SESSION_TOKEN": "", "AWS_PROFILE": "",
+		"AWS_CONFIG_FILE": dir + "/config", "AWS_SHARED_CREDENTIALS_FILE": dir + "/credentials",
+		"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "",
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "",
+	} {
+		t.Setenv(k, v)
+	}
+	c := offline(t)
+	c.prefix = ""
+	r := c.run(t.Context(), "--stage", "dev", "--region", "eu-west-1", "types")
+	if r.code != ExitFailure || !strings.Contains(r.stderr, "no AWS credentials") || !strings.Contains(r.stderr, "aws configure") {
+		t.Errorf("got exit %d\n%s\nwant 1 and what to run", r.code, r.stderr)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -51,6 +52,7 @@ func (s *Server) parse() error {
 		"clip":      clip,
 		"root":      func() string { return s.root },
 		"statusCSS": statusClass,
+		"action":    actionText,
 		"path":      url.PathEscape,
 		"query":     url.QueryEscape,
 		"dur":       func(d time.Duration) string { return d.Round(time.Millisecond).String() },
@@ -103,6 +105,22 @@ func (s *Server) css(w http.ResponseWriter, _ *http.Request) {
 	b, _ := files.ReadFile("templates/console.css")
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	_, _ = w.Write(b)
+}
+
+// actionWords say a replay's action (ops.Action...) in words, where the
+// CLI prints the token.
+var actionWords = map[string]string{
+	ops.ActionEnqueued: "Enqueued", ops.ActionReopened: "Moved back to failed and enqueued",
+	ops.ActionWouldEnqueue: "Put it back on the webhook queue", ops.ActionWouldReopen: "Move it back to failed, then put it on the webhook queue",
+	ops.ActionSkipped: "Not replayed", ops.ActionNotFound: "Not found", ops.ActionError: "Failed",
+}
+
+// actionText is an action in words; an unknown one as it is.
+func actionText(action string) string {
+	if w, ok := actionWords[action]; ok {
+		return w
+	}
+	return action
 }
 
 // utc formats t to the second in UTC, as inboxctl's text output does.
