@@ -40,6 +40,8 @@ func TestReadCommandsGolden(t *testing.T) {
 		{"object_unmirrored", []string{"object", "in_golden_perm"}, 0},
 		{"object_unmirrored_json", []string{"object", "in_golden_perm", "--json"}, 0},
 		{"object_missing", []string{"object", "sub_nothing"}, 1},
+		{"object_customer", []string{"object", "cus_golden"}, 0},
+		{"object_customer_missing", []string{"object", "cus_nobody"}, 1},
 		{"entitlement", []string{"entitlement", "cus_golden"}, 0},
 		{"entitlement_json", []string{"entitlement", "cus_golden", "--json"}, 0},
 		{"entitlement_unknown", []string{"entitlement", "cus_nobody"}, 3},

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -100,11 +101,20 @@ func (a *app) object(ctx context.Context, id string, asJSON, data bool) error {
 	}
 	out.Events = objectEvents(recs)
 	if out.Snapshot == nil && len(out.Events) == 0 {
+		if strings.HasPrefix(id, "cus_") {
+			// A customer's access comes from its subscriptions'
+			// snapshots, which object does not read.
+			return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: a customer's access and subscriptions are inboxctl entitlement %s",
+				id, mr.Table, events.Table, id)
+		}
 		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), and --stage or the table flags",
 			id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
+	}
+	if strings.HasPrefix(id, "cus_") {
+		defer fmt.Fprintf(a.stdout, "\n(the customer's access and subscriptions: inboxctl entitlement %s)\n", id)
 	}
 	if out.Snapshot == nil {
 		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", id)

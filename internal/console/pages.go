@@ -145,6 +145,9 @@ type eventView struct {
 	// is none.
 	Payload     string
 	PayloadNote string
+	// Customer is the customer the event concerns: its object's
+	// customer, or the object itself when it is a customer.
+	Customer string
 	// Mirror is the snapshot of the object the event touched, now.
 	Mirror     *mirror.Snapshot
 	MirrorNote string
@@ -156,7 +159,7 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view := eventView{Rec: rec, Transitions: transitions(rec)}
+	view := eventView{Rec: rec, Transitions: transitions(rec), Customer: customerOf(rec)}
 	switch {
 	case rec.PayloadOmitted:
 		view.PayloadNote = "Not stored: too large even compressed. The processor reads it from the provider's API."
@@ -180,6 +183,34 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "event", rec.ID, view, "")
+}
+
+// customerOf is the customer an event concerns, from its payload: the
+// object's customer, or the object itself when it is a customer; "" when
+// the payload is gone or names none.
+func customerOf(r event.Record) string {
+	if strings.HasPrefix(r.ObjectID, "cus_") {
+		return r.ObjectID
+	}
+	var p struct {
+		Data struct {
+			Object struct {
+				Customer any `json:"customer"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(r.Payload, &p) != nil {
+		return ""
+	}
+	// An expanded customer is an object with its id.
+	switch c := p.Data.Object.Customer.(type) {
+	case string:
+		return c
+	case map[string]any:
+		id, _ := c["id"].(string)
+		return id
+	}
+	return ""
 }
 
 // record reads one event, answering 404 or 502 itself when it cannot.
