@@ -415,7 +415,6 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	shot.save(ctx, "12_customer")
 
-
 	// Phone width: nothing wider than the screen, the events as cards.
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
