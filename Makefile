@@ -53,7 +53,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
+.PHONY: install dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -123,6 +123,14 @@ lock-localstack:
 	  --pip-args "--uploaded-prior-to $(LOCALSTACK_UPLOADED_PRIOR_TO)" $(LOCK_FLAGS) \
 	  --output-file dev/localstack-build.lock dev/localstack-build.in
 	rm -rf .venv-lock
+
+## install: put inboxctl on the PATH (go install ./cmd/inboxctl, into GOBIN or
+## GOPATH/bin), as the README and the runbook run it
+install:
+	$(GO) install ./cmd/inboxctl
+	@bin=$$($(GO) env GOBIN); bin=$${bin:-$$($(GO) env GOPATH)/bin}; \
+	case ":$$PATH:" in *":$$bin:"*) echo "inboxctl installed in $$bin";; \
+	*) echo "inboxctl installed in $$bin, which is not on your PATH: add it (export PATH=\"$$bin:\$$PATH\")";; esac
 
 ## dev: the whole pipeline on this machine, in the foreground
 dev: venv

@@ -5,6 +5,7 @@ package browser
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -25,6 +26,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/chromedp/chromedp"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/cli"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -213,7 +215,7 @@ func TestConsoleInChromium(t *testing.T) {
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(alloc)
 	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 300*time.Second)
+	ctx, cancel = context.WithTimeout(ctx, 330*time.Second)
 	defer cancel()
 
 	// The token is required: without it, and with a wrong one, 401.
@@ -236,11 +238,19 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	shot.save(ctx, "01_no_token")
 
-	// The printed URL opens the events page, newest first.
+	// The printed URL opens the health page: the counts inboxctl status
+	// reports, read the same way, and the chart of the same hours.
+	report := statusJSON(t, prefix)
 	open(t, ctx, con.URL)
 	if loc, _ := chromedp.Run(ctx, chromedp.Location()); strings.Contains(loc, "token=") {
 		t.Errorf("the token stays in the address bar: %s", loc)
 	}
+	checkHealth(t, ctx, report)
+	checkAccessible(t, ctx, "health")
+	shot.save(ctx, "02_health")
+
+	// The events page, newest first.
+	open(t, ctx, base+"/events")
 	page := bodyText(t, ctx)
 	for _, id := range []string{"evt_console_customer", "evt_console_invoice_paid", replayed, redriven, "evt_console_reconciled"} {
 		if !strings.Contains(page, id) {
@@ -344,7 +354,7 @@ func TestConsoleInChromium(t *testing.T) {
 	// Fix the effect, replay, see the result, then see it processed.
 	fx.set(replayed, false)
 	click(t, ctx, chromedp.CSS(`a.button[href$="/replay"]`))
-	if page = bodyText(t, ctx); !strings.Contains(page, "would_enqueue") {
+	if page = bodyText(t, ctx); !strings.Contains(page, "Put it back on the webhook queue") {
 		t.Fatalf("replay confirmation: got\n%s", page)
 	}
 	shot.save(ctx, "05_replay_confirm")
@@ -369,7 +379,7 @@ func TestConsoleInChromium(t *testing.T) {
 	if _, err := chromedp.RunResponse(ctx, chromedp.Focus(chromedp.CSS(`main form button[type=submit]`)), chromedp.KeyEvent("\r")); err != nil {
 		t.Fatal(err)
 	}
-	if page = bodyText(t, ctx); !strings.Contains(page, "enqueued: the processor claims it again") {
+	if page = bodyText(t, ctx); !strings.Contains(page, "Enqueued: the processor claims it again") {
 		t.Fatalf("replay result: got\n%s", page)
 	}
 	shot.save(ctx, "06_replayed")
@@ -409,7 +419,8 @@ func TestConsoleInChromium(t *testing.T) {
 	if err := chromedp.Do(ctx, chromedp.EmulateViewport(390, 844, chromedp.EmulateMobile)); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/events", "/events/stripe/" + replayed, "/dlq", "/reconciler"} {
+	for _, p := range []string{"/", "/events", "/events?status=failing", "/events/stripe/" + replayed, "/events/stripe/" + replayed + "/replay",
+		"/objects/cus_console", "/dlq", "/dlq/redrive", "/reconciler"} {
 		open(t, ctx, base+p)
 		checkAccessible(t, ctx, p)
 	}
@@ -418,6 +429,57 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Errorf("events at phone width: the rows are not cards (%v)", err)
 	}
 	shot.save(ctx, "14_events_phone")
+}
+
+// statusJSON runs inboxctl status --json against the local stack.
+func statusJSON(t *testing.T, prefix string) cli.StatusJSON {
+	t.Helper()
+	env := testenv.Endpoints(t).Vars()
+	env["AWS_REGION"] = "us-east-1"
+	var out, errb bytes.Buffer
+	code := cli.Run(context.Background(), []string{"--prefix", prefix, "status", "--json"}, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	var r cli.StatusJSON
+	if err := json.Unmarshal(out.Bytes(), &r); code != 0 || err != nil {
+		t.Fatalf("inboxctl status --json: exit %d, %v\n%s\n%s", code, err, out.String(), errb.String())
+	}
+	return r
+}
+
+// checkHealth checks the health page against inboxctl status's report:
+// every status's count, the failing total, the dead-letter queue's depth
+// (in the page and in the navigation), and the chart's bars, one per
+// hour, adding up to the events received.
+func checkHealth(t *testing.T, ctx context.Context, r cli.StatusJSON) {
+	t.Helper()
+	for _, c := range r.Counts {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('ul.counts a[data-status="`+c.Status+`"] .n').textContent`))
+		if err != nil || got != fmt.Sprint(c.Count) {
+			t.Errorf("health page: %s shows %q (%v), inboxctl status says %d", c.Status, got, err, c.Count)
+		}
+	}
+	for sel, want := range map[string]string{
+		"#received": fmt.Sprint(r.Received), "#failing": fmt.Sprintf("%d failing", r.Failing),
+		"#dlq-depth .n": fmt.Sprint(r.DLQDepth), "#nav-dlq-depth": fmt.Sprint(r.DLQDepth),
+	} {
+		got, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.querySelector('`+sel+`').textContent`))
+		if err != nil || got != want {
+			t.Errorf("health page: %s shows %q (%v), want %q as inboxctl status says", sel, got, err, want)
+		}
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]int](`[...document.querySelectorAll("figure.chart svg rect.received")].map(e => +e.dataset.received)`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, n := range bars {
+		sum += n
+	}
+	if len(bars) != len(r.Hours) || sum != r.Received || r.Received == 0 {
+		t.Errorf("health chart: %d bars adding up to %d; inboxctl status: %d hours, %d received", len(bars), sum, len(r.Hours), r.Received)
+	}
+	if r.Failing == 0 || r.P95MS == 0 {
+		t.Errorf("inboxctl status: %d failing, p95 %d ms; want the failing events counted and the processed ones timed", r.Failing, r.P95MS)
+	}
 }
 
 // build makes a Stripe event of type typ with id, created at.

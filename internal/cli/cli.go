@@ -141,6 +141,10 @@ func (a *app) run(ctx context.Context, args []string) int {
 		return ExitOK
 	}
 	fmt.Fprintln(a.stderr, "inboxctl:", err)
+	var ns neverSeenError
+	if errors.As(err, &ns) {
+		return ExitNeverSeen
+	}
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command") {
 		path := "inboxctl"
@@ -178,11 +182,12 @@ read the deployed stack's outputs instead, reach AWS's own endpoints
 local-only variables; flags override both. The region is the SDK's:
 --region, AWS_REGION, AWS_DEFAULT_REGION, then the profile's.
 
-Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
+Exit codes: 0 success, 1 failure, 2 usage error, 3 an id never seen. Every read command takes
 --json (shapes in docs/cli.md).`,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(a.consoleCmd())
+	root.AddCommand(a.statusCmd())
 	f := root.PersistentFlags()
 	f.StringArrayVar(&a.endpoints, "endpoint", nil, "AWS endpoint URL of every service, or SERVICE=URL for one of "+strings.Join(endpointServices, ", ")+
 		" (repeat it; default: AWS_ENDPOINT_URL and AWS_ENDPOINT_URL_<SERVICE>, else the local stack's emulator unless --stage or --profile is given)")
@@ -201,6 +206,7 @@ Exit codes: 0 success, 1 failure, 2 usage error. Every read command takes
 		a.replayCmd(), a.dlqCmd(), a.verifyCmd(), a.reconcileCmd(), a.auditCmd(), a.eraseCmd(),
 		a.typesCmd(), a.versionCmd(),
 	)
+	refuseUnknownSubcommands(root)
 	return root
 }
 
@@ -396,6 +402,11 @@ func (a *app) stageOutputs(ctx context.Context) (map[string]string, error) {
 	}
 	cfg, err := a.aws(ctx)
 	if err != nil {
+		return nil, err
+	}
+	// The first call to a deployed stack: without credentials it would
+	// fail with the SDK's provider chain alone.
+	if err := credentialsOK(ctx, cfg, a.profile); err != nil {
 		return nil, err
 	}
 	name := a.stackName()

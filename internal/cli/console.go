@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/console"
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
@@ -112,23 +113,17 @@ func (a *app) console(ctx context.Context) (*consoleServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The deployed reconciler's types: a stage's functions take the
-	// template's, as the reconcile command assumes; locally EVENT_TYPES
-	// may narrow them.
-	env := boot.Env(a.getenv)
 	stack := "local stack " + a.prefix
 	if a.stage != "" {
-		env = func(string) string { return "" }
 		stack = "stage " + a.stage
 	}
-	types := boot.HandledTypeList(env, hooks.Registry())
+	types := a.handledTypes()
 	token := console.NewToken()
 	events := s.Events
 	srv, err := console.New(console.Config{
-		Events: events,
-		Mirror: s.Mirror,
-		Reconciler: &consoleReconciler{groups: reconcile.Groups(event.ProviderStripe, types),
-			checkpoints: &store.Checkpoints{DB: events.DB, Table: events.Table}, runs: &store.Runs{DB: events.DB, Table: events.Table}},
+		Events:     events,
+		Mirror:     s.Mirror,
+		Reconciler: a.reconciler(s, types),
 		// The operations of inboxctl's replay and dlq commands.
 		Actions: s,
 		Token:   token,
@@ -141,6 +136,23 @@ func (a *app) console(ctx context.Context) (*consoleServer, error) {
 		return nil, err
 	}
 	return &consoleServer{Server: srv, token: token}, nil
+}
+
+// handledTypes are the deployed reconciler's types: a stage's functions
+// take the template's, as the reconcile command assumes; locally
+// EVENT_TYPES may narrow them.
+func (a *app) handledTypes() []string {
+	env := boot.Env(a.getenv)
+	if a.stage != "" {
+		env = func(string) string { return "" }
+	}
+	return boot.HandledTypeList(env, hooks.Registry())
+}
+
+// reconciler reads the reconciler's state of the stack s.
+func (a *app) reconciler(s *ops.Stack, types []string) *consoleReconciler {
+	return &consoleReconciler{groups: reconcile.Groups(event.ProviderStripe, types),
+		checkpoints: &store.Checkpoints{DB: s.Events.DB, Table: s.Events.Table}, runs: &store.Runs{DB: s.Events.DB, Table: s.Events.Table}}
 }
 
 // consoleReconciler reads the reconciler's checkpoints, one per group of

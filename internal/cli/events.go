@@ -48,16 +48,18 @@ func summary(r event.Record) EventSummaryJSON {
 type eventsOpts struct {
 	status, since, typ, next, account string
 	limit                             int
-	asJSON                            bool
+	asJSON, failing                   bool
 }
 
 func (a *app) eventsCmd() *cobra.Command {
 	var o eventsOpts
 	cmd := &cobra.Command{
-		Use:   "events [--status <status>] [--since 24h] [--type <event-type>]",
+		Use:   "events [--status <status> | --failing] [--since 24h] [--type <event-type>]",
 		Short: "List the most recent events, or those in a status, newest first, a page at a time",
 		Long: `events lists the events received within --since, newest first: every
-event, or with --status only those whose current status it is. It never
+event, or with --status only those whose current status it is, or with
+--failing those in any status that needs a person (` + failingNames() + `).
+It never
 scans the table: recent events and processed ones come from the by_day
 index, the other statuses from the sparse unprocessed index, which holds
 only them (docs/data-model.md).
@@ -66,6 +68,7 @@ Statuses: ` + statusNames() + `.
 
 A full page ends with the command for the next one (--next <cursor>).`,
 		Example: `  inboxctl events
+  inboxctl events --failing
   inboxctl events --status failed
   inboxctl events --status dead_lettered --since 7d --type invoice.paid
   inboxctl events --status processed --since 2h --limit 100 --json
@@ -77,6 +80,7 @@ A full page ends with the command for the next one (--next <cursor>).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.status, "status", "", "only events in this status (default: every status)")
+	f.BoolVar(&o.failing, "failing", false, "only events that need a person: "+failingNames()+" (not with --status)")
 	f.StringVar(&o.since, "since", "24h", "how far back: a duration (24h, 90m, 7d) or an RFC 3339 time")
 	f.StringVar(&o.typ, "type", "", "only events of this type")
 	f.StringVar(&o.account, "account", "", "only events of this connected account (acct_..., Stripe Connect)")
@@ -84,6 +88,14 @@ A full page ends with the command for the next one (--next <cursor>).`,
 	f.StringVar(&o.next, "next", "", "cursor of the next page, from the previous page")
 	f.BoolVar(&o.asJSON, "json", false, "print the page as JSON (EventListJSON in docs/cli.md)")
 	return cmd
+}
+
+func failingNames() string {
+	names := make([]string, len(event.Failing))
+	for i, s := range event.Failing {
+		names[i] = string(s)
+	}
+	return strings.Join(names, ", ")
 }
 
 func statusNames() string {
@@ -102,6 +114,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 			return usagef("--status: %w", err)
 		}
 	}
+	if o.failing && o.status != "" {
+		return usagef("--failing and --status: --failing already lists %s; pick one", failingNames())
+	}
 	if o.limit < 1 || o.limit > store.MaxPageSize {
 		return usagef("--limit %d: want 1 to %d", o.limit, store.MaxPageSize)
 	}
@@ -118,9 +133,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return err
 	}
 	events := s.Events
-	page, err := events.List(ctx, store.Query{Status: st, Since: since, Until: now, Type: o.typ, Account: o.account, Limit: o.limit, Cursor: o.next})
+	page, err := events.List(ctx, store.Query{Status: st, Failing: o.failing, Since: since, Until: now, Type: o.typ, Account: o.account, Limit: o.limit, Cursor: o.next})
 	if errors.Is(err, store.ErrBadCursor) {
-		return usagef("--next: this cursor belongs to another listing: repeat the --status, --since, --type and --account of the page that printed it")
+		return usagef("--next: this cursor belongs to another listing: repeat the --status or --failing, --since, --type and --account of the page that printed it")
 	}
 	if err != nil {
 		return a.tableHint(events.Table, err)
@@ -133,7 +148,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return writeJSON(a.stdout, out)
 	}
 	if len(page.Records) == 0 {
-		if st == "" {
+		if o.failing {
+			fmt.Fprintf(a.stdout, "no failing events (%s) since %s\n", failingNames(), when(since))
+		} else if st == "" {
 			fmt.Fprintf(a.stdout, "no events since %s\n", when(since))
 		} else {
 			fmt.Fprintf(a.stdout, "no %s events since %s\n", st, when(since))
@@ -155,6 +172,9 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		next := "inboxctl events"
 		if st != "" {
 			next += " --status " + string(st)
+		}
+		if o.failing {
+			next += " --failing"
 		}
 		next += " --since " + when(since)
 		if o.typ != "" {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -126,11 +127,20 @@ func (a *app) object(ctx context.Context, id, account string, asJSON, data bool)
 		if account != "" {
 			id += " of account " + account
 		}
+		if strings.HasPrefix(id, "cus_") {
+			// A customer's access comes from its subscriptions'
+			// snapshots, which object does not read.
+			return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: a customer's access and subscriptions are inboxctl entitlement %s",
+				id, mr.Table, events.Table, strings.Replace(id, " of account ", " --account ", 1))
+		}
 		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), --account, and --stage or the table flags",
 			id, mr.Table, events.Table)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
+	}
+	if strings.HasPrefix(id, "cus_") {
+		defer fmt.Fprintf(a.stdout, "\n(the customer's access and subscriptions: inboxctl entitlement %s)\n", id)
 	}
 	if out.Snapshot == nil {
 		fmt.Fprintf(a.stdout, "%s is not in the mirror: none of its events has been applied yet\n", mirror.Key(account, id))
@@ -208,6 +218,9 @@ subscriptions, oldest first: the answer to "I paid but my account is locked".`,
 }
 
 func (a *app) entitlement(ctx context.Context, customer, account string, asJSON bool) error {
+	if err := checkCustomerID(customer); err != nil {
+		return err
+	}
 	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
@@ -233,6 +246,11 @@ func (a *app) entitlement(ctx context.Context, customer, account string, asJSON 
 		return recs[i].ID < recs[j].ID
 	})
 	out.Events = objectEvents(recs)
+	if len(ent.Subscriptions) == 0 {
+		if err := a.neverSeen(ctx, s, customer, account); err != nil {
+			return err
+		}
+	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
 	}

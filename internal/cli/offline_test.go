@@ -229,6 +229,8 @@ func TestSendGolden(t *testing.T) {
 		{"send_secret_flag_refused", "", "", []string{"send", "invoice.paid", "--secret", "whsec_x", "--url", srv.URL}, 2},
 		{"send_no_secret", "", "", []string{"send", "invoice.paid", "--url", srv.URL}, 2},
 		{"send_unknown_type", "", "", []string{"send", "--dev", "nonsense", "--url", srv.URL}, 2},
+		{"send_unhandled_type_warns", "", "", []string{"send", "--dev", "invoice.payed", "--id", "evt_payed", "--url", srv.URL}, 0},
+		{"send_unhandled_type_strict", "", "", []string{"send", "--dev", "invoice.payed", "--strict", "--url", srv.URL}, 2},
 		{"send_bad_repeat", "", "", []string{"send", "--dev", "invoice.paid", "--repeat", "0", "--url", srv.URL}, 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -240,7 +242,7 @@ func TestSendGolden(t *testing.T) {
 			c.golden(tc.name, c.run(ctx, tc.args...).must(t, tc.code), srv.URL, "URL", secretFile, "SECRET_FILE")
 		})
 	}
-	want := "evt_send invoice.paid,evt_send invoice.paid,evt_sub_1 customer.subscription.created,evt_sub_2 customer.subscription.updated,evt_file invoice.paid,evt_stdin invoice.paid"
+	want := "evt_send invoice.paid,evt_send invoice.paid,evt_sub_1 customer.subscription.created,evt_sub_2 customer.subscription.updated,evt_file invoice.paid,evt_stdin invoice.paid,evt_payed invoice.payed"
 	if g := strings.Join(got, ","); g != want {
 		t.Errorf("received: got %s, want %s", g, want)
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type sendOpts struct {
 	status, apiVersion        string
 	created                   int64
 	livemode, shuffle, asJSON bool
+	strict                    bool
 	repeat                    int
 	provider                  string
 }
@@ -47,6 +49,10 @@ func (a *app) sendCmd() *cobra.Command {
 		Short: "Sign and POST a realistic Stripe event built from Stripe's sample objects",
 		Long: `send builds an event of the given type from Stripe's own sample objects,
 signs it as Stripe does (Stripe-Signature, v1 scheme) and POSTs it.
+
+A type the stack does not handle (inboxctl types) is sent with a warning
+on stderr, naming the handled type perhaps meant: the receiver stores it
+as ignored. --strict refuses it instead (exit 2, nothing sent).
 
 --repeat N sends the same delivery N times (duplicates); --shuffle, with
 several event types, sends them in random order (reordering).
@@ -80,7 +86,7 @@ secret. Without one, send stops.`,
 	f.StringVar(&o.url, "url", "", "webhook URL (default: WEBHOOK_URL, else --stage's WebhookUrl output, else "+DefaultWebhookURL+")")
 	o.secret.register(cmd)
 	f.StringVar(&o.id, "id", "", "event id (default: random; with several types, a suffix per type)")
-	f.StringVar(&o.objectID, "object-id", "", "data.object.id (default: the sample's)")
+	f.StringVar(&o.objectID, "object-id", "", "data.object.id (default: with --customer, that customer's own subscription sub_<suffix>; else a fresh id per send)")
 	f.StringVar(&o.customer, "customer", "", "customer id of the object")
 	f.StringVar(&o.status, "status", "", "data.object.status (default: the usual one for the event type)")
 	f.StringVar(&o.apiVersion, "api-version", "", "api_version of the event (default: "+stripefixture.APIVersion+")")
@@ -89,6 +95,7 @@ secret. Without one, send stops.`,
 	f.IntVar(&o.repeat, "repeat", 1, "deliver each event N times")
 	f.BoolVar(&o.shuffle, "shuffle", false, "deliver in random order")
 	f.BoolVar(&o.asJSON, "json", false, "print each delivery as a JSON line")
+	f.BoolVar(&o.strict, "strict", false, "refuse a type the stack does not handle, instead of warning (stripe)")
 	f.StringVar(&o.provider, "provider", event.ProviderStripe,
 		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
 	return cmd
@@ -123,8 +130,12 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		if id != "" && len(types) > 1 {
 			id = fmt.Sprintf("%s_%d", o.id, i+1)
 		}
+		objectID, err := sendObjectID(typ, o)
+		if err != nil {
+			return usageError{err}
+		}
 		body, err := stripefixture.Build(typ, stripefixture.Options{
-			ID: id, ObjectID: o.objectID, Customer: o.customer, Created: created + int64(i),
+			ID: id, ObjectID: objectID, Customer: o.customer, Created: created + int64(i),
 			Livemode: o.livemode, Status: o.status, APIVersion: o.apiVersion,
 		})
 		if err != nil {
@@ -137,6 +148,16 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		for range o.repeat {
 			deliveries = append(deliveries, delivery{id: env.ID, typ: typ, body: body})
 		}
+	}
+	handled := a.handledTypes()
+	for _, typ := range types {
+		if slices.Contains(handled, typ) {
+			continue
+		}
+		if o.strict {
+			return usagef("--strict: %s", unhandledTypeMessage(typ, handled))
+		}
+		fmt.Fprintf(a.stderr, "inboxctl: warning: %s\n", unhandledTypeMessage(typ, handled))
 	}
 	if o.shuffle {
 		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
@@ -157,6 +178,29 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, len(deliveries))
 	}
 	return nil
+}
+
+// sendObjectID is the id of the object a sent event carries: --object-id;
+// else, with --customer, the customer's own subscription (sub_ and the
+// customer id's suffix, so that a customer's subscription events shape
+// one subscription, and two customers never share one); else a fresh id,
+// so that two sends never make one object of two stories. A customer
+// event's object is the customer itself (Build sets it).
+func sendObjectID(typ string, o sendOpts) (string, error) {
+	if o.objectID != "" {
+		return o.objectID, nil
+	}
+	prefix, err := stripefixture.ObjectPrefix(typ)
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case prefix == "cus_":
+		return "", nil
+	case prefix == "sub_" && o.customer != "":
+		return prefix + strings.TrimPrefix(o.customer, "cus_"), nil
+	}
+	return stripefixture.NewID(prefix), nil
 }
 
 // printSent prints one delivery's answer: a JSON line (SendJSON), or a

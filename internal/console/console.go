@@ -61,6 +61,13 @@ type Actions interface {
 	// webhook queue, or every message when messageID is empty, as
 	// `inboxctl dlq redrive` does.
 	Redrive(ctx context.Context, messageID string) (RedriveResult, error)
+	// Health counts provider's events received between since and until by
+	// status and hour, with the dead-letter queue's depth, as `inboxctl
+	// status` does; it never scans the table.
+	Health(ctx context.Context, provider string, since, until time.Time) (Health, error)
+	// DLQDepth is the dead-letter queue's approximate depth: one call,
+	// made for every page's navigation.
+	DLQDepth(ctx context.Context) (int, error)
 }
 
 // The results of Actions are the operations' own.
@@ -148,9 +155,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
-		s.redirect(w, r, "/events", nil)
-	})
+	mux.HandleFunc("GET /{$}", s.health)
 	mux.HandleFunc("GET /console.css", s.css)
 	mux.HandleFunc("GET /events", s.events)
 	mux.HandleFunc("GET /events/{provider}/{id}", s.event)

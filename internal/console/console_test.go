@@ -108,6 +108,7 @@ type fakeActions struct {
 	replays  []string // "provider/id force dryRun"
 	redrives []string
 	dlq      DLQ
+	health   Health
 	replay   func(provider, id string, force, dryRun bool) ReplayResult
 	redrive  func(messageID string) RedriveResult
 }
@@ -121,11 +122,41 @@ func (f *fakeActions) Replay(_ context.Context, provider, id string, force, dryR
 
 func (f *fakeActions) DeadLetters(context.Context, int) (DLQ, error) { return f.dlq, nil }
 
+func (f *fakeActions) DLQDepth(context.Context) (int, error) { return f.dlq.Approximate, nil }
+
+// Health answers with the health field, its window set to the call's.
+func (f *fakeActions) Health(_ context.Context, _ string, since, until time.Time) (Health, error) {
+	h := f.health
+	h.Since, h.Until = since, until
+	return h, nil
+}
+
 func (f *fakeActions) Redrive(_ context.Context, messageID string) (RedriveResult, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.redrives = append(f.redrives, messageID)
 	return f.redrive(messageID), nil
+}
+
+// healthFixture is the seeded events' health: one of each failing
+// status, one processed, over the 24 hours before now.
+func healthFixture() Health {
+	h := Health{DLQDepth: 2}
+	h.Received, h.Sampled, h.P50, h.P95 = 4, 4, 500*time.Millisecond, 1200*time.Millisecond
+	h.ByStatus = map[event.Status]int{}
+	for _, st := range event.Statuses {
+		h.ByStatus[st] = 0
+	}
+	h.ByStatus[event.StatusFailed], h.ByStatus[event.StatusDeadLettered], h.ByStatus[event.StatusFailedPermanent], h.ByStatus[event.StatusProcessed] = 1, 1, 1, 1
+	start := now.Add(-24 * time.Hour).Truncate(time.Hour)
+	for i := range 25 {
+		h.Hours = append(h.Hours, store.Hour{Start: start.Add(time.Duration(i) * time.Hour)})
+	}
+	h.Hours[19].Received = 1
+	h.Hours[21].Received = 1
+	h.Hours[23].Received, h.Hours[23].Processed = 1, 1
+	h.Hours[24].Received = 1
+	return h
 }
 
 // payload is a payment intent's event: its client_secret, and a nested
@@ -212,6 +243,7 @@ func newWorld(t *testing.T) *world {
 				{MessageID: "msg-1", SentAt: at(2 * time.Hour), Provider: "stripe", EventID: "evt_golden_dead", Type: "invoice.created", EventStatus: "dead_lettered", Attempts: 5, LastError: "ledger: connection reset by peer"},
 				{MessageID: "msg-2", SentAt: at(26 * time.Hour), Body: "not json <b>"},
 			}},
+			health: healthFixture(),
 			replay: func(provider, id string, force, dryRun bool) ReplayResult {
 				if id == "evt_golden_perm" && !force {
 					return ReplayResult{ID: id, Status: "failed_permanent", Action: "skipped", Detail: "failed permanently (invoice has no line items); the processor will not claim it: fix the cause, then replay it with --force"}
@@ -239,13 +271,13 @@ func newWorld(t *testing.T) *world {
 	w.events.list = func(q store.Query) (store.Page, error) {
 		var out []event.Record
 		for _, r := range all {
-			if (q.Status == "" || r.Status == q.Status) && (q.Type == "" || r.Type == q.Type) && !r.ReceivedAt.Before(q.Since) && !r.ReceivedAt.After(q.Until) {
+			if (q.Status == "" || r.Status == q.Status) && (!q.Failing || r.Status.IsFailing()) && (q.Type == "" || r.Type == q.Type) && !r.ReceivedAt.Before(q.Since) && !r.ReceivedAt.After(q.Until) {
 				out = append(out, r)
 			}
 		}
 		slices.SortFunc(out, func(a, b event.Record) int { return b.ReceivedAt.Compare(a.ReceivedAt) })
 		page := store.Page{Records: out}
-		if q.Cursor == "" && q.Status == "" && len(out) > 2 {
+		if q.Cursor == "" && q.Status == "" && !q.Failing && len(out) > 2 {
 			// A second page, to show the links.
 			page.Records, page.Next = out[:2], "CURSOR2"
 		} else if q.Cursor == "CURSOR2" {
@@ -318,11 +350,13 @@ func TestPages(t *testing.T) {
 		name, path string
 		code       int
 	}{
+		{"health", "/", 200},
 		{"events", "/events", 200},
 		{"events_page2", "/events?next=CURSOR2&since=2026-04-30T12%3A00%3A00Z", 200},
 		{"events_failed", "/events?status=failed&type=payment_intent.payment_failed", 200},
 		{"events_day", "/events?day=2026-04-30", 200},
 		{"events_none", "/events?status=processing", 200},
+		{"events_failing", "/events?status=failing", 200},
 		{"events_bad_status", "/events?status=lost", 400},
 		{"events_bad_day", "/events?day=30%2F04%2F2026", 400},
 		{"events_bad_cursor", "/events?status=failed&next=OTHER", 400},

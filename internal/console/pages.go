@@ -23,6 +23,10 @@ const recentWindow = 24 * time.Hour
 // dlqPeek is how many dead-lettered messages the DLQ page shows.
 const dlqPeek = 100
 
+// failingFilter is the status filter's value for every status that needs
+// a person (event.Failing), as `inboxctl events --failing` lists them.
+const failingFilter = "failing"
+
 // filter is the events page's query, as its form and links carry it.
 type filter struct {
 	Provider, Status, Type, Day string
@@ -71,7 +75,9 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	query := store.Query{Provider: f.Provider, Type: f.Type, Account: f.Account, Cursor: f.Next, Limit: store.DefaultPageSize}
-	if f.Status != "" {
+	if f.Status == failingFilter {
+		query.Failing = true
+	} else if f.Status != "" {
 		st, err := event.ParseStatus(f.Status)
 		if err != nil {
 			bad("Unknown status " + f.Status + ": pick one of the list.")
@@ -141,6 +147,9 @@ type eventView struct {
 	// is none.
 	Payload     string
 	PayloadNote string
+	// Customer is the customer the event concerns: its object's
+	// customer, or the object itself when it is a customer.
+	Customer string
 	// Mirror is the snapshot of the object the event touched, now.
 	Mirror     *mirror.Snapshot
 	MirrorNote string
@@ -152,7 +161,7 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	view := eventView{Rec: rec, Transitions: transitions(rec)}
+	view := eventView{Rec: rec, Transitions: transitions(rec), Customer: customerOf(rec)}
 	switch {
 	case rec.PayloadOmitted:
 		view.PayloadNote = "Not stored: too large even compressed. The processor reads it from the provider's API."
@@ -176,6 +185,34 @@ func (s *Server) event(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.render(w, r, http.StatusOK, "event", rec.ID, view, "")
+}
+
+// customerOf is the customer an event concerns, from its payload: the
+// object's customer, or the object itself when it is a customer; "" when
+// the payload is gone or names none.
+func customerOf(r event.Record) string {
+	if strings.HasPrefix(r.ObjectID, "cus_") {
+		return r.ObjectID
+	}
+	var p struct {
+		Data struct {
+			Object struct {
+				Customer any `json:"customer"`
+			} `json:"object"`
+		} `json:"data"`
+	}
+	if json.Unmarshal(r.Payload, &p) != nil {
+		return ""
+	}
+	// An expanded customer is an object with its id.
+	switch c := p.Data.Object.Customer.(type) {
+	case string:
+		return c
+	case map[string]any:
+		id, _ := c["id"].(string)
+		return id
+	}
+	return ""
 }
 
 // record reads one event, answering 404 or 502 itself when it cannot.

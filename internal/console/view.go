@@ -15,6 +15,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
@@ -29,12 +30,15 @@ type page struct {
 	CSRF string
 	// Error is shown above the page's content.
 	Error string
-	Data  any
+	// DLQDepth is the dead-letter queue's depth, shown in the navigation;
+	// -1 when it could not be read.
+	DLQDepth int
+	Data     any
 }
 
 // sections map each page template to its navigation section.
 var sections = map[string]string{
-	"events": "events", "event": "events", "replay": "events", "object": "events",
+	"health": "health", "events": "events", "event": "events", "replay": "events", "object": "events",
 	"dlq": "dlq", "redrive": "dlq", "reconciler": "reconciler", "error": "",
 }
 
@@ -48,6 +52,7 @@ func (s *Server) parse() error {
 		"clip":      clip,
 		"root":      func() string { return s.root },
 		"statusCSS": statusClass,
+		"action":    actionText,
 		"path":      url.PathEscape,
 		"query":     url.QueryEscape,
 		"dur":       func(d time.Duration) string { return d.Round(time.Millisecond).String() },
@@ -77,7 +82,10 @@ func (s *Server) parse() error {
 // render (a bug: logged).
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name, title string, data any, msg string) {
 	var b bytes.Buffer
-	p := page{Title: title, Nav: sections[name], Stack: s.cfg.Stack, CSRF: s.csrf, Error: msg, Data: data}
+	p := page{Title: title, Nav: sections[name], Stack: s.cfg.Stack, CSRF: s.csrf, Error: msg, Data: data, DLQDepth: -1}
+	if n, err := s.cfg.Actions.DLQDepth(r.Context()); err == nil {
+		p.DLQDepth = n
+	}
 	if err := s.pages[name].ExecuteTemplate(&b, "layout.html", p); err != nil {
 		s.cfg.Logger.Error("console: render failed", slog.String("page", name), slog.String("error", err.Error()))
 		http.Error(w, "500 internal error: the page did not render (see the console's log)", http.StatusInternalServerError)
@@ -97,6 +105,22 @@ func (s *Server) css(w http.ResponseWriter, _ *http.Request) {
 	b, _ := files.ReadFile("templates/console.css")
 	w.Header().Set("Content-Type", "text/css; charset=utf-8")
 	_, _ = w.Write(b)
+}
+
+// actionWords say a replay's action (ops.Action...) in words, where the
+// CLI prints the token.
+var actionWords = map[string]string{
+	ops.ActionEnqueued: "Enqueued", ops.ActionReopened: "Moved back to failed and enqueued",
+	ops.ActionWouldEnqueue: "Put it back on the webhook queue", ops.ActionWouldReopen: "Move it back to failed, then put it on the webhook queue",
+	ops.ActionSkipped: "Not replayed", ops.ActionNotFound: "Not found", ops.ActionError: "Failed",
+}
+
+// actionText is an action in words; an unknown one as it is.
+func actionText(action string) string {
+	if w, ok := actionWords[action]; ok {
+		return w
+	}
+	return action
 }
 
 // utc formats t to the second in UTC, as inboxctl's text output does.

@@ -133,8 +133,16 @@ func Build(eventType string, o Options) ([]byte, error) {
 	if created == 0 {
 		created = time.Now().Unix()
 	}
-	if name == "subscription" {
+	plausible(obj, created)
+	switch name {
+	case "subscription":
 		periods(obj, created, status)
+	case "invoice":
+		obj["period_start"], obj["period_end"] = created-30*24*3600, created
+		obj["due_date"], obj["next_payment_attempt"] = nil, nil
+		if eventType == "invoice.payment_failed" {
+			obj["next_payment_attempt"] = created + 3*24*3600
+		}
 	}
 	for k, v := range o.Set {
 		obj[k] = v
@@ -171,11 +179,33 @@ func Build(eventType string, o Options) ([]byte, error) {
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
+// sampleTime is the time Stripe's sample objects give every timestamp
+// (2009-02-13): a trial that ended in 2009 reads as a bug.
+const sampleTime = 1234567890
+
+// plausible moves the sample's timestamps at the top of obj to the event's
+// time.
+func plausible(obj map[string]any, created int64) {
+	for k, v := range obj {
+		if n, ok := v.(float64); ok && n == sampleTime {
+			obj[k] = created
+		}
+	}
+}
+
 // periods gives a subscription a current period around the event's time (the
-// sample's dates are from 2000), and a trial end when it is trialing.
+// sample's dates are from 2009), a start a day before it, a trial only
+// when it is trialing, and no cancellation unless it is canceled (the
+// sample is set to cancel at its period's end).
 func periods(obj map[string]any, created int64, status string) {
 	start, end := created-24*3600, created+30*24*3600
 	obj["current_period_start"], obj["current_period_end"] = start, end
+	obj["created"], obj["start_date"], obj["billing_cycle_anchor"] = start, start, start
+	obj["trial_start"], obj["trial_end"] = nil, nil
+	obj["cancel_at_period_end"], obj["cancel_at"], obj["canceled_at"], obj["ended_at"] = false, nil, nil, nil
+	if status == "canceled" {
+		obj["canceled_at"], obj["ended_at"] = created, created
+	}
 	if status == "trialing" {
 		obj["trial_start"], obj["trial_end"] = start, created+14*24*3600
 	}
@@ -198,4 +228,21 @@ func NewID(prefix string) string {
 		b[i] = alphabet[n.Int64()]
 	}
 	return prefix + string(b)
+}
+
+// ObjectPrefix is the id prefix of the sample object eventType carries
+// ("sub_" for customer.subscription.*, "in_" for invoice.*).
+func ObjectPrefix(eventType string) (string, error) {
+	name, err := resourceFor(eventType)
+	if err != nil {
+		return "", err
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(resources[name], &obj); err != nil {
+		return "", fmt.Errorf("stripefixture: sample %s: %w", name, err)
+	}
+	i := strings.Index(obj.ID, "_")
+	return obj.ID[:i+1], nil
 }

@@ -66,6 +66,26 @@ var Statuses = []Status{
 	StatusFailedPermanent, StatusDeadLettered, StatusIgnored,
 }
 
+// Failing lists the statuses that need a person, in the order an operator
+// on call reads them: failed (retrying, but failing), dead_lettered (the
+// queue gave up), failed_permanent (the processor gave up). Operators'
+// "failing" (inboxctl events --failing, the console's health page) means
+// these.
+var Failing = []Status{StatusFailed, StatusDeadLettered, StatusFailedPermanent}
+
+// IsFailing reports whether the status is one of Failing.
+func (s Status) IsFailing() bool {
+	return s == StatusFailed || s == StatusDeadLettered || s == StatusFailedPermanent
+}
+
+// ByAttention is every status, those of Failing first, then the
+// pipeline's own work, then the settled ones: the order of a health
+// report.
+var ByAttention = []Status{
+	StatusFailed, StatusDeadLettered, StatusFailedPermanent,
+	StatusReceived, StatusProcessing, StatusIgnored, StatusProcessed,
+}
+
 // Pending reports whether the status still needs work from the pipeline:
 // the store keeps such records in the pending lane of its sparse index,
 // which the reconciler's stuck sweep reads.

@@ -21,7 +21,7 @@ func TestNoOtherPackageNamesTheMirrorTable(t *testing.T) {
 			"status": "Stripe's object field", "livemode": "Stripe's object field", "deleted": "Stripe's object field",
 			"current_period_end": "Stripe's subscription field", "trial_end": "Stripe's subscription field",
 			"price": "Stripe's field", "product": "Stripe's field", "erased": "inboxctl erase's output",
-			"c": "a one-letter key of a subscription's stored state", "e": "a one-letter key of a subscription's stored state",
+			"cancel_at_period_end": "Stripe's subscription field", "c": "a one-letter key of a subscription's stored state", "e": "a one-letter key of a subscription's stored state",
 		},
 		Except: map[string]string{
 			"pk": "the partition key of every table in template.yaml, which test fakes and effects' own items use",

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -36,6 +37,10 @@ type Query struct {
 	Provider string
 	// Status, when set, keeps only records whose current status it is.
 	Status event.Status
+	// Failing, when set, keeps only records in a status that needs a
+	// person (event.Failing): the lanes that hold them are read together,
+	// merged newest first. Status must be empty.
+	Failing bool
 	// Type, when set, keeps only records of that event type.
 	Type string
 	// Account, when set, keeps only records of that connected account's
@@ -103,7 +108,16 @@ func (e *Events) List(ctx context.Context, q Query) (Page, error) {
 		return Page{}, fmt.Errorf("store: list events: since %s is after until %s", q.Since.UTC().Format(time.RFC3339), until.UTC().Format(time.RFC3339))
 	}
 	l := &lister{e: e, q: q, limit: limit, lo: q.Since.UnixMilli(), hi: until.UnixMilli()}
-	l.lane, l.byLane = Lane(q.Status)
+	switch {
+	case q.Failing && q.Status != "":
+		return Page{}, fmt.Errorf("store: list events: both a status (%s) and failing", q.Status)
+	case q.Failing:
+		l.lanes, l.byLane = failingLanes(), true
+	default:
+		if lane, ok := Lane(q.Status); ok {
+			l.lanes, l.byLane = []string{lane}, true
+		}
+	}
 	if q.Cursor != "" {
 		c, err := l.decode(q.Cursor)
 		if err != nil {
@@ -123,7 +137,8 @@ type lister struct {
 	q      Query
 	limit  int
 	lo, hi int64
-	lane   string
+	// lanes are the lanes of indexUnprocessed read (byLane), merged.
+	lanes  []string
 	byLane bool
 	// day is the by_day partition day being read; start the shards'
 	// positions in it (or in the lane) to resume from.
@@ -149,7 +164,11 @@ type listCursor struct {
 func (l *lister) fingerprint() string {
 	// Not the window's start: a relative --since moves between pages, and
 	// decode checks the cursor's day against it.
-	q := l.q.Provider + "\x00" + string(l.q.Status) + "\x00" + l.q.Type
+	what := string(l.q.Status)
+	if l.q.Failing {
+		what = "failing"
+	}
+	q := l.q.Provider + "\x00" + what + "\x00" + l.q.Type
 	if l.q.Account != "" {
 		// Only when set, so that cursors made before the filter stay good.
 		q += "\x00account=" + l.q.Account
@@ -170,7 +189,7 @@ func (l *lister) encode(day string, positions []map[string]types.AttributeValue)
 func (l *lister) decode(v string) (listCursor, error) {
 	var c listCursor
 	b, err := base64.RawURLEncoding.DecodeString(v)
-	if err != nil || json.Unmarshal(b, &c) != nil || c.Query != l.fingerprint() || len(c.Positions) != Shards || c.Until < l.lo {
+	if err != nil || json.Unmarshal(b, &c) != nil || c.Query != l.fingerprint() || len(c.Positions) != l.partitions() || c.Until < l.lo {
 		return c, ErrBadCursor
 	}
 	if !l.byLane {
@@ -188,7 +207,7 @@ func (l *lister) decode(v string) (listCursor, error) {
 // source is the sharded partitions of one stretch of the listing: a
 // lane, or one day of by_day.
 func (l *lister) source(day string) (*shards, error) {
-	keys := make([]string, Shards)
+	keys := make([]string, l.partitions())
 	hash, index := attrLane, indexUnprocessed
 	var d time.Time
 	if !l.byLane {
@@ -199,9 +218,9 @@ func (l *lister) source(day string) (*shards, error) {
 		}
 	}
 	var positions []map[string]types.AttributeValue
-	for s := range Shards {
+	for s := range keys {
 		if l.byLane {
-			keys[s] = laneKey(l.q.Provider, l.lane, s)
+			keys[s] = laneKey(l.q.Provider, l.lanes[s/Shards], s%Shards)
 		} else {
 			keys[s] = dayKey(l.q.Provider, d, s)
 		}
@@ -223,8 +242,23 @@ func (l *lister) source(day string) (*shards, error) {
 
 // matches reports whether a record read by key belongs in the listing.
 func (l *lister) matches(r event.Record) bool {
-	return (l.q.Status == "" || r.Status == l.q.Status) && (l.q.Type == "" || r.Type == l.q.Type) &&
+	return (l.q.Status == "" || r.Status == l.q.Status) && (!l.q.Failing || r.Status.IsFailing()) && (l.q.Type == "" || r.Type == l.q.Type) &&
 		(l.q.Account == "" || r.Account == l.q.Account)
+}
+
+// partitions is how many partitions a stretch of the listing reads: a
+// shard each of every lane read, or of one day.
+func (l *lister) partitions() int { return Shards * max(len(l.lanes), 1) }
+
+// failingLanes are the lanes that hold the statuses of event.Failing.
+func failingLanes() []string {
+	var out []string
+	for _, st := range event.Failing {
+		if lane, ok := Lane(st); ok && !slices.Contains(out, lane) {
+			out = append(out, lane)
+		}
+	}
+	return out
 }
 
 func (l *lister) list(ctx context.Context) (Page, error) {

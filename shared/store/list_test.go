@@ -191,3 +191,52 @@ func TestReopenMovesOnlyFailedPermanentBackToFailed(t *testing.T) {
 		t.Fatalf("Reopen of a missing event: got %v, want ErrNotFound", err)
 	}
 }
+
+// TestListFailingMergesTheLanesThatNeedAPerson: Failing lists failed,
+// dead_lettered and failed_permanent records together, newest first, a
+// page at a time, and nothing else of the lanes it reads.
+func TestListFailingMergesTheLanesThatNeedAPerson(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Date(2026, 5, 3, 10, 0, 0, 0, time.UTC)
+	var want []string // newest first
+	for i, st := range []event.Status{
+		event.StatusFailed, event.StatusReceived, event.StatusDeadLettered, event.StatusProcessed,
+		event.StatusFailedPermanent, event.StatusIgnored, event.StatusFailed, event.StatusProcessing, event.StatusDeadLettered,
+	} {
+		id := fmt.Sprintf("evt_l%d", i)
+		r := at(id, "invoice.paid", st, now.Add(-time.Duration(i+1)*time.Minute))
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+		if st.IsFailing() {
+			want = append(want, id)
+		}
+	}
+	var got []string
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 10 {
+			t.Fatal("more than 10 pages")
+		}
+		page, err := ev.List(ctx, store.Query{Failing: true, Since: now.Add(-time.Hour), Until: now, Limit: 2, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range page.Records {
+			got = append(got, r.ID)
+		}
+		if cursor = page.Next; cursor == "" {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %v, want %v", got, want)
+	}
+	if _, err := ev.List(ctx, store.Query{Failing: true, Status: event.StatusFailed}); err == nil {
+		t.Error("failing and a status: got no error")
+	}
+	if _, err := ev.List(ctx, store.Query{Status: event.StatusFailed, Cursor: cursor}); err != nil {
+		t.Errorf("first page without a cursor: %v", err)
+	}
+}

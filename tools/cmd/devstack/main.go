@@ -12,6 +12,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -58,7 +59,7 @@ func run() int {
 	}
 	root, err := repo.Root()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
+		fail(err)
 		return 1
 	}
 
@@ -67,7 +68,7 @@ func run() int {
 
 	emu, err := emulator.FromEnv(ctx, emulator.Options{Port: *emuPort, Log: os.Stderr})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
+		fail(err)
 		return 1
 	}
 	defer emu.Stop()
@@ -79,7 +80,7 @@ func run() int {
 	setDefault("AWS_SECRET_ACCESS_KEY", "test")
 	cfg, err := awsenv.Load(ctx)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
+		fail(err)
 		return 1
 	}
 
@@ -118,7 +119,7 @@ func run() int {
 		Logger:          log,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "devstack:", err)
+		fail(err)
 		return 1
 	}
 	consoleLine := "off (-console-addr off)"
@@ -186,9 +187,24 @@ webhook-inbox local stack is up
 
 Try:  %s
       stripe listen --forward-to localhost:3000/webhooks/stripe
-Ctrl-C stops everything.
+Ctrl-C stops everything. The emulator keeps its data in memory: what this
+stack stored is gone when it stops, and the next make dev starts empty.
 
 `, s.URL, s.URL, emu.URL, ownEndpoints(emu.Endpoints), env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"], reconciler, eventbridge, console, try)
+}
+
+// fail reports err once, prefixed "devstack:" (errors of package
+// devstack already are), and when an address is taken says the likely
+// reason: a make dev already running.
+func fail(err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "devstack: ") {
+		msg = "devstack: " + msg
+	}
+	if errors.Is(err, syscall.EADDRINUSE) {
+		msg += "\n(is make dev already running, in another terminal? stop it there with Ctrl-C, or give this one other ports: DEV_FLAGS='-addr 127.0.0.1:3001 -emulator-port 4567 -console-addr 127.0.0.1:0')"
+	}
+	fmt.Fprintln(os.Stderr, msg)
 }
 
 // ownEndpoints lists the services with an endpoint of their own
