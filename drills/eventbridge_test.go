@@ -49,7 +49,15 @@ func TestEventBridgeIngestKillsLoseNothing(t *testing.T) {
 	for range n {
 		body, env := build(t, "invoice.paid", stripefixture.Options{})
 		ids = append(ids, env.ID)
-		entries = append(entries, ebtypes.PutEventsRequestEntry{EventBusName: aws.String(src), Source: aws.String(src), DetailType: aws.String(env.Type), Detail: aws.String(string(body))})
+		entries = append(
+			entries,
+			ebtypes.PutEventsRequestEntry{
+				EventBusName: aws.String(src),
+				Source:       aws.String(src),
+				DetailType:   aws.String(env.Type),
+				Detail:       aws.String(string(body)),
+			},
+		)
 	}
 	p.proxy.Set(faultproxy.Rule{Service: "dynamodb", Operation: "PutItem", Action: faultproxy.Delay, Delay: 300 * time.Millisecond})
 	eb := eventbridge.NewFromConfig(testenv.AWS(t))

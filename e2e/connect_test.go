@@ -28,7 +28,10 @@ func TestAConnectedAccountsEventThroughTheGateway(t *testing.T) {
 	ctx := context.Background()
 	const customer = "cus_e2e_connect"
 	build := func(account, status string) ([]byte, event.Envelope) {
-		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{Account: account, Customer: customer, ObjectID: "sub_e2e_connect", Status: status})
+		b, err := stripefixture.Build(
+			"customer.subscription.updated",
+			stripefixture.Options{Account: account, Customer: customer, ObjectID: "sub_e2e_connect", Status: status},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,7 +66,10 @@ func TestTheExampleEffectThroughTheLocalStack(t *testing.T) {
 	events := eventsStore(t, stack.Prefix)
 	ctx := context.Background()
 
-	paidBody, err := stripefixture.Build(doc.eventType, stripefixture.Options{ObjectID: "in_e2e_billing", Customer: "cus_e2e_billing", Set: map[string]any{"amount_paid": 4200}})
+	paidBody, err := stripefixture.Build(
+		doc.eventType,
+		stripefixture.Options{ObjectID: "in_e2e_billing", Customer: "cus_e2e_billing", Set: map[string]any{"amount_paid": 4200}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +101,16 @@ func TestTheExampleEffectThroughTheLocalStack(t *testing.T) {
 		t.Fatalf("billing API calls: got %d, want 2 (the 503, then its retry)", len(calls))
 	}
 	for i, r := range calls {
-		if r.Method != http.MethodPost || r.URL.Path != doc.apiPath || r.Header.Get("Idempotency-Key") != paid.ID+doc.keySuffix || r.Header.Get("Authorization") != "Bearer "+token {
-			t.Errorf("call %d: %s %s, Idempotency-Key %q, Authorization %q", i, r.Method, r.URL.Path, r.Header.Get("Idempotency-Key"), r.Header.Get("Authorization"))
+		if r.Method != http.MethodPost || r.URL.Path != doc.apiPath || r.Header.Get("Idempotency-Key") != paid.ID+doc.keySuffix ||
+			r.Header.Get("Authorization") != "Bearer "+token {
+			t.Errorf(
+				"call %d: %s %s, Idempotency-Key %q, Authorization %q",
+				i,
+				r.Method,
+				r.URL.Path,
+				r.Header.Get("Idempotency-Key"),
+				r.Header.Get("Authorization"),
+			)
 		}
 		if b := bodies[i]; b.EventID != paid.ID || b.Invoice != "in_e2e_billing" || b.Customer != "cus_e2e_billing" || b.AmountPaid != 4200 {
 			t.Errorf("call %d: body %+v", i, b)

@@ -31,7 +31,12 @@ import (
 // detail the event. LocalStack has no PutPartnerEvents (Stripe's own call):
 // PutEvents with the partner source gives the bus the same envelope.
 func stripeEvent(src, typ string, detail []byte) ebtypes.PutEventsRequestEntry {
-	return ebtypes.PutEventsRequestEntry{EventBusName: aws.String(src), Source: aws.String(src), DetailType: aws.String(typ), Detail: aws.String(string(detail))}
+	return ebtypes.PutEventsRequestEntry{
+		EventBusName: aws.String(src),
+		Source:       aws.String(src),
+		DetailType:   aws.String(typ),
+		Detail:       aws.String(string(detail)),
+	}
 }
 
 func putEvents(t *testing.T, eb *eventbridge.Client, entries ...ebtypes.PutEventsRequestEntry) {
@@ -89,8 +94,17 @@ func TestStripeEventBridgeDestination(t *testing.T) {
 		})
 		// A wrongly enqueued second copy would be processed meanwhile.
 		time.Sleep(time.Second)
-		if n := len(stack.Lines(map[string]string{"msg": "processed", "event_id": env.ID})); n != 1 || r.Attempts != 1 || r.Outcome != outcome.Applied || r.Source != source {
-			t.Errorf("%s: processed %d times, record attempts %d outcome %s source %s; want once, 1, applied, %s", env.ID, n, r.Attempts, r.Outcome, r.Source, source)
+		if n := len(stack.Lines(map[string]string{"msg": "processed", "event_id": env.ID})); n != 1 || r.Attempts != 1 || r.Outcome != outcome.Applied ||
+			r.Source != source {
+			t.Errorf(
+				"%s: processed %d times, record attempts %d outcome %s source %s; want once, 1, applied, %s",
+				env.ID,
+				n,
+				r.Attempts,
+				r.Outcome,
+				r.Source,
+				source,
+			)
 		}
 	}
 
@@ -135,14 +149,21 @@ func TestStripeEventBridgeDestination(t *testing.T) {
 			lines = stack.Lines(map[string]string{"msg": "eventbridge event", "outcome": string(outcome.RejectedMalformed)})
 			return len(lines) == 1
 		})
-		if l := lines[0]; l["level"] != "WARN" || l["moved_to"] != "dead-letter queue" || l["events"] != 1.0 || !strings.Contains(fmt.Sprint(l["error"]), "detail") {
+		if l := lines[0]; l["level"] != "WARN" || l["moved_to"] != "dead-letter queue" || l["events"] != 1.0 ||
+			!strings.Contains(fmt.Sprint(l["error"]), "detail") {
 			t.Errorf("rejection's log line: got %v, want WARN, moved to the dead-letter queue, counted, the error", l)
 		}
 		dlq := stack.Opts.Prefix + "-IngressDeadLetterQueue"
 		msg := receiveOne(t, sqs.NewFromConfig(cfg), dlq)
-		if !strings.Contains(aws.ToString(msg.Body), badID) || aws.ToString(msg.MessageAttributes[bridge.AttrOutcome].StringValue) != string(outcome.RejectedMalformed) ||
+		if !strings.Contains(aws.ToString(msg.Body), badID) ||
+			aws.ToString(msg.MessageAttributes[bridge.AttrOutcome].StringValue) != string(outcome.RejectedMalformed) ||
 			!strings.Contains(aws.ToString(msg.MessageAttributes[bridge.AttrError].StringValue), "created") {
-			t.Errorf("dead letter: got %s %v, want the EventBridge event of %s with outcome rejected_malformed and its error", aws.ToString(msg.Body), msg.MessageAttributes, badID)
+			t.Errorf(
+				"dead letter: got %s %v, want the EventBridge event of %s with outcome rejected_malformed and its error",
+				aws.ToString(msg.Body),
+				msg.MessageAttributes,
+				badID,
+			)
 		}
 		if _, err := events.Get(ctx, event.ProviderStripe, badID); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("record of the malformed event: got %v, want none", err)
@@ -206,7 +227,10 @@ func receiveOne(t *testing.T, client *sqs.Client, name string) sqstypes.Message 
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: u.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, MessageAttributeNames: []string{"All"}})
+	out, err := client.ReceiveMessage(
+		ctx,
+		&sqs.ReceiveMessageInput{QueueUrl: u.QueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 5, MessageAttributeNames: []string{"All"}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -103,7 +103,14 @@ func TestACapturedBodyUnderAFreshIDIsRejectedThroughTheGateway(t *testing.T) {
 		check(t, provider.Shopify, shopifySecret, body, []delivery{
 			{"orders/paid", paid, "orders/paid", "e2e.myshopify.com", 200, "stored"},
 			{"its body under a fresh event id", "0b6f7a10-e2e0-4a5e-9d1c-00000000e2e3", "orders/paid", "e2e.myshopify.com", 400, "rejected_replay"},
-			{"its body under a fresh event id, naming another shop", "0b6f7a10-e2e0-4a5e-9d1c-00000000e2e4", "orders/paid", "other.myshopify.com", 400, "rejected_replay"},
+			{
+				"its body under a fresh event id, naming another shop",
+				"0b6f7a10-e2e0-4a5e-9d1c-00000000e2e4",
+				"orders/paid",
+				"other.myshopify.com",
+				400,
+				"rejected_replay",
+			},
 			{"the same order body under orders/create, as Shopify sends it", created, "orders/create", "e2e.myshopify.com", 200, "stored"},
 			{"Shopify's retry naming another shop", paid, "orders/paid", "other.myshopify.com", 200, "duplicate"},
 		})

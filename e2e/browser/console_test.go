@@ -273,7 +273,8 @@ func TestConsoleInChromium(t *testing.T) {
 	if page = bodyText(t, ctx); !strings.Contains(page, "Last runs") || !strings.Contains(page, "complete") || !strings.Contains(page, "Checkpoints") {
 		t.Errorf("reconciler page: got\n%s", page)
 	}
-	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("td.num.bad")].some(td => td.textContent.trim() === "1")`)); err != nil || !found {
+	if found, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("td.num.bad")].some(td => td.textContent.trim() === "1")`)); err != nil ||
+		!found {
 		t.Errorf("reconciler page: no run shows the missing event it found (%v)", err)
 	}
 	shot.save(ctx, "13_reconciler")
@@ -425,7 +426,8 @@ func TestConsoleInChromium(t *testing.T) {
 		checkAccessible(t, ctx, p)
 	}
 	open(t, ctx, base+"/events")
-	if cards, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("table.cards tbody tr")].every(tr => getComputedStyle(tr).display === "block")`)); err != nil || !cards {
+	if cards, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`[...document.querySelectorAll("table.cards tbody tr")].every(tr => getComputedStyle(tr).display === "block")`)); err != nil ||
+		!cards {
 		t.Errorf("events at phone width: the rows are not cards (%v)", err)
 	}
 	shot.save(ctx, "14_events_phone")
@@ -437,7 +439,14 @@ func statusJSON(t *testing.T, prefix string) cli.StatusJSON {
 	env := testenv.Endpoints(t).Vars()
 	env["AWS_REGION"] = "us-east-1"
 	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), []string{"--prefix", prefix, "status", "--json"}, strings.NewReader(""), &out, &errb, func(k string) string { return env[k] })
+	code := cli.Run(
+		context.Background(),
+		[]string{"--prefix", prefix, "status", "--json"},
+		strings.NewReader(""),
+		&out,
+		&errb,
+		func(k string) string { return env[k] },
+	)
 	var r cli.StatusJSON
 	if err := json.Unmarshal(out.Bytes(), &r); code != 0 || err != nil {
 		t.Fatalf("inboxctl status --json: exit %d, %v\n%s\n%s", code, err, out.String(), errb.String())
@@ -566,7 +575,10 @@ func waitFor(t *testing.T, ctx context.Context, what, css, want string) {
 // window's width (1280 px): every column of it readable at once.
 func fits(t *testing.T, ctx context.Context, name string) {
 	t.Helper()
-	over, err := chromedp.Run(ctx, chromedp.Evaluate[int](`(() => { const e = document.querySelector(".scroll"); return e ? e.scrollWidth - e.clientWidth : 0; })()`))
+	over, err := chromedp.Run(
+		ctx,
+		chromedp.Evaluate[int](`(() => { const e = document.querySelector(".scroll"); return e ? e.scrollWidth - e.clientWidth : 0; })()`),
+	)
 	if err != nil || over > 0 {
 		t.Errorf("%s: the list is %d px wider than the page at this width (%v)", name, over, err)
 	}

@@ -56,7 +56,10 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 	}
 	fn := start(t, hostBootstrap(t, bridgeID), env)
 
-	body, err := stripefixture.Build("customer.subscription.created", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	body, err := stripefixture.Build(
+		"customer.subscription.created",
+		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +68,10 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	thinID := "evt_test_rie_thin_" + randomHex(4)
-	thin := fmt.Sprintf(`{"id":%q,"object":"v2.core.event","type":"v1.invoice.paid","livemode":false,"created":"2027-01-15T08:00:00.123Z","related_object":{"id":"in_rie","type":"invoice","url":"/v1/invoices/in_rie"}}`, thinID)
+	thin := fmt.Sprintf(
+		`{"id":%q,"object":"v2.core.event","type":"v1.invoice.paid","livemode":false,"created":"2027-01-15T08:00:00.123Z","related_object":{"id":"in_rie","type":"invoice","url":"/v1/invoices/in_rie"}}`,
+		thinID,
+	)
 	bodies := []string{
 		eventBridgeBody(src, template.AccountID, snap.Type, string(body)),
 		eventBridgeBody(src, template.AccountID, "v1.invoice.paid", thin),
@@ -106,17 +112,34 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 
 	rec, err := events.Get(ctx, event.ProviderStripe, snap.ID)
 	if err != nil || rec.Status != event.StatusReceived || rec.Source != event.SourceEventBridge || rec.ObjectID != snap.ObjectID {
-		t.Errorf("the snapshot event's record: got %s from %s about %s (%v), want received from eventbridge about %s", rec.Status, rec.Source, rec.ObjectID, err, snap.ObjectID)
+		t.Errorf(
+			"the snapshot event's record: got %s from %s about %s (%v), want received from eventbridge about %s",
+			rec.Status,
+			rec.Source,
+			rec.ObjectID,
+			err,
+			snap.ObjectID,
+		)
 	}
 	th, err := events.Get(ctx, event.ProviderStripe, thinID)
-	if err != nil || th.Status != event.StatusIgnored || th.Source != event.SourceEventBridge || th.Created != time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC).Unix() || th.ObjectID != "in_rie" || string(th.Payload) != thin {
-		t.Errorf("the thin event's record: got %+v (%v), want ignored, from eventbridge, created from its RFC 3339 time, about in_rie, the detail as payload", th, err)
+	if err != nil || th.Status != event.StatusIgnored || th.Source != event.SourceEventBridge ||
+		th.Created != time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC).Unix() ||
+		th.ObjectID != "in_rie" ||
+		string(th.Payload) != thin {
+		t.Errorf(
+			"the thin event's record: got %+v (%v), want ignored, from eventbridge, created from its RFC 3339 time, about in_rie, the detail as payload",
+			th,
+			err,
+		)
 	}
 	m := receive(t, s, s.stack.Queue("WebhookQueue").URL)
 	if ptr, err := queue.Decode(aws.ToString(m.Body)); err != nil || ptr.ID != snap.ID {
 		t.Errorf("queued pointer: got %+v (%v), want one to %s", ptr, err, snap.ID)
 	}
-	dead, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+	dead, err := client.ReceiveMessage(
+		ctx,
+		&sqs.ReceiveMessageInput{QueueUrl: aws.String(dlq.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -190,14 +190,31 @@ func BenchmarkColdStart(b *testing.B) {
 			b.ReportMetric(cpuMS(id)/cpuMS(helloID), name+"-init-cpu-x-hello")
 		}
 	}
-	b.Logf("init (process start to the first /next), median of %d: hello %.2f ms, receiver %.2f ms (%.2fx), processor %.2f ms (%.2fx), reconciler %.2f ms (%.2fx)",
-		b.N, initMS(helloID), initMS(receiverID), initMS(receiverID)/initMS(helloID), initMS(processorID), initMS(processorID)/initMS(helloID),
-		initMS(reconcilerID), initMS(reconcilerID)/initMS(helloID))
+	b.Logf(
+		"init (process start to the first /next), median of %d: hello %.2f ms, receiver %.2f ms (%.2fx), processor %.2f ms (%.2fx), reconciler %.2f ms (%.2fx)",
+		b.N,
+		initMS(helloID),
+		initMS(receiverID),
+		initMS(receiverID)/initMS(helloID),
+		initMS(processorID),
+		initMS(processorID)/initMS(helloID),
+		initMS(reconcilerID),
+		initMS(reconcilerID)/initMS(helloID),
+	)
 	b.Logf("init CPU time, median of %d: hello %.2f ms, receiver %.2f ms (%.2fx), processor %.2f ms (%.2fx), reconciler %.2f ms (%.2fx)",
 		b.N, cpuMS(helloID), cpuMS(receiverID), cpuMS(receiverID)/cpuMS(helloID), cpuMS(processorID), cpuMS(processorID)/cpuMS(helloID),
 		cpuMS(reconcilerID), cpuMS(reconcilerID)/cpuMS(helloID))
-	b.Logf("package init (GODEBUG=inittrace=1): hello %.0f KB %.0f allocs, receiver %.0f KB %.0f allocs, processor %.0f KB %.0f allocs, reconciler %.0f KB %.0f allocs",
-		initKB[helloID], initAllocs[helloID], initKB[receiverID], initAllocs[receiverID], initKB[processorID], initAllocs[processorID], initKB[reconcilerID], initAllocs[reconcilerID])
+	b.Logf(
+		"package init (GODEBUG=inittrace=1): hello %.0f KB %.0f allocs, receiver %.0f KB %.0f allocs, processor %.0f KB %.0f allocs, reconciler %.0f KB %.0f allocs",
+		initKB[helloID],
+		initAllocs[helloID],
+		initKB[receiverID],
+		initAllocs[receiverID],
+		initKB[processorID],
+		initAllocs[processorID],
+		initKB[reconcilerID],
+		initAllocs[reconcilerID],
+	)
 }
 
 func median(ds []time.Duration) time.Duration {

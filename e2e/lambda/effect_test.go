@@ -100,7 +100,10 @@ func TestProcessorRunsTheExampleEffectWithTheTemplatesSettings(t *testing.T) {
 	// The rest of the processor's policy, so that it is checked whole with
 	// the effect on: a subscription (its customer's entitlement) too large
 	// to store (its payload fetched with the API key).
-	sub, err := stripefixture.Build("customer.subscription.created", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	sub, err := stripefixture.Build(
+		"customer.subscription.created",
+		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +131,12 @@ func TestProcessorRunsTheExampleEffectWithTheTemplatesSettings(t *testing.T) {
 	}
 	for i, r := range got {
 		if r.Header.Get("Authorization") != "Bearer "+token || r.Header.Get("Idempotency-Key") != envl.ID+":billing" {
-			t.Errorf("request %d: Authorization %q, Idempotency-Key %q; want the stored token and the event's key", i, r.Header.Get("Authorization"), r.Header.Get("Idempotency-Key"))
+			t.Errorf(
+				"request %d: Authorization %q, Idempotency-Key %q; want the stored token and the event's key",
+				i,
+				r.Header.Get("Authorization"),
+				r.Header.Get("Idempotency-Key"),
+			)
 		}
 	}
 	if reads := secretReads(s.rec.Calls(0)); reads != 2 {
@@ -146,7 +154,9 @@ type deployment struct {
 }
 
 var (
-	docPut      = regexp.MustCompile(`(?m)^aws ssm put-parameter --type SecureString --name (/webhook-inbox/dev/effects/\S+) --value file://billing-token\.txt$`)
+	docPut = regexp.MustCompile(
+		`(?m)^aws ssm put-parameter --type SecureString --name (/webhook-inbox/dev/effects/\S+) --value file://billing-token\.txt$`,
+	)
 	docSettings = regexp.MustCompile(`"EffectSettings=([^"]+)"`)
 	docSecrets  = regexp.MustCompile(`"EffectSecrets=([^"]+)"`)
 )

@@ -69,7 +69,11 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	defer api.Close()
 	env := s.env(t, processorID, map[string]string{"SSL_CERT_FILE": certFile, "RETRY_BACKOFF_BASE": "1s", "STRIPE_API_BASE": api.URL})
 	if env["FORWARD_URL"] != app.URL+"/events" || !strings.HasSuffix(env["FORWARD_SECRET_PARAMETER"], "/forward-secret") {
-		t.Fatalf("processor environment: FORWARD_URL=%q FORWARD_SECRET_PARAMETER=%q, want the template's parameters", env["FORWARD_URL"], env["FORWARD_SECRET_PARAMETER"])
+		t.Fatalf(
+			"processor environment: FORWARD_URL=%q FORWARD_SECRET_PARAMETER=%q, want the template's parameters",
+			env["FORWARD_URL"],
+			env["FORWARD_SECRET_PARAMETER"],
+		)
 	}
 	fn := start(t, hostBootstrap(t, processorID), env)
 
@@ -77,7 +81,10 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	q := s.stack.Queue("WebhookQueue")
 	events := &store.Events{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
 	in := &ingest.Ingester{Store: events, Queue: &queue.Queue{Client: sqs.NewFromConfig(s.stack.AWS), URL: q.URL}, Provider: event.ProviderStripe}
-	body, err := stripefixture.Build("customer.subscription.created", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	body, err := stripefixture.Build(
+		"customer.subscription.created",
+		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +106,10 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 
 	// An event too large to store: its payload is fetched from Stripe with
 	// the API key, read now, and forwarded.
-	big, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	big, err := stripefixture.Build(
+		"customer.subscription.updated",
+		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -251,7 +251,10 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 	fn := start(t, hostBootstrap(t, receiverID), s.env(t, receiverID, nil))
 	events := &store.Events{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
 
-	body, err := stripefixture.Build("customer.subscription.created", stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	body, err := stripefixture.Build(
+		"customer.subscription.created",
+		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,15 +277,29 @@ func TestReceiverBinaryAnswersAPIGatewayEventsAsLambdaRunsIt(t *testing.T) {
 			t.Errorf("answer %s: got %#v, want %#v (answer %s)", k, answer[k], v, out)
 		}
 	}
-	if got, want := names(s.rec.Calls(0)), []string{"ssm:GetParameter", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(got, want) {
-		t.Errorf("AWS calls of the cold start and first delivery: got %v, want %v (init reads nothing; the first delivery reads the secrets, then stores the record and its payload and queues)", got, want)
+	if got, want := names(s.rec.Calls(0)), []string{"ssm:GetParameter", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(
+		got,
+		want,
+	) {
+		t.Errorf(
+			"AWS calls of the cold start and first delivery: got %v, want %v (init reads nothing; the first delivery reads the secrets, then stores the record and its payload and queues)",
+			got,
+			want,
+		)
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)
 	if err != nil {
 		t.Fatalf("stored record: %v", err)
 	}
 	if rec.Status != event.StatusReceived || rec.Source != event.SourceWebhook || !bytes.Equal(rec.Payload, body) || rec.PayloadHash != ingest.Hash(body) {
-		t.Errorf("record: status %s source %s payload %d bytes (hash %s); want received, webhook, the %d signed bytes", rec.Status, rec.Source, len(rec.Payload), rec.PayloadHash, len(body))
+		t.Errorf(
+			"record: status %s source %s payload %d bytes (hash %s); want received, webhook, the %d signed bytes",
+			rec.Status,
+			rec.Source,
+			len(rec.Payload),
+			rec.PayloadHash,
+			len(body),
+		)
 	}
 	msg := receive(t, s, s.stack.Queue("WebhookQueue").URL)
 	if ptr, err := queue.Decode(aws.ToString(msg.Body)); err != nil || ptr.ID != env.ID {
@@ -393,7 +410,10 @@ func TestProcessorBinaryAnswersSQSEventsAsLambdaRunsIt(t *testing.T) {
 	}
 	// Init makes no AWS call, and an event with its payload needs no key:
 	// the calls are the claim, the payload's read and the commit.
-	if got, want := names(s.rec.Calls(mark)), []string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:TransactWriteItems"}; !reflect.DeepEqual(got, want) {
+	if got, want := names(s.rec.Calls(mark)), []string{"dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:TransactWriteItems"}; !reflect.DeepEqual(
+		got,
+		want,
+	) {
 		t.Errorf("AWS calls of the cold start and first batch: got %v, want %v (no secret read: the API key is read on first need)", got, want)
 	}
 	rec, err := events.Get(ctx, event.ProviderStripe, env.ID)

@@ -30,9 +30,15 @@ func TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings(t *testing.T) 
 	}
 	appKey := string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}))
 	token := "github_pat_rie_" + randomHex(12)
-	s := newSetupWith(t,
-		map[string]string{"GitHubHooks": "repo:acme/shop/12,app:56", "GitHubTokenParameter": "{base}github-token", "GitHubAppKeyParameter": "{base}github-app-key"},
-		map[string]string{"GitHubTokenParameter": token, "GitHubAppKeyParameter": appKey})
+	s := newSetupWith(
+		t,
+		map[string]string{
+			"GitHubHooks":           "repo:acme/shop/12,app:56",
+			"GitHubTokenParameter":  "{base}github-token",
+			"GitHubAppKeyParameter": "{base}github-app-key",
+		},
+		map[string]string{"GitHubTokenParameter": token, "GitHubAppKeyParameter": appKey},
+	)
 	gh := githubfake.Start(githubfake.Config{Token: token, AppID: 56, AppKey: &key.PublicKey})
 	t.Cleanup(gh.Close)
 	repo := githubfake.RepoHook("acme", "shop", 12)
@@ -41,8 +47,11 @@ func TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings(t *testing.T) 
 	// older is history a new deployment leaves alone.
 	at := time.Now().Add(-7 * time.Minute)
 	failed := map[string]githubfake.Delivery{
-		repo:               gh.Record(repo, githubfake.Delivery{GUID: "rie-repo-" + randomHex(4), Event: "push", StatusCode: 502, DeliveredAt: at}),
-		githubfake.AppHook: gh.Record(githubfake.AppHook, githubfake.Delivery{GUID: "rie-app-" + randomHex(4), Event: "installation", StatusCode: 0, DeliveredAt: at}),
+		repo: gh.Record(repo, githubfake.Delivery{GUID: "rie-repo-" + randomHex(4), Event: "push", StatusCode: 502, DeliveredAt: at}),
+		githubfake.AppHook: gh.Record(
+			githubfake.AppHook,
+			githubfake.Delivery{GUID: "rie-app-" + randomHex(4), Event: "installation", StatusCode: 0, DeliveredAt: at},
+		),
 	}
 
 	stripe := stripefake.New()

@@ -27,7 +27,10 @@ func TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt(t *testing.T) {
 	api := stripefake.New()
 	t.Cleanup(api.Close)
 	api.RequireKey(s.apiKey)
-	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_rie_missing_" + randomHex(4), Created: time.Now().Add(-5 * time.Minute).Unix()})
+	body, err := stripefixture.Build(
+		"invoice.paid",
+		stripefixture.Options{ID: "evt_rie_missing_" + randomHex(4), Created: time.Now().Add(-5 * time.Minute).Unix()},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,11 @@ func TestSetEndpointsGivesEachServiceItsOwn(t *testing.T) {
 	var asked string
 	cfg.HTTPClient = &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
 		asked = "http://" + r.URL.Host
-		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"Parameter":{"Type":"SecureString","Value":"v"}}`))}, nil
+		return &http.Response{
+			StatusCode: 200,
+			Header:     http.Header{},
+			Body:       io.NopCloser(strings.NewReader(`{"Parameter":{"Type":"SecureString","Value":"v"}}`)),
+		}, nil
 	})}
 	awsconfig.SetEndpoints(&cfg, "", map[string]string{"ssm": "http://127.0.0.1:4568"})
 	if _, err := secrets.NewClient(cfg).GetParameter(context.Background(), "/p"); err != nil || asked != "http://127.0.0.1:4568" {

@@ -24,7 +24,18 @@ func TestReadCommandsByAccount(t *testing.T) {
 		{"evt_acct_b", "acct_b", "past_due"},
 		{"evt_platform", "", "canceled"},
 	} {
-		b := body(t, "customer.subscription.updated", stripefixture.Options{ID: e.id, Account: e.account, ObjectID: sub, Customer: customer, Status: e.status, Created: now.Add(-30 * time.Minute).Unix()})
+		b := body(
+			t,
+			"customer.subscription.updated",
+			stripefixture.Options{
+				ID:       e.id,
+				Account:  e.account,
+				ObjectID: sub,
+				Customer: customer,
+				Status:   e.status,
+				Created:  now.Add(-30 * time.Minute).Unix(),
+			},
+		)
 		r := w.store(b, event.SourceWebhook, event.StatusReceived, time.Time{})
 		if resp := w.process(r, 1); len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("%s: %+v", e.id, resp)

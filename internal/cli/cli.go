@@ -194,7 +194,12 @@ Exit codes: 0 success, 1 failure, 2 usage error, 3 an id never seen. Every read 
 	f.StringVar(&a.region, "region", "",
 		"AWS region (default: AWS_REGION, AWS_DEFAULT_REGION, then the profile's region, as the AWS CLI; the local stack's is us-east-1)")
 	f.StringVar(&a.profile, "profile", "", "AWS shared-config profile")
-	f.StringVar(&a.stage, "stage", "", "deployed stage: read tables and queues from the outputs of the stack webhook-inbox-<stage> (samconfig.toml's stack_name)")
+	f.StringVar(
+		&a.stage,
+		"stage",
+		"",
+		"deployed stage: read tables and queues from the outputs of the stack webhook-inbox-<stage> (samconfig.toml's stack_name)",
+	)
 	f.StringVar(&a.stack, "stack", "", "deployed stack of any name: like --stage, for a stack not named webhook-inbox-<stage>")
 	f.StringVar(&a.prefix, "prefix", "webhook-inbox-local", "resource name prefix of the local stack")
 	f.StringVar(&a.eventsTable, "events-table", "", "events table (default: --stage's output, else EVENTS_TABLE)")
@@ -334,7 +339,12 @@ func (a *app) endpointsOf() (general string, services map[string]string, err err
 		if k, u, ok := strings.Cut(v, "="); ok && !strings.Contains(k, "/") {
 			service, url = strings.ToLower(strings.TrimSpace(k)), strings.TrimSpace(u)
 			if !slices.Contains(endpointServices, service) {
-				return "", nil, usagef("--endpoint %s: no service %q: name one of %s, or give a URL for every service", v, k, strings.Join(endpointServices, ", "))
+				return "", nil, usagef(
+					"--endpoint %s: no service %q: name one of %s, or give a URL for every service",
+					v,
+					k,
+					strings.Join(endpointServices, ", "),
+				)
 			}
 		}
 		if u, perr := neturl.Parse(url); perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -530,7 +540,12 @@ func (a *app) resolve(ctx context.Context, flag, output, envKey, local string) (
 		if v := outputs[output]; v != "" {
 			return v, nil
 		}
-		return "", fmt.Errorf("%s: stack %s has no output %s: deploy the current template.yaml, or pass the name with a flag", a.target(), a.stackName(), output)
+		return "", fmt.Errorf(
+			"%s: stack %s has no output %s: deploy the current template.yaml, or pass the name with a flag",
+			a.target(),
+			a.stackName(),
+			output,
+		)
 	}
 	if envKey != "" {
 		if v := strings.TrimSpace(a.getenv(envKey)); v != "" {

@@ -83,7 +83,10 @@ func TestReadCommandsGolden(t *testing.T) {
 		if got := strings.Join(ids, " "); got != want || second.Next != "" {
 			t.Errorf("pages: got %s (next %q), want %s and no more", got, second.Next, want)
 		}
-		c.golden("events_processed_page2", c.run(ctx, "events", "--status", "processed", "--since", "2026-05-01T10:00:00Z", "--limit", "2", "--next", first.Next).must(t, 0))
+		c.golden(
+			"events_processed_page2",
+			c.run(ctx, "events", "--status", "processed", "--since", "2026-05-01T10:00:00Z", "--limit", "2", "--next", first.Next).must(t, 0),
+		)
 	})
 
 	t.Run("payload is the stored body byte for byte", func(t *testing.T) {

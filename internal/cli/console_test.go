@@ -123,7 +123,9 @@ func TestConsoleOnTheStack(t *testing.T) {
 		t.Fatalf("events: got %d\n%s", code, page)
 	}
 	code, page = b.get("/events?status=failing")
-	if code != 200 || !strings.Contains(page, "evt_golden_inv_failed") || !strings.Contains(page, "evt_golden_dead") || !strings.Contains(page, "evt_golden_perm") || strings.Contains(page, "evt_golden_sub_updated") {
+	if code != 200 || !strings.Contains(page, "evt_golden_inv_failed") || !strings.Contains(page, "evt_golden_dead") ||
+		!strings.Contains(page, "evt_golden_perm") ||
+		strings.Contains(page, "evt_golden_sub_updated") {
 		t.Fatalf("failing events: got %d\n%s", code, page)
 	}
 	code, page = b.get("/events?status=failed")

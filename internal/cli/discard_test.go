@@ -23,10 +23,13 @@ import (
 // no move tasks; LocalStack and AWS do).
 func noMoveTask(t *testing.T) func(SQS) SQS {
 	return func(inner SQS) SQS {
-		return &faultySQS{SQS: inner, startMove: func(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
-			t.Error("a command on named events started a message move task, which moves the whole queue")
-			return nil, errors.New("no move task here")
-		}}
+		return &faultySQS{
+			SQS: inner,
+			startMove: func(context.Context, *sqs.StartMessageMoveTaskInput, ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+				t.Error("a command on named events started a message move task, which moves the whole queue")
+				return nil, errors.New("no move task here")
+			},
+		}
 	}
 }
 
@@ -75,14 +78,21 @@ func TestDiscardRecordsItThenRemovesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	if rec.Status != event.StatusDeadLettered || !rec.DiscardedAt.Equal(now) || !strings.Contains(rec.DiscardReason, "credited by hand") {
-		t.Errorf("record after discard: status %s, discarded at %v, reason %q; want dead_lettered, %v, the reason", rec.Status, rec.DiscardedAt, rec.DiscardReason, now)
+		t.Errorf(
+			"record after discard: status %s, discarded at %v, reason %q; want dead_lettered, %v, the reason",
+			rec.Status,
+			rec.DiscardedAt,
+			rec.DiscardReason,
+			now,
+		)
 	}
 	r = c.run(ctx, "event", "evt_poison").must(t, 0)
 	if !strings.Contains(r.stdout, "credited by hand") {
 		t.Errorf("inboxctl event does not show the discard:\n%s", r.stdout)
 	}
 	var j EventJSON
-	if err := json.Unmarshal([]byte(c.run(ctx, "event", "evt_poison", "--json").must(t, 0).stdout), &j); err != nil || j.DiscardReason == "" || j.DiscardedAt == "" {
+	if err := json.Unmarshal([]byte(c.run(ctx, "event", "evt_poison", "--json").must(t, 0).stdout), &j); err != nil || j.DiscardReason == "" ||
+		j.DiscardedAt == "" {
 		t.Errorf("event --json: discarded_at %q, discard_reason %q (%v); want both", j.DiscardedAt, j.DiscardReason, err)
 	}
 
@@ -190,9 +200,12 @@ func TestDiscardInterruptedIsNeverSilent(t *testing.T) {
 	ctx := context.Background()
 	deadLettered(t, w, "evt_dead")
 	c.wrapSQS = func(inner SQS) SQS {
-		return &faultySQS{SQS: inner, deleteBatch: func(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
-			return nil, errors.New("injected: connection reset")
-		}}
+		return &faultySQS{
+			SQS: inner,
+			deleteBatch: func(context.Context, *sqs.DeleteMessageBatchInput, ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+				return nil, errors.New("injected: connection reset")
+			},
+		}
 	}
 	r := c.run(ctx, "dlq", "discard", "evt_dead", "--reason", "poison").must(t, 1)
 	if !strings.Contains(r.stdout, "run the discard again") {
@@ -295,7 +308,15 @@ func TestDiscardWorksForEveryProvider(t *testing.T) {
 	stored := func(prov, id string) {
 		t.Helper()
 		b := []byte(`{"id":"` + id + `"}`)
-		r := event.NewRecord(prov, event.Envelope{ID: id, Type: "delivery.test", Created: now.Unix()}, b, ingest.Hash(b), event.SourceWebhook, event.StatusFailed, now)
+		r := event.NewRecord(
+			prov,
+			event.Envelope{ID: id, Type: "delivery.test", Created: now.Unix()},
+			b,
+			ingest.Hash(b),
+			event.SourceWebhook,
+			event.StatusFailed,
+			now,
+		)
 		if _, err := w.events.Create(ctx, &r); err != nil {
 			t.Fatal(err)
 		}

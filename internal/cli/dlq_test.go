@@ -33,14 +33,22 @@ type faultySQS struct {
 	listMoves   func(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error)
 }
 
-func (f *faultySQS) StartMessageMoveTask(ctx context.Context, in *sqs.StartMessageMoveTaskInput, optFns ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+func (f *faultySQS) StartMessageMoveTask(
+	ctx context.Context,
+	in *sqs.StartMessageMoveTaskInput,
+	optFns ...func(*sqs.Options),
+) (*sqs.StartMessageMoveTaskOutput, error) {
 	if f.startMove != nil {
 		return f.startMove(ctx, in, optFns...)
 	}
 	return f.SQS.StartMessageMoveTask(ctx, in, optFns...)
 }
 
-func (f *faultySQS) ListMessageMoveTasks(ctx context.Context, in *sqs.ListMessageMoveTasksInput, optFns ...func(*sqs.Options)) (*sqs.ListMessageMoveTasksOutput, error) {
+func (f *faultySQS) ListMessageMoveTasks(
+	ctx context.Context,
+	in *sqs.ListMessageMoveTasksInput,
+	optFns ...func(*sqs.Options),
+) (*sqs.ListMessageMoveTasksOutput, error) {
 	if f.listMoves != nil {
 		return f.listMoves(ctx, in, optFns...)
 	}
@@ -54,7 +62,11 @@ func (f *faultySQS) SendMessageBatch(ctx context.Context, in *sqs.SendMessageBat
 	return f.SQS.SendMessageBatch(ctx, in, optFns...)
 }
 
-func (f *faultySQS) DeleteMessageBatch(ctx context.Context, in *sqs.DeleteMessageBatchInput, optFns ...func(*sqs.Options)) (*sqs.DeleteMessageBatchOutput, error) {
+func (f *faultySQS) DeleteMessageBatch(
+	ctx context.Context,
+	in *sqs.DeleteMessageBatchInput,
+	optFns ...func(*sqs.Options),
+) (*sqs.DeleteMessageBatchOutput, error) {
 	if f.deleteBatch != nil {
 		return f.deleteBatch(ctx, in, optFns...)
 	}
@@ -373,7 +385,10 @@ func TestRedriveMoveTaskInterruptedLosesNothing(t *testing.T) {
 			// SQS finishes (or has stopped) the task on its own.
 			var last sqstypes.ListMessageMoveTasksResultEntry
 			testenv.Eventually(t, 30*time.Second, "the move task to end", func() bool {
-				out, err := w.s.SQS.ListMessageMoveTasks(context.Background(), &sqs.ListMessageMoveTasksInput{SourceArn: aws.String(w.s.Queue("DeadLetterQueue").ARN)})
+				out, err := w.s.SQS.ListMessageMoveTasks(
+					context.Background(),
+					&sqs.ListMessageMoveTasksInput{SourceArn: aws.String(w.s.Queue("DeadLetterQueue").ARN)},
+				)
 				if err != nil || len(out.Results) == 0 {
 					return h.handle.Load() == nil // no task: the fallback moved them
 				}

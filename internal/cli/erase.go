@@ -116,7 +116,10 @@ func eraseJSON(e ops.Erasure) EraseJSON {
 	items := func(in []ops.ErasedItem) []EraseItemJSON {
 		out := []EraseItemJSON{}
 		for _, it := range in {
-			out = append(out, EraseItemJSON{ID: it.ID, Object: it.Object, Type: it.Type, State: it.State, Status: it.Status, Action: it.Action, Detail: it.Detail})
+			out = append(
+				out,
+				EraseItemJSON{ID: it.ID, Object: it.Object, Type: it.Type, State: it.State, Status: it.Status, Action: it.Action, Detail: it.Detail},
+			)
 		}
 		return out
 	}

@@ -27,8 +27,12 @@ func TestErase(t *testing.T) {
 	charge := body(t, "charge.succeeded", stripefixture.Options{ID: "evt_golden_charge", Created: c0 + 190,
 		Set: map[string]any{"customer": "cus_golden", "billing_details": map[string]any{"email": "jenny@example.com", "name": "Jenny Rosen"}}})
 	w.store(charge, event.SourceWebhook, event.StatusIgnored, time.Time{})
-	other := w.store(body(t, "customer.subscription.updated", stripefixture.Options{ID: "evt_other", ObjectID: "sub_other", Customer: "cus_other", Created: c0 + 200}),
-		event.SourceWebhook, event.StatusReceived, time.Time{})
+	other := w.store(
+		body(t, "customer.subscription.updated", stripefixture.Options{ID: "evt_other", ObjectID: "sub_other", Customer: "cus_other", Created: c0 + 200}),
+		event.SourceWebhook,
+		event.StatusReceived,
+		time.Time{},
+	)
 	w.process(other, 1)
 	mr := &mirror.Reader{DB: w.s.DynamoDB, Table: w.s.Table("MirrorTable")}
 
@@ -98,7 +102,15 @@ func TestErase(t *testing.T) {
 			t.Errorf("event --payload of an erased event: %q", r.stderr)
 		}
 		// A redelivery is still a duplicate of a processed event.
-		dup := event.NewRecord(event.ProviderStripe, event.Envelope{ID: "evt_golden_sub_updated", Type: "customer.subscription.updated", Created: c0 + 120}, []byte(`{}`), "h", event.SourceWebhook, event.StatusReceived, now)
+		dup := event.NewRecord(
+			event.ProviderStripe,
+			event.Envelope{ID: "evt_golden_sub_updated", Type: "customer.subscription.updated", Created: c0 + 120},
+			[]byte(`{}`),
+			"h",
+			event.SourceWebhook,
+			event.StatusReceived,
+			now,
+		)
 		if existing, err := w.events.Create(ctx, &dup); err != nil || existing == nil || existing.Status != event.StatusProcessed {
 			t.Errorf("redelivery of an erased event: %+v, %v; want the processed record", existing, err)
 		}

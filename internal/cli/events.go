@@ -133,9 +133,14 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return err
 	}
 	events := s.Events
-	page, err := events.List(ctx, store.Query{Status: st, Failing: o.failing, Since: since, Until: now, Type: o.typ, Account: o.account, Limit: o.limit, Cursor: o.next})
+	page, err := events.List(
+		ctx,
+		store.Query{Status: st, Failing: o.failing, Since: since, Until: now, Type: o.typ, Account: o.account, Limit: o.limit, Cursor: o.next},
+	)
 	if errors.Is(err, store.ErrBadCursor) {
-		return usagef("--next: this cursor belongs to another listing: repeat the --status or --failing, --since, --type and --account of the page that printed it")
+		return usagef(
+			"--next: this cursor belongs to another listing: repeat the --status or --failing, --since, --type and --account of the page that printed it",
+		)
 	}
 	if err != nil {
 		return a.tableHint(events.Table, err)

@@ -35,11 +35,26 @@ func TestErrorsAreClassifiedByTypeNotText(t *testing.T) {
 	}{
 		{name: "nothing listens", err: wrap(refused), nothingThere: true},
 		{name: "no table", err: wrap(&ddbtypes.ResourceNotFoundException{Message: new("Requested resource not found")}), nothingThere: true, noTable: true},
-		{name: "no queue", err: fmt.Errorf("find the webhook queue: %w", &sqstypes.QueueDoesNotExist{Message: new("The specified queue does not exist.")}), nothingThere: true},
+		{
+			name:         "no queue",
+			err:          fmt.Errorf("find the webhook queue: %w", &sqstypes.QueueDoesNotExist{Message: new("The specified queue does not exist.")}),
+			nothingThere: true,
+		},
 		{name: "no stack", err: &smithy.GenericAPIError{Code: "ValidationError", Message: "Stack with id webhook-inbox-prod does not exist"}, noStack: true},
-		{name: "denied on a table whose name says ResourceNotFound", err: wrap(denied("not authorized to perform dynamodb:GetItem on table/ResourceNotFound-audit")), nothingThere: false},
-		{name: "denied on a queue whose name says NonExistentQueue", err: denied("not authorized to perform sqs:GetQueueUrl on NonExistentQueue-test"), nothingThere: false},
-		{name: "a credentials failure that says does not exist", err: fmt.Errorf("get identity: get credentials: %w", errors.New(`profile "prod": the SSO session "corp" does not exist`))},
+		{
+			name:         "denied on a table whose name says ResourceNotFound",
+			err:          wrap(denied("not authorized to perform dynamodb:GetItem on table/ResourceNotFound-audit")),
+			nothingThere: false,
+		},
+		{
+			name:         "denied on a queue whose name says NonExistentQueue",
+			err:          denied("not authorized to perform sqs:GetQueueUrl on NonExistentQueue-test"),
+			nothingThere: false,
+		},
+		{
+			name: "a credentials failure that says does not exist",
+			err:  fmt.Errorf("get identity: get credentials: %w", errors.New(`profile "prod": the SSO session "corp" does not exist`)),
+		},
 		{name: "throttled", err: wrap(&smithy.GenericAPIError{Code: "ThrottlingException", Message: "connection refused by the rate limiter"})},
 	}
 	for _, tc := range tests {

@@ -99,7 +99,10 @@ func checkCustomerID(id string) error {
 		return nil
 	}
 	if strings.Contains(id, "@") {
-		return usagef("%s is an email, not a customer id (cus_...): the mirror keeps no customer's email to look it up by; find the customer id in Stripe's dashboard (Customers, search by email)", id)
+		return usagef(
+			"%s is an email, not a customer id (cus_...): the mirror keeps no customer's email to look it up by; find the customer id in Stripe's dashboard (Customers, search by email)",
+			id,
+		)
 	}
 	for _, k := range idKinds {
 		if strings.HasPrefix(id, k.prefix) {
@@ -130,7 +133,12 @@ func (a *app) neverSeen(ctx context.Context, s *ops.Stack, customer, account str
 	if account != "" {
 		who += " of account " + account
 	}
-	return neverSeenError{fmt.Sprintf("%s: never seen: no event about it and nothing in the mirror (check the id, --account, the stage and the mode: a test-mode id is not a live one)", who)}
+	return neverSeenError{
+		fmt.Sprintf(
+			"%s: never seen: no event about it and nothing in the mirror (check the id, --account, the stage and the mode: a test-mode id is not a live one)",
+			who,
+		),
+	}
 }
 
 // credentialsOK resolves cfg's credentials once, before any call: without

@@ -38,7 +38,11 @@ func (f *fakeMoveSQS) GetQueueAttributes(_ context.Context, in *sqs.GetQueueAttr
 	return &sqs.GetQueueAttributesOutput{Attributes: attrs}, nil
 }
 
-func (f *fakeMoveSQS) StartMessageMoveTask(_ context.Context, in *sqs.StartMessageMoveTaskInput, _ ...func(*sqs.Options)) (*sqs.StartMessageMoveTaskOutput, error) {
+func (f *fakeMoveSQS) StartMessageMoveTask(
+	_ context.Context,
+	in *sqs.StartMessageMoveTaskInput,
+	_ ...func(*sqs.Options),
+) (*sqs.StartMessageMoveTaskOutput, error) {
 	f.started = in
 	if f.startErr != nil {
 		return nil, f.startErr
@@ -57,7 +61,12 @@ func (f *fakeMoveSQS) ReceiveMessage(context.Context, *sqs.ReceiveMessageInput, 
 }
 
 func task(status string, moved, total int64) sqstypes.ListMessageMoveTasksResultEntry {
-	return sqstypes.ListMessageMoveTasksResultEntry{Status: aws.String(status), ApproximateNumberOfMessagesMoved: moved, ApproximateNumberOfMessagesToMove: aws.Int64(total), FailureReason: aws.String("CouldNotDetermineMessageSource")}
+	return sqstypes.ListMessageMoveTasksResultEntry{
+		Status:                            aws.String(status),
+		ApproximateNumberOfMessagesMoved:  moved,
+		ApproximateNumberOfMessagesToMove: aws.Int64(total),
+		FailureReason:                     aws.String("CouldNotDetermineMessageSource"),
+	}
 }
 
 func runFake(t *testing.T, fake *fakeMoveSQS, args ...string) result {
@@ -68,7 +77,9 @@ func runFake(t *testing.T, fake *fakeMoveSQS, args ...string) result {
 		getenv:  func(string) string { return "" },
 		wrapSQS: func(SQS) SQS { return fake },
 	}
-	full := append([]string{"--endpoint", "http://127.0.0.1:1", "--queue-url", "http://sqs.local/123456789012/main", "--dlq-url", "http://sqs.local/123456789012/dlq"}, args...)
+	full := append(
+		[]string{"--endpoint", "http://127.0.0.1:1", "--queue-url", "http://sqs.local/123456789012/main", "--dlq-url", "http://sqs.local/123456789012/dlq"},
+		args...)
 	code := a.run(context.Background(), full)
 	return result{args: args, stdout: out.String(), stderr: errb.String(), code: code}
 }
@@ -83,7 +94,8 @@ func TestRedriveFollowsAMoveTask(t *testing.T) {
 	if got.Method != "move_task" || got.Moved != 10 {
 		t.Errorf("got %+v, want 10 moved by move_task", got)
 	}
-	if aws.ToString(fake.started.SourceArn) != "arn:aws:sqs:us-east-1:123456789012:dlq" || aws.ToString(fake.started.DestinationArn) != "arn:aws:sqs:us-east-1:123456789012:main" {
+	if aws.ToString(fake.started.SourceArn) != "arn:aws:sqs:us-east-1:123456789012:dlq" ||
+		aws.ToString(fake.started.DestinationArn) != "arn:aws:sqs:us-east-1:123456789012:main" {
 		t.Errorf("task from %s to %s, want dlq to main", aws.ToString(fake.started.SourceArn), aws.ToString(fake.started.DestinationArn))
 	}
 	if fake.lists != 3 {

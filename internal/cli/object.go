@@ -54,7 +54,10 @@ type EntitlementJSON struct {
 func objectEvents(rs []event.Record) []ObjectEventJSON {
 	out := []ObjectEventJSON{}
 	for _, r := range rs {
-		out = append(out, ObjectEventJSON{ID: r.ID, Type: r.Type, Created: r.Created, Status: string(r.Status), Outcome: string(r.Outcome), ObjectID: r.ObjectID})
+		out = append(
+			out,
+			ObjectEventJSON{ID: r.ID, Type: r.Type, Created: r.Created, Status: string(r.Status), Outcome: string(r.Outcome), ObjectID: r.ObjectID},
+		)
 	}
 	return out
 }
@@ -133,8 +136,12 @@ func (a *app) object(ctx context.Context, id, account string, asJSON, data bool)
 			return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: a customer's access and subscriptions are inboxctl entitlement %s",
 				id, mr.Table, events.Table, strings.Replace(id, " of account ", " --account ", 1))
 		}
-		return fmt.Errorf("no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), --account, and --stage or the table flags",
-			id, mr.Table, events.Table)
+		return fmt.Errorf(
+			"no object %s in the mirror (%s) and no event about it in %s: check the id (sub_..., cus_..., in_...), --account, and --stage or the table flags",
+			id,
+			mr.Table,
+			events.Table,
+		)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)

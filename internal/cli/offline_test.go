@@ -65,7 +65,14 @@ func verifyCases(t *testing.T) []verifyCase {
 		{name: "verify_pasted_header_line", body: b, envSecret: secret, header: "Stripe-Signature: " + sig(b, now), code: 0},
 		{name: "verify_space_in_header", body: b, envSecret: secret, header: strings.Replace(sig(b, now), ",", ", ", 1), code: 1},
 		{name: "verify_replayed_fresh_t", body: b, envSecret: secret, header: fresh + "," + captured, code: 1},
-		{name: "verify_replayed_joined_headers", body: b, envSecret: secret, header: fresh + ",v1=" + strings.Repeat("0", 64) + "," + captured, args: []string{"--json"}, code: 1},
+		{
+			name:      "verify_replayed_joined_headers",
+			body:      b,
+			envSecret: secret,
+			header:    fresh + ",v1=" + strings.Repeat("0", 64) + "," + captured,
+			args:      []string{"--json"},
+			code:      1,
+		},
 		{name: "verify_malformed_header", body: b, envSecret: secret, header: "sha256=abc", code: 1},
 		{name: "verify_empty_header", body: b, envSecret: secret, header: "", code: 1},
 		{name: "verify_no_header_flag", body: b, envSecret: secret, noHeader: true, code: 2},
@@ -163,7 +170,10 @@ func TestVerifyAgreesWithTheReceiver(t *testing.T) {
 			}
 			// The receiver gets the header's value; a pasted name is not
 			// part of it.
-			_, got := v.Verify(context.Background(), provider.Request{Body: []byte(tc.body), Headers: map[string]string{"stripe-signature": headerValue(tc.header)}})
+			_, got := v.Verify(
+				context.Background(),
+				provider.Request{Body: []byte(tc.body), Headers: map[string]string{"stripe-signature": headerValue(tc.header)}},
+			)
 			want := provider.Problem(j.Problem).Err()
 			if j.Valid != (got == nil) || !errors.Is(got, want) || (want == nil) != (got == nil) {
 				t.Errorf("verify says %s (valid=%v), the receiver's Verifier says %v", j.Problem, j.Valid, got)

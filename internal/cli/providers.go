@@ -139,13 +139,22 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 	failed := 0
 	for _, d := range deliveries {
 		// A delivery is signed with one secret: the current one, listed first.
-		headers, err := provider.Sign(name, list[0], provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", URL: signURL, Body: d.body, Now: a.now()})
+		headers, err := provider.Sign(
+			name,
+			list[0],
+			provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", URL: signURL, Body: d.body, Now: a.now()},
+		)
 		if err != nil {
 			return usageError{err}
 		}
 		status, body, err := postWith(ctx, client, url, d.body, headers)
 		if err != nil {
-			return fmt.Errorf("POST %s: %w\n(is the local stack running with %s set? start it with `make dev`, or pass --url)", url, err, boot.WebhookSecretVariable(name))
+			return fmt.Errorf(
+				"POST %s: %w\n(is the local stack running with %s set? start it with `make dev`, or pass --url)",
+				url,
+				err,
+				boot.WebhookSecretVariable(name),
+			)
 		}
 		if status/100 != 2 {
 			failed++

@@ -24,12 +24,26 @@ const squareURL = "https://hooks.example.com/webhooks/square"
 // TestSendProvider sends each provider's samples to a stand-in that checks
 // them with the receiver's own verifiers.
 func TestSendProvider(t *testing.T) {
-	secrets := map[string]string{provider.GitHub: "gh secret", provider.Shopify: "shp secret", provider.Standard: standardTestSecret, provider.Paddle: "pdl_ntfset_send", provider.Razorpay: "rzp send", provider.LemonSqueezy: "ls send", provider.Square: "sq send", provider.LiveKit: "APIsend:lk send", provider.Twilio: "tw send"}
+	secrets := map[string]string{
+		provider.GitHub:       "gh secret",
+		provider.Shopify:      "shp secret",
+		provider.Standard:     standardTestSecret,
+		provider.Paddle:       "pdl_ntfset_send",
+		provider.Razorpay:     "rzp send",
+		provider.LemonSqueezy: "ls send",
+		provider.Square:       "sq send",
+		provider.LiveKit:      "APIsend:lk send",
+		provider.Twilio:       "tw send",
+	}
 	var mu sync.Mutex
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		name, ok := strings.CutPrefix(r.URL.Path, "/webhooks/")
-		v, err := provider.New(name, []string{secrets[name]}, provider.Options{Now: func() time.Time { return now }, Settings: map[string]string{provider.SettingURL: squareURL}})
+		v, err := provider.New(
+			name,
+			[]string{secrets[name]},
+			provider.Options{Now: func() time.Time { return now }, Settings: map[string]string{provider.SettingURL: squareURL}},
+		)
 		if !ok || err != nil {
 			http.Error(w, `{"error":"not found"}`, 404)
 			return
@@ -119,11 +133,27 @@ func TestEventByProvider(t *testing.T) {
 	w := newWorld(t, true)
 	ctx := context.Background()
 	body := []byte(`{"action":"opened","issue":{"number":1}}`)
-	gh := event.NewRecord(provider.GitHub, event.Envelope{ID: "evt_same", Type: "issues.opened"}, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, w.clock.Now())
+	gh := event.NewRecord(
+		provider.GitHub,
+		event.Envelope{ID: "evt_same", Type: "issues.opened"},
+		body,
+		ingest.Hash(body),
+		event.SourceWebhook,
+		event.StatusReceived,
+		w.clock.Now(),
+	)
 	if _, err := w.events.Create(ctx, &gh); err != nil {
 		t.Fatal(err)
 	}
-	shop := event.NewRecord(provider.Shopify, event.Envelope{ID: "evt_same", Type: "orders/create", Account: "s.myshopify.com", Created: 1796050800}, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, w.clock.Now())
+	shop := event.NewRecord(
+		provider.Shopify,
+		event.Envelope{ID: "evt_same", Type: "orders/create", Account: "s.myshopify.com", Created: 1796050800},
+		body,
+		ingest.Hash(body),
+		event.SourceWebhook,
+		event.StatusReceived,
+		w.clock.Now(),
+	)
 	if _, err := w.events.Create(ctx, &shop); err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,8 @@ func TestReconcileBackfill(t *testing.T) {
 		t.Errorf("messages: got %d, want 1", n)
 	}
 	rec, err := w.events.Get(ctx, "stripe", "evt_bf_history")
-	if err != nil || rec.Source != event.SourceBackfill || rec.Status != event.StatusProcessed || rec.Outcome != outcome.Backfilled || w.effectCount(rec.ID) != 0 {
+	if err != nil || rec.Source != event.SourceBackfill || rec.Status != event.StatusProcessed || rec.Outcome != outcome.Backfilled ||
+		w.effectCount(rec.ID) != 0 {
 		t.Errorf("backfilled record: %+v (%v), effects %d; want source backfill, processed, outcome backfilled, no effect", rec, err, w.effectCount(rec.ID))
 	}
 	// Once stored, history is not backfilled again.

@@ -116,7 +116,8 @@ func TestReplayOfAProcessedEventHasNoSecondEffect(t *testing.T) {
 	if n := w.effectCount("evt_once"); n != 1 {
 		t.Errorf("effects after the replays: got %d, want 1", n)
 	}
-	if after.Status != event.StatusProcessed || after.Attempts != before.Attempts || !after.ProcessedAt.Equal(before.ProcessedAt) || !after.StatusAt.Equal(before.StatusAt) {
+	if after.Status != event.StatusProcessed || after.Attempts != before.Attempts || !after.ProcessedAt.Equal(before.ProcessedAt) ||
+		!after.StatusAt.Equal(before.StatusAt) {
 		t.Errorf("record after the replays: got %s attempts %d processed_at %v; want it untouched (%s, %d, %v)",
 			after.Status, after.Attempts, after.ProcessedAt, before.Status, before.Attempts, before.ProcessedAt)
 	}

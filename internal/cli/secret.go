@@ -47,7 +47,10 @@ func (a *app) signingSecrets(s secretFlags) ([]string, error) {
 	case s.file != "" && s.dev:
 		return nil, usagef("--secret-file and --dev: pass one")
 	case s.dev && a.deployed():
-		return nil, usagef("--dev is the local stack's development secret; %s needs the endpoint's own: set STRIPE_WEBHOOK_SECRET or pass --secret-file", a.target())
+		return nil, usagef(
+			"--dev is the local stack's development secret; %s needs the endpoint's own: set STRIPE_WEBHOOK_SECRET or pass --secret-file",
+			a.target(),
+		)
 	case s.file != "":
 		return a.readSecretFile(s.file)
 	case s.dev:

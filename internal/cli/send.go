@@ -86,7 +86,12 @@ secret. Without one, send stops.`,
 	f.StringVar(&o.url, "url", "", "webhook URL (default: WEBHOOK_URL, else --stage's WebhookUrl output, else "+DefaultWebhookURL+")")
 	o.secret.register(cmd)
 	f.StringVar(&o.id, "id", "", "event id (default: random; with several types, a suffix per type)")
-	f.StringVar(&o.objectID, "object-id", "", "data.object.id (default: with --customer, that customer's own subscription sub_<suffix>; else a fresh id per send)")
+	f.StringVar(
+		&o.objectID,
+		"object-id",
+		"",
+		"data.object.id (default: with --customer, that customer's own subscription sub_<suffix>; else a fresh id per send)",
+	)
 	f.StringVar(&o.customer, "customer", "", "customer id of the object")
 	f.StringVar(&o.status, "status", "", "data.object.status (default: the usual one for the event type)")
 	f.StringVar(&o.apiVersion, "api-version", "", "api_version of the event (default: "+stripefixture.APIVersion+")")
@@ -96,8 +101,12 @@ secret. Without one, send stops.`,
 	f.BoolVar(&o.shuffle, "shuffle", false, "deliver in random order")
 	f.BoolVar(&o.asJSON, "json", false, "print each delivery as a JSON line")
 	f.BoolVar(&o.strict, "strict", false, "refuse a type the stack does not handle, instead of warning (stripe)")
-	f.StringVar(&o.provider, "provider", event.ProviderStripe,
-		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)")
+	f.StringVar(
+		&o.provider,
+		"provider",
+		event.ProviderStripe,
+		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)",
+	)
 	return cmd
 }
 

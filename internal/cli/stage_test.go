@@ -362,7 +362,8 @@ func TestStageWaitsForTheStackToSettle(t *testing.T) {
 			c.prefix = ""
 			c.env = map[string]string{"AWS_REGION": "us-east-1"}
 			c.pollEvery = time.Millisecond
-			r := c.run(ctx, append(append([]string{"--stage", stage}, endpointFlags(t)...), "--endpoint", "cloudformation="+cfn.URL, "event", "evt_settled", "--json")...).must(t, tc.code)
+			r := c.run(ctx, append(append([]string{"--stage", stage}, endpointFlags(t)...), "--endpoint", "cloudformation="+cfn.URL, "event", "evt_settled", "--json")...).
+				must(t, tc.code)
 			if !strings.Contains(r.stderr, tc.stderr) {
 				t.Errorf("stderr: got %q, want %q", r.stderr, tc.stderr)
 			}
@@ -508,7 +509,11 @@ func secretsEndpoint(t *testing.T, cfg aws.Config) string {
 	var got string
 	cfg.HTTPClient = &http.Client{Transport: roundTrip(func(r *http.Request) (*http.Response, error) {
 		got = r.URL.Scheme + "://" + r.URL.Host
-		return &http.Response{StatusCode: 200, Header: http.Header{}, Body: io.NopCloser(strings.NewReader(`{"Parameter":{"Type":"SecureString","Value":"v"}}`))}, nil
+		return &http.Response{
+			StatusCode: 200,
+			Header:     http.Header{},
+			Body:       io.NopCloser(strings.NewReader(`{"Parameter":{"Type":"SecureString","Value":"v"}}`)),
+		}, nil
 	})}
 	cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
 		return aws.Credentials{AccessKeyID: "test", SecretAccessKey: "test"}, nil

@@ -228,7 +228,10 @@ func bodies(t *testing.T, client *sqs.Client, url string) []string {
 	t.Helper()
 	var out []string
 	for {
-		res, err := client.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		res, err := client.ReceiveMessage(
+			context.Background(),
+			&sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -403,6 +406,16 @@ func (w *world) seed() {
 	w.setFail(dead.ID, errors.New("ledger: connection reset by peer"))
 	w.process(dead, 5)
 
-	w.store(body(w.t, "customer.updated", stripefixture.Options{ID: "evt_golden_received", Customer: "cus_golden", Created: c0 + 170}), event.SourceWebhook, event.StatusReceived, time.Time{})
-	w.store(body(w.t, "charge.succeeded", stripefixture.Options{ID: "evt_golden_ignored", Created: c0 + 180}), event.SourceWebhook, event.StatusIgnored, time.Time{})
+	w.store(
+		body(w.t, "customer.updated", stripefixture.Options{ID: "evt_golden_received", Customer: "cus_golden", Created: c0 + 170}),
+		event.SourceWebhook,
+		event.StatusReceived,
+		time.Time{},
+	)
+	w.store(
+		body(w.t, "charge.succeeded", stripefixture.Options{ID: "evt_golden_ignored", Created: c0 + 180}),
+		event.SourceWebhook,
+		event.StatusIgnored,
+		time.Time{},
+	)
 }

@@ -307,7 +307,12 @@ func (s *Server) checkForm(w http.ResponseWriter, r *http.Request) bool {
 	}
 	if subtle.ConstantTimeCompare([]byte(r.PostForm.Get("csrf")), []byte(s.csrf)) != 1 {
 		s.refuse(r, "form_token")
-		s.fail(w, r, http.StatusForbidden, "This form is not one the console made in this run (its form token is missing or old): go back, reload the page and try again.")
+		s.fail(
+			w,
+			r,
+			http.StatusForbidden,
+			"This form is not one the console made in this run (its form token is missing or old): go back, reload the page and try again.",
+		)
 		return false
 	}
 	return true

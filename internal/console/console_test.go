@@ -215,8 +215,14 @@ func newWorld(t *testing.T) *world {
 			objects: map[string]mirror.Snapshot{
 				"sub_golden": {ID: "sub_golden", Object: "subscription", Customer: "cus_golden", LastEventID: "evt_golden_sub", LastEventCreated: 1777636000,
 					LastEventType: "customer.subscription.updated", Data: []byte(`{"id":"sub_golden","status":"active","current_period_end":1780228000,"customer":"cus_golden"}`)},
-				"cus_golden": {ID: "cus_golden", Object: "customer", LastEventID: "evt_golden_cus", LastEventCreated: 1777600000, LastEventType: "customer.created",
-					Data: []byte(`{"id":"cus_golden","email":"jenny@example.com"}`)},
+				"cus_golden": {
+					ID:               "cus_golden",
+					Object:           "customer",
+					LastEventID:      "evt_golden_cus",
+					LastEventCreated: 1777600000,
+					LastEventType:    "customer.created",
+					Data:             []byte(`{"id":"cus_golden","email":"jenny@example.com"}`),
+				},
 			},
 			entitlements: map[string]mirror.Entitlement{
 				"cus_golden": {Customer: "cus_golden", Active: true, Price: "price_pro", Product: "prod_pro", Until: 1780228000,
@@ -229,29 +235,83 @@ func newWorld(t *testing.T) *world {
 				{Name: "stripe#0123abcd", Types: []string{"customer.subscription.created", "invoice.paid"}, DoneThrough: now.Add(-15 * time.Minute).Unix(),
 					UpdatedAt: at(9 * time.Minute), RunID: "run_aaaa", Seq: 12},
 				{Name: "stripe#4567ef01", Types: []string{"payment_intent.succeeded"}, DoneThrough: now.Add(-3 * time.Hour).Unix(),
-					WindowFrom: now.Add(-3 * time.Hour).Unix(), WindowTo: now.Add(-5 * time.Minute).Unix(), Cursor: "evt_cursor", CursorCreated: now.Add(-time.Hour).Unix(),
+					WindowFrom: now.Add(-3 * time.Hour).
+						Unix(),
+					WindowTo: now.Add(-5 * time.Minute).Unix(), Cursor: "evt_cursor", CursorCreated: now.Add(-time.Hour).Unix(),
 					UpdatedAt: at(9 * time.Minute), RunID: "run_aaaa", Seq: 40},
 			},
 			runs: []store.Run{
-				{ID: "run_aaaa", StartedAt: at(10 * time.Minute), Duration: 1234 * time.Millisecond, Outcome: "partial", Stopped: "max_pages", Listed: 5000, Missing: 2, Raced: 1, Stuck: 3, Pages: 50},
-				{ID: "run_bbbb", StartedAt: at(20 * time.Minute), Duration: 800 * time.Millisecond, Outcome: "failed", Error: "reconcile: stripe: 401 invalid API key", Pages: 0},
-				{ID: "run_cccc", StartedAt: at(30 * time.Minute), Duration: 300 * time.Millisecond, Outcome: "complete", Since: 24 * time.Hour, Listed: 12, Pages: 1},
+				{
+					ID:        "run_aaaa",
+					StartedAt: at(10 * time.Minute),
+					Duration:  1234 * time.Millisecond,
+					Outcome:   "partial",
+					Stopped:   "max_pages",
+					Listed:    5000,
+					Missing:   2,
+					Raced:     1,
+					Stuck:     3,
+					Pages:     50,
+				},
+				{
+					ID:        "run_bbbb",
+					StartedAt: at(20 * time.Minute),
+					Duration:  800 * time.Millisecond,
+					Outcome:   "failed",
+					Error:     "reconcile: stripe: 401 invalid API key",
+					Pages:     0,
+				},
+				{
+					ID:        "run_cccc",
+					StartedAt: at(30 * time.Minute),
+					Duration:  300 * time.Millisecond,
+					Outcome:   "complete",
+					Since:     24 * time.Hour,
+					Listed:    12,
+					Pages:     1,
+				},
 			},
 		},
 		actions: &fakeActions{
 			dlq: DLQ{QueueURL: "https://sqs.us-east-1.amazonaws.com/123456789012/webhook-inbox-prod-DeadLetterQueue", Approximate: 2, Messages: []DLQMessage{
-				{MessageID: "msg-1", SentAt: at(2 * time.Hour), Provider: "stripe", EventID: "evt_golden_dead", Type: "invoice.created", EventStatus: "dead_lettered", Attempts: 5, LastError: "ledger: connection reset by peer"},
+				{
+					MessageID:   "msg-1",
+					SentAt:      at(2 * time.Hour),
+					Provider:    "stripe",
+					EventID:     "evt_golden_dead",
+					Type:        "invoice.created",
+					EventStatus: "dead_lettered",
+					Attempts:    5,
+					LastError:   "ledger: connection reset by peer",
+				},
 				{MessageID: "msg-2", SentAt: at(26 * time.Hour), Body: "not json <b>"},
 			}},
 			health: healthFixture(),
 			replay: func(provider, id string, force, dryRun bool) ReplayResult {
 				if id == "evt_golden_perm" && !force {
-					return ReplayResult{ID: id, Status: "failed_permanent", Action: "skipped", Detail: "failed permanently (invoice has no line items); the processor will not claim it: fix the cause, then replay it with --force"}
+					return ReplayResult{
+						ID:     id,
+						Status: "failed_permanent",
+						Action: "skipped",
+						Detail: "failed permanently (invoice has no line items); the processor will not claim it: fix the cause, then replay it with --force",
+					}
 				}
 				if dryRun {
-					return ReplayResult{ID: id, Status: "failed", Action: "would_enqueue", Detail: "the processor claims it again; last error: effect unlock-account: billing service: 504 gateway timeout", Done: true}
+					return ReplayResult{
+						ID:     id,
+						Status: "failed",
+						Action: "would_enqueue",
+						Detail: "the processor claims it again; last error: effect unlock-account: billing service: 504 gateway timeout",
+						Done:   true,
+					}
 				}
-				return ReplayResult{ID: id, Status: "failed", Action: "enqueued", Detail: "the processor claims it again; last error: effect unlock-account: billing service: 504 gateway timeout", Done: true}
+				return ReplayResult{
+					ID:     id,
+					Status: "failed",
+					Action: "enqueued",
+					Detail: "the processor claims it again; last error: effect unlock-account: billing service: 504 gateway timeout",
+					Done:   true,
+				}
 			},
 			redrive: func(messageID string) RedriveResult {
 				moved := 2
@@ -271,7 +331,9 @@ func newWorld(t *testing.T) *world {
 	w.events.list = func(q store.Query) (store.Page, error) {
 		var out []event.Record
 		for _, r := range all {
-			if (q.Status == "" || r.Status == q.Status) && (!q.Failing || r.Status.IsFailing()) && (q.Type == "" || r.Type == q.Type) && !r.ReceivedAt.Before(q.Since) && !r.ReceivedAt.After(q.Until) {
+			if (q.Status == "" || r.Status == q.Status) && (!q.Failing || r.Status.IsFailing()) && (q.Type == "" || r.Type == q.Type) &&
+				!r.ReceivedAt.Before(q.Since) &&
+				!r.ReceivedAt.After(q.Until) {
 				out = append(out, r)
 			}
 		}
@@ -404,7 +466,11 @@ func TestActions(t *testing.T) {
 	golden(t, "redrive_one_done", w.do("POST", "/dlq/redrive", form("message", "msg-1")), 200)
 	golden(t, "redrive_one_gone", w.do("POST", "/dlq/redrive", form("message", "msg-gone")), 409)
 	golden(t, "redrive_all_done", w.do("POST", "/dlq/redrive", form()), 200)
-	wantReplays := []string{"stripe/evt_golden_failed force=false dry_run=false", "stripe/evt_golden_perm force=false dry_run=false", "stripe/evt_golden_perm force=true dry_run=false"}
+	wantReplays := []string{
+		"stripe/evt_golden_failed force=false dry_run=false",
+		"stripe/evt_golden_perm force=false dry_run=false",
+		"stripe/evt_golden_perm force=true dry_run=false",
+	}
 	if !slices.Equal(w.actions.replays, wantReplays) {
 		t.Errorf("replays: got %q, want %q", w.actions.replays, wantReplays)
 	}
@@ -456,7 +522,12 @@ func TestTokenIsRequired(t *testing.T) {
 	c := rec.Result().Cookies()
 	if rec.Code != http.StatusSeeOther || rec.Header().Get("Location") != RunPath(token)+"/events?status=failed" || len(c) != 1 ||
 		c[0].Name != "inboxctl_console_8080" || c[0].Value != token || !c[0].HttpOnly || c[0].SameSite != http.SameSiteStrictMode || c[0].Path != RunPath(token) {
-		t.Errorf("the token in the URL: got %d to %q with cookies %+v; want 303 to the URL without it, and a strict HttpOnly cookie on the run's path", rec.Code, rec.Header().Get("Location"), c)
+		t.Errorf(
+			"the token in the URL: got %d to %q with cookies %+v; want 303 to the URL without it, and a strict HttpOnly cookie on the run's path",
+			rec.Code,
+			rec.Header().Get("Location"),
+			c,
+		)
 	}
 	if got := w.do("GET", "/events", nil); got.Code != 200 || got.Header().Get("Content-Security-Policy") == "" {
 		t.Errorf("with the cookie: got %d, CSP %q", got.Code, got.Header().Get("Content-Security-Policy"))
@@ -539,7 +610,14 @@ func TestListingIsTheStoresOwn(t *testing.T) {
 	w.do("GET", "/events?next=CURSOR2&since=2026-04-30T12%3A00%3A00Z", nil)
 	day := time.Date(2026, 4, 30, 0, 0, 0, 0, time.UTC)
 	want := []store.Query{
-		{Provider: "stripe", Status: event.StatusDeadLettered, Type: "invoice.created", Since: day, Until: day.Add(24*time.Hour - time.Millisecond), Limit: store.DefaultPageSize},
+		{
+			Provider: "stripe",
+			Status:   event.StatusDeadLettered,
+			Type:     "invoice.created",
+			Since:    day,
+			Until:    day.Add(24*time.Hour - time.Millisecond),
+			Limit:    store.DefaultPageSize,
+		},
 		{Provider: "stripe", Since: now.Add(-24 * time.Hour), Until: now, Limit: store.DefaultPageSize},
 		{Provider: "stripe", Since: now.Add(-24 * time.Hour), Until: now, Limit: store.DefaultPageSize, Cursor: "CURSOR2"},
 	}

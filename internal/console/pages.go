@@ -61,7 +61,15 @@ type eventsView struct {
 
 func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := filter{Provider: q.Get("provider"), Status: q.Get("status"), Type: strings.TrimSpace(q.Get("type")), Account: strings.TrimSpace(q.Get("account")), Day: q.Get("day"), Since: q.Get("since"), Next: q.Get("next")}
+	f := filter{
+		Provider: q.Get("provider"),
+		Status:   q.Get("status"),
+		Type:     strings.TrimSpace(q.Get("type")),
+		Account:  strings.TrimSpace(q.Get("account")),
+		Day:      q.Get("day"),
+		Since:    q.Get("since"),
+		Next:     q.Get("next"),
+	}
 	if f.Provider == "" {
 		f.Provider = s.cfg.Providers[0]
 	}

@@ -63,7 +63,10 @@ func ids(t *testing.T, env *testenv.Stack, url string) []string {
 	t.Helper()
 	var out []string
 	for {
-		res, err := env.SQS.ReceiveMessage(context.Background(), &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
+		res, err := env.SQS.ReceiveMessage(
+			context.Background(),
+			&sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +175,17 @@ func TestReplayIsDoneOnlyWhenEnqueued(t *testing.T) {
 	} {
 		r, err := s.Replay(ctx, "", tc.id, tc.force, tc.dryRun)
 		if err != nil || r.Action != tc.action || r.Done != tc.done {
-			t.Errorf("replay %s (force %v, dry run %v): got %s, done %v (%v); want %s, done %v", tc.id, tc.force, tc.dryRun, r.Action, r.Done, err, tc.action, tc.done)
+			t.Errorf(
+				"replay %s (force %v, dry run %v): got %s, done %v (%v); want %s, done %v",
+				tc.id,
+				tc.force,
+				tc.dryRun,
+				r.Action,
+				r.Done,
+				err,
+				tc.action,
+				tc.done,
+			)
 		}
 	}
 	if main := ids(t, env, s.Queue); !slices.Equal(main, []string{"evt_processed"}) {

@@ -135,12 +135,18 @@ func TestProvisionAgainLeavesAnEnabledTTLAlone(t *testing.T) {
 	var ops []string
 	counted := dynamodb.NewFromConfig(s.AWS, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("count", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-				mu.Lock()
-				ops = append(ops, awsmiddleware.GetOperationName(ctx))
-				mu.Unlock()
-				return next.HandleInitialize(ctx, in)
-			}), middleware.After)
+			return st.Initialize.Add(
+				middleware.InitializeMiddlewareFunc(
+					"count",
+					func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+						mu.Lock()
+						ops = append(ops, awsmiddleware.GetOperationName(ctx))
+						mu.Unlock()
+						return next.HandleInitialize(ctx, in)
+					},
+				),
+				middleware.After,
+			)
 		})
 	})
 	p := &provision.Provisioner{DynamoDB: counted, SQS: s.SQS, Prefix: s.Prefix}

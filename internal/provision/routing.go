@@ -94,7 +94,11 @@ func (p *Provisioner) route(ctx context.Context, routing []template.Resource, re
 	}
 	name := RoutingStackName(p.Prefix)
 	if err := p.deployStack(ctx, name, string(body)); err != nil {
-		return fmt.Errorf("provision routing (%s): %w; the template's EventBridge destination needs an emulator whose CloudFormation and EventBridge run it: LocalStack (docs/localstack.md)", name, err)
+		return fmt.Errorf(
+			"provision routing (%s): %w; the template's EventBridge destination needs an emulator whose CloudFormation and EventBridge run it: LocalStack (docs/localstack.md)",
+			name,
+			err,
+		)
 	}
 	out, err := p.CloudFormation.DescribeStackResources(ctx, &cloudformation.DescribeStackResourcesInput{StackName: aws.String(name)})
 	if err != nil {

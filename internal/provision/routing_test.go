@@ -54,7 +54,10 @@ func TestRoutingIsCreatedFromTheTemplate(t *testing.T) {
 		_, err := p.Provision(ctx, s.Template)
 		t.Logf("moto: %v", err)
 		if err == nil || !strings.Contains(err.Error(), "LocalStack") {
-			t.Errorf("moto with a CloudFormation client: got %v, want the routing refused, naming LocalStack (if moto now runs it, run the EventBridge tests on moto too: docs/localstack.md)", err)
+			t.Errorf(
+				"moto with a CloudFormation client: got %v, want the routing refused, naming LocalStack (if moto now runs it, run the EventBridge tests on moto too: docs/localstack.md)",
+				err,
+			)
 		}
 		return
 	}
@@ -90,7 +93,10 @@ func TestRoutingIsCreatedFromTheTemplate(t *testing.T) {
 		t.Errorf("target: got %+v, want the ingress queue %s, retries 185 over 86400 s, dead letters to %s", tg, ingress.ARN, dlq.ARN)
 	}
 	for _, q := range []provision.Queue{ingress, dlq} {
-		attrs, err := s.SQS.GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}})
+		attrs, err := s.SQS.GetQueueAttributes(
+			ctx,
+			&sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNamePolicy}},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +112,8 @@ func TestRoutingIsCreatedFromTheTemplate(t *testing.T) {
 			t.Fatalf("%s's policy: %q (%v), want one statement", q.Name, attrs.Attributes["Policy"], err)
 		}
 		st := policy.Statement[0]
-		if st.Effect != "Allow" || st.Principal["Service"] != "events.amazonaws.com" || st.Action != "sqs:SendMessage" || st.Condition["ArnEquals"]["aws:SourceArn"] != aws.ToString(rule.Arn) {
+		if st.Effect != "Allow" || st.Principal["Service"] != "events.amazonaws.com" || st.Action != "sqs:SendMessage" ||
+			st.Condition["ArnEquals"]["aws:SourceArn"] != aws.ToString(rule.Arn) {
 			t.Errorf("%s's policy: got %+v, want only the rule %s allowed to send", q.Name, st, aws.ToString(rule.Arn))
 		}
 	}

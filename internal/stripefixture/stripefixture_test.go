@@ -31,7 +31,8 @@ func TestBuildMakesEventsThePipelineReads(t *testing.T) {
 			if tc.object == "customer" {
 				wantObj = "cus_1"
 			}
-			if env.ID != "evt_x" || env.Type != tc.typ || env.Created != 42 || env.ObjectType != tc.object || env.ObjectID != wantObj || env.APIVersion != APIVersion {
+			if env.ID != "evt_x" || env.Type != tc.typ || env.Created != 42 || env.ObjectType != tc.object || env.ObjectID != wantObj ||
+				env.APIVersion != APIVersion {
 				t.Errorf("envelope: got %+v", env)
 			}
 		})

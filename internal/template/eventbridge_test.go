@@ -50,8 +50,15 @@ func TestStripeEventBridgeDestinationIsWiredAsDocumented(t *testing.T) {
 	st := statements[0].(map[string]any)
 	_, source, _ := Symbol(st["Condition"].(map[string]any)["ArnEquals"].(map[string]any)["aws:SourceArn"])
 	if !reflect.DeepEqual(queues, []string{"IngressQueue", "IngressDeadLetterQueue"}) || len(statements) != 1 || st["Effect"] != "Allow" ||
-		!reflect.DeepEqual(st["Principal"], map[string]any{"Service": "events.amazonaws.com"}) || st["Action"] != "sqs:SendMessage" || source != (GetAtt{"StripeEventRule", "Arn"}) {
-		t.Errorf("IngressQueuePolicy: got queues %v, statements %v; want both queues, sqs:SendMessage for events.amazonaws.com on StripeEventRule's ARN only", queues, statements)
+		!reflect.DeepEqual(
+			st["Principal"],
+			map[string]any{"Service": "events.amazonaws.com"},
+		) || st["Action"] != "sqs:SendMessage" || source != (GetAtt{"StripeEventRule", "Arn"}) {
+		t.Errorf(
+			"IngressQueuePolicy: got queues %v, statements %v; want both queues, sqs:SendMessage for events.amazonaws.com on StripeEventRule's ARN only",
+			queues,
+			statements,
+		)
 	}
 
 	ingress, _ := tmpl.Resource("IngressQueue")
@@ -79,7 +86,12 @@ func TestStripeEventBridgeDestinationIsWiredAsDocumented(t *testing.T) {
 	}
 	visibility, _ := Int(ingress.Properties["VisibilityTimeout"])
 	if src.Queue.LogicalID != "IngressQueue" || src.BatchSize != 10 || !src.ReportBatchItemFailures || src.MaxConcurrency < 2 || visibility < f.Timeout {
-		t.Errorf("the bridge's event source: got %+v, timeout %d s, visibility %d s; want the ingress queue, batches of 10 with partial failures, bounded concurrency, the timeout within the visibility", src, f.Timeout, visibility)
+		t.Errorf(
+			"the bridge's event source: got %+v, timeout %d s, visibility %d s; want the ingress queue, batches of 10 with partial failures, bounded concurrency, the timeout within the visibility",
+			src,
+			f.Timeout,
+			visibility,
+		)
 	}
 	for _, k := range []string{"EVENTBRIDGE_SOURCE", "EVENTBRIDGE_ACCOUNT", "INGRESS_DLQ_URL"} {
 		if f.Environment[k] == nil {

@@ -100,7 +100,10 @@ func Parse(data []byte, overrides map[string]string) (*Template, error) {
 		return nil, fmt.Errorf("template: %w", err)
 	}
 	if len(unsupportedSeen) > 0 {
-		return nil, fmt.Errorf("template: %s: not evaluated by the local template loader (it asks AWS about AWS-specific parameter types)", strings.Join(unsupportedSeen, ", "))
+		return nil, fmt.Errorf(
+			"template: %s: not evaluated by the local template loader (it asks AWS about AWS-specific parameter types)",
+			strings.Join(unsupportedSeen, ", "),
+		)
 	}
 	var doc map[string]any
 	if err := json.Unmarshal(out, &doc); err != nil {

@@ -486,8 +486,18 @@ func TestKmsKeyArnEncryptsEverythingAndGrantsTheFunctions(t *testing.T) {
 			sids := policySids(t, tmpl, id)
 			for sid, g := range want {
 				st, ok := sids[sid]
-				if ok != withKey || (ok && (!reflect.DeepEqual(st["Action"], g.action) || st["Resource"] != key || !reflect.DeepEqual(st["Condition"], g.condition))) {
-					t.Errorf("key %v: %s %s: got %v (present %v), want %v on the key with condition %v, only with KmsKeyArn", withKey, id, sid, st, ok, g.action, g.condition)
+				if ok != withKey ||
+					(ok && (!reflect.DeepEqual(st["Action"], g.action) || st["Resource"] != key || !reflect.DeepEqual(st["Condition"], g.condition))) {
+					t.Errorf(
+						"key %v: %s %s: got %v (present %v), want %v on the key with condition %v, only with KmsKeyArn",
+						withKey,
+						id,
+						sid,
+						st,
+						ok,
+						g.action,
+						g.condition,
+					)
 				}
 			}
 			for sid, st := range sids {

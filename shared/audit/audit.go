@@ -99,22 +99,26 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 	// Each page's repairs are stamped with the time before it was
 	// requested: the API's state is at least that recent.
 	asked := now()
-	err := a.API.ListSubscriptions(ctx, stripeapi.SubscriptionQuery{StartingAfter: o.StartingAfter, Account: o.Account}, func(p stripeapi.SubscriptionPage) (bool, error) {
-		res.Pages++
-		if err := a.page(ctx, p, asked, o, &res); err != nil {
-			return false, err
-		}
-		for _, raw := range p.Subscriptions {
-			after = idOf(raw)
-			listed[after] = true
-		}
-		asked = now()
-		if o.MaxPages > 0 && res.Pages >= o.MaxPages && p.HasMore {
-			res.Cursor = after
-			return false, nil
-		}
-		return true, nil
-	})
+	err := a.API.ListSubscriptions(
+		ctx,
+		stripeapi.SubscriptionQuery{StartingAfter: o.StartingAfter, Account: o.Account},
+		func(p stripeapi.SubscriptionPage) (bool, error) {
+			res.Pages++
+			if err := a.page(ctx, p, asked, o, &res); err != nil {
+				return false, err
+			}
+			for _, raw := range p.Subscriptions {
+				after = idOf(raw)
+				listed[after] = true
+			}
+			asked = now()
+			if o.MaxPages > 0 && res.Pages >= o.MaxPages && p.HasMore {
+				res.Cursor = after
+				return false, nil
+			}
+			return true, nil
+		},
+	)
 	if err != nil {
 		// Where it got to: the next run resumes there.
 		res.Cursor = after

@@ -201,11 +201,28 @@ func (r *Reader) checkSecretSources() {
 	for _, local := range slices.Sorted(maps.Keys(secretParameters)) {
 		param := secretParameters[local]
 		if r.inLambda() && strings.TrimSpace(r.env(local)) != "" {
-			r.errs = append(r.errs, fmt.Errorf("%s is set in the function's environment: in Lambda a secret comes only from the SSM SecureString parameter %s names; remove the variable (and rotate the secret it exposed)", local, param))
+			r.errs = append(
+				r.errs,
+				fmt.Errorf(
+					"%s is set in the function's environment: in Lambda a secret comes only from the SSM SecureString parameter %s names; remove the variable (and rotate the secret it exposed)",
+					local,
+					param,
+				),
+			)
 		}
 		name := strings.TrimSpace(r.env(param))
 		if stage != "" && name != "" && !strings.Contains(name+"/", "/"+stage+"/") {
-			r.errs = append(r.errs, fmt.Errorf("%s=%s is not one of stage %s's parameters: its path must have %q as a segment (like /webhook-inbox/%s/stripe/...)", param, name, stage, stage, stage))
+			r.errs = append(
+				r.errs,
+				fmt.Errorf(
+					"%s=%s is not one of stage %s's parameters: its path must have %q as a segment (like /webhook-inbox/%s/stripe/...)",
+					param,
+					name,
+					stage,
+					stage,
+					stage,
+				),
+			)
 		}
 	}
 }

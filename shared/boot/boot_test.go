@@ -48,7 +48,10 @@ func TestHandledTypeListMatchesHandledTypes(t *testing.T) {
 
 func TestEffectTypesAreHandled(t *testing.T) {
 	reg := &effect.Registry{}
-	reg.On(effect.Func{HandlerName: "refund-notice", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }}, "charge.refunded")
+	reg.On(
+		effect.Func{HandlerName: "refund-notice", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }},
+		"charge.refunded",
+	)
 	if !HandledTypes(envMap(nil), reg)("charge.refunded") {
 		t.Error("a type the team registered an effect for is not accepted: its events would be recorded as ignored")
 	}

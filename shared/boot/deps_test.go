@@ -42,14 +42,34 @@ func TestDependencies(t *testing.T) {
 		stripe []string
 	}{
 		"receiver": {
-			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi", module + "shared/githubapi", gogithub}, everywhere...),
-			stripe:    []string{stripe, stripe + "/form", stripe + "/webhook"},
+			forbidden: append(
+				[]string{
+					module + "shared/reconcile",
+					module + "shared/mirror",
+					module + "shared/processor",
+					module + "shared/stripeapi",
+					module + "shared/githubapi",
+					gogithub,
+				},
+				everywhere...),
+			stripe: []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
 		// The bridge (Stripe's EventBridge destination) stores and queues,
 		// as the receiver does, and verifies no signature of its own.
 		"bridge": {
-			forbidden: append([]string{module + "shared/reconcile", module + "shared/mirror", module + "shared/processor", module + "shared/stripeapi", module + "shared/githubapi", module + "shared/receiver", module + "shared/provider", gogithub}, everywhere...),
-			stripe:    []string{stripe, stripe + "/form", stripe + "/webhook"},
+			forbidden: append(
+				[]string{
+					module + "shared/reconcile",
+					module + "shared/mirror",
+					module + "shared/processor",
+					module + "shared/stripeapi",
+					module + "shared/githubapi",
+					module + "shared/receiver",
+					module + "shared/provider",
+					gogithub,
+				},
+				everywhere...),
+			stripe: []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
 		"processor":  {forbidden: append([]string{module + "shared/reconcile", module + "shared/githubapi", gogithub}, everywhere...)},
 		"reconciler": {forbidden: everywhere},

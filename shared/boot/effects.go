@@ -139,14 +139,26 @@ func (r *Reader) effectSecret(effectName, name string, granted bool, path string
 	local := EffectSecretVariable(name)
 	if v := strings.TrimSpace(r.env(local)); v != "" {
 		if r.inLambda() {
-			r.Fail(fmt.Errorf("%s is set in the function's environment: in Lambda a secret comes only from its SSM SecureString parameter; remove the variable (and rotate the secret it exposed)", local))
+			r.Fail(
+				fmt.Errorf(
+					"%s is set in the function's environment: in Lambda a secret comes only from its SSM SecureString parameter; remove the variable (and rotate the secret it exposed)",
+					local,
+				),
+			)
 			return nil
 		}
 		return secrets.Fixed(local, v)
 	}
 	if !granted || path == "" {
-		r.Fail(fmt.Errorf("effect %s reads the secret %s: name it in EFFECT_SECRETS (parameter EffectSecrets) and store it as the SecureString /webhook-inbox/<stage>/effects/%s (or set %s outside Lambda)",
-			effectName, name, name, local))
+		r.Fail(
+			fmt.Errorf(
+				"effect %s reads the secret %s: name it in EFFECT_SECRETS (parameter EffectSecrets) and store it as the SecureString /webhook-inbox/<stage>/effects/%s (or set %s outside Lambda)",
+				effectName,
+				name,
+				name,
+				local,
+			),
+		)
 		return nil
 	}
 	return secrets.FromParameter(r.ssm, path+name)

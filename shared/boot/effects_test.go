@@ -21,11 +21,13 @@ import (
 // counted declares an effect that counts how often it is built.
 func counted(built *atomic.Int32, optional bool) *effect.Registry {
 	r := &effect.Registry{}
-	r.Add(effect.Spec{Name: "notify", Types: []string{"charge.refunded"}, Settings: []string{"NOTIFY_URL"}, Secrets: []string{"notify-token"}, Optional: optional,
-		New: func(c effect.Config) (effect.Handler, error) {
-			built.Add(1)
-			return effect.Func{HandlerName: "notify", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }}, nil
-		}})
+	r.Add(
+		effect.Spec{Name: "notify", Types: []string{"charge.refunded"}, Settings: []string{"NOTIFY_URL"}, Secrets: []string{"notify-token"}, Optional: optional,
+			New: func(c effect.Config) (effect.Handler, error) {
+				built.Add(1)
+				return effect.Func{HandlerName: "notify", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }}, nil
+			}},
+	)
 	return r
 }
 
@@ -122,7 +124,8 @@ func TestTheExampleEffectIsOffUntilConfigured(t *testing.T) {
 		t.Errorf("configured: %v", err)
 	}
 	delete(env, "EFFECT_SECRETS")
-	if _, err := processorboot.New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err == nil || !strings.Contains(err.Error(), "billing-api-token") {
+	if _, err := processorboot.New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err == nil ||
+		!strings.Contains(err.Error(), "billing-api-token") {
 		t.Errorf("configured without its secret: got %v, want an error naming billing-api-token", err)
 	}
 	if got := boot.EffectSecretVariable("billing-api-token"); got != "EFFECT_SECRET_BILLING_API_TOKEN" {

@@ -55,7 +55,11 @@ func TestEventBridgeRuleRoutesTheHandledTypes(t *testing.T) {
 		got = append(got, fmt.Sprint(v))
 	}
 	if !slices.Equal(got, want) {
-		t.Errorf("StripeEventRule's detail-type:\n got  %v\n want %v (the handled types)\nrun: go test ./shared/boot -run TestEventBridgeRuleRoutesTheHandledTypes -update", got, want)
+		t.Errorf(
+			"StripeEventRule's detail-type:\n got  %v\n want %v (the handled types)\nrun: go test ./shared/boot -run TestEventBridgeRuleRoutesTheHandledTypes -update",
+			got,
+			want,
+		)
 	}
 	if src := fmt.Sprint(pattern["source"]); src != "[map[prefix:"+bridge.PartnerSourcePrefix+"]]" {
 		t.Errorf("StripeEventRule's source: got %s, want a prefix of %s", src, bridge.PartnerSourcePrefix)

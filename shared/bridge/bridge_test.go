@@ -134,15 +134,26 @@ func snapshot(id, typ string, livemode bool) string {
 
 // thin is a Stripe thin event.
 func thin(id, typ string) string {
-	return fmt.Sprintf(`{"id":%q,"object":"v2.core.event","type":%q,"livemode":false,"created":"2027-01-15T08:00:00.123Z","related_object":{"id":"in_%s","type":"invoice","url":"/v1/invoices/in_%s"}}`, id, typ, id, id)
+	return fmt.Sprintf(
+		`{"id":%q,"object":"v2.core.event","type":%q,"livemode":false,"created":"2027-01-15T08:00:00.123Z","related_object":{"id":"in_%s","type":"invoice","url":"/v1/invoices/in_%s"}}`,
+		id,
+		typ,
+		id,
+		id,
+	)
 }
 
 // envelope is the EventBridge event Stripe's partner source puts on the
 // bus, as the rule's SQS target delivers it: the nine fields, detail the
 // Stripe event.
 func envelope(src, acct, detailType, detail string) string {
-	return fmt.Sprintf(`{"version":"0","id":"6a7e8feb-b491-4cf7-a9f1-bf3703467718","detail-type":%q,"source":%q,"account":%q,"time":"2027-01-15T08:00:00Z","region":"us-east-1","resources":[],"detail":%s}`,
-		detailType, src, acct, detail)
+	return fmt.Sprintf(
+		`{"version":"0","id":"6a7e8feb-b491-4cf7-a9f1-bf3703467718","detail-type":%q,"source":%q,"account":%q,"time":"2027-01-15T08:00:00Z","region":"us-east-1","resources":[],"detail":%s}`,
+		detailType,
+		src,
+		acct,
+		detail,
+	)
 }
 
 func msg(id, body string) events.SQSMessage {
@@ -220,7 +231,8 @@ func TestOutcomes(t *testing.T) {
 				t.Fatalf("log lines: got %d, want 1\n%s", len(lines), f.logs)
 			}
 			l := lines[0]
-			if l["msg"] != "eventbridge event" || l["outcome"] != string(tc.want) || l["events"] != 1.0 || l["function"] != "bridge" || l["message_id"] != "m1" {
+			if l["msg"] != "eventbridge event" || l["outcome"] != string(tc.want) || l["events"] != 1.0 || l["function"] != "bridge" ||
+				l["message_id"] != "m1" {
 				t.Errorf("log line: got %v, want outcome %s, events 1, function bridge, message_id m1", l, tc.want)
 			}
 			if _, ok := l["_aws"]; !ok {
@@ -255,7 +267,12 @@ func TestOutcomes(t *testing.T) {
 				t.Fatalf("stored: got %v, want %v", stored, tc.stored)
 			}
 			if stored && (rec.Source != event.SourceEventBridge || rec.Created == 0 || rec.ObjectID != "in_evt_1") {
-				t.Errorf("record: got source %s, created %d, object %s; want eventbridge, the event's creation, in_evt_1", rec.Source, rec.Created, rec.ObjectID)
+				t.Errorf(
+					"record: got source %s, created %d, object %s; want eventbridge, the event's creation, in_evt_1",
+					rec.Source,
+					rec.Created,
+					rec.ObjectID,
+				)
 			}
 			if got := len(f.queue.sent) == 1; got != tc.enqueued {
 				t.Errorf("enqueued: got %v, want %v", got, tc.enqueued)
@@ -275,7 +292,8 @@ func TestThinEventIsStoredAsItCame(t *testing.T) {
 	}
 	rec, ok := f.store.get("evt_thin")
 	want := time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC).Unix()
-	if !ok || rec.Created != want || rec.ObjectID != "in_evt_thin" || rec.ObjectType != "invoice" || string(rec.Payload) != detail || rec.Status != event.StatusIgnored {
+	if !ok || rec.Created != want || rec.ObjectID != "in_evt_thin" || rec.ObjectType != "invoice" || string(rec.Payload) != detail ||
+		rec.Status != event.StatusIgnored {
 		t.Errorf("record: got %+v (%v); want created %d, object in_evt_thin (invoice), the detail as payload, ignored", rec, ok, want)
 	}
 }
@@ -335,7 +353,8 @@ func TestRejectedMessageIsRetriedWhenItCannotBeMoved(t *testing.T) {
 		t.Errorf("batch item failures: got %+v, want the message", resp.BatchItemFailures)
 	}
 	l := f.lines(t)[0]
-	if l["outcome"] != string(outcome.RejectedMalformed) || l["dead_letter_failures"] != 1.0 || l["level"] != "ERROR" || !strings.Contains(fmt.Sprint(l["dead_letter_error"]), "access denied") {
+	if l["outcome"] != string(outcome.RejectedMalformed) || l["dead_letter_failures"] != 1.0 || l["level"] != "ERROR" ||
+		!strings.Contains(fmt.Sprint(l["dead_letter_error"]), "access denied") {
 		t.Errorf("log line: got %v, want rejected_malformed, dead_letter_failures 1, level ERROR and the send's error", l)
 	}
 }
@@ -383,7 +402,10 @@ func TestDeadlineLeavesRoomToAnswer(t *testing.T) {
 	f.h.cfg.Ingester.Store = hangingStore{}
 	ctx, cancel := context.WithTimeout(context.Background(), answerReserve+200*time.Millisecond)
 	defer cancel()
-	resp, err := f.h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{msg("m1", envelope(source, account, "invoice.paid", snapshot("evt_1", "invoice.paid", false)))}})
+	resp, err := f.h.Handle(
+		ctx,
+		events.SQSEvent{Records: []events.SQSMessage{msg("m1", envelope(source, account, "invoice.paid", snapshot("evt_1", "invoice.paid", false)))}},
+	)
 	if err != nil || ctx.Err() != nil {
 		t.Fatalf("got %v, context %v; want an answer before the deadline", err, ctx.Err())
 	}

@@ -97,8 +97,10 @@ func (f *Forward) Handle(ctx context.Context, ev Event) ([]types.TransactWriteIt
 	case resp.StatusCode >= 200 && resp.StatusCode < 300:
 		return nil, nil
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
-		return nil, &fault.Permanent{Err: fmt.Errorf("forward: application answered %d, a redirect%s: the forward effect follows none; set the target to the final address",
-			resp.StatusCode, redirectHost(resp.Header.Get("Location")))}
+		return nil, &fault.Permanent{
+			Err: fmt.Errorf("forward: application answered %d, a redirect%s: the forward effect follows none; set the target to the final address",
+				resp.StatusCode, redirectHost(resp.Header.Get("Location"))),
+		}
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 		return nil, fmt.Errorf("forward: application answered %d", resp.StatusCode)
 	default:

@@ -137,9 +137,12 @@ func TestForwardSendsNothingInPlainHTTPBeyondThisMachine(t *testing.T) {
 }
 
 func TestForwardNetworkErrorsNameTheHostOnly(t *testing.T) {
-	f := &Forward{URL: "https://app.example.com/hooks/t0ken?key=s3cret", Client: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
-		return nil, errors.New("connection refused")
-	})}}
+	f := &Forward{
+		URL: "https://app.example.com/hooks/t0ken?key=s3cret",
+		Client: &http.Client{Transport: roundTripFunc(func(*http.Request) (*http.Response, error) {
+			return nil, errors.New("connection refused")
+		})},
+	}
 	_, err := f.Handle(context.Background(), Event{Record: event.Record{ID: "evt_1"}, Payload: []byte(`{}`)})
 	if err == nil || fault.IsPermanent(err) {
 		t.Fatalf("got %v, want a retryable error", err)

@@ -80,7 +80,8 @@ func TestSendFollowsNoRedirectAndNamesTheHostOnly(t *testing.T) {
 
 	req, _ = http.NewRequest(http.MethodPost, "http://127.0.0.1:1/hook?token=s3cret", strings.NewReader("{}"))
 	_, err = Send(nil, req)
-	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "/hook") || !strings.Contains(err.Error(), "POST to host 127.0.0.1:1") {
+	if err == nil || strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "/hook") ||
+		!strings.Contains(err.Error(), "POST to host 127.0.0.1:1") {
 		t.Errorf("error %v: want the host only", err)
 	}
 }

@@ -36,7 +36,16 @@ func TestDecodeEnvelope(t *testing.T) {
 		{
 			name:    "other API version and connect account",
 			payload: `{"id":"evt_2","object":"event","type":"invoice.paid","created":5,"livemode":true,"api_version":"2020-08-27","account":"acct_9","data":{"object":{"object":"invoice","id":"in_1","lines":{"data":[1,2,{"x":null}]}}}}`,
-			want:    Envelope{ID: "evt_2", Type: "invoice.paid", Created: 5, Livemode: true, APIVersion: "2020-08-27", Account: "acct_9", ObjectID: "in_1", ObjectType: "invoice"},
+			want: Envelope{
+				ID:         "evt_2",
+				Type:       "invoice.paid",
+				Created:    5,
+				Livemode:   true,
+				APIVersion: "2020-08-27",
+				Account:    "acct_9",
+				ObjectID:   "in_1",
+				ObjectType: "invoice",
+			},
 		},
 		{
 			name:    "escaped strings and nulls",
@@ -69,7 +78,11 @@ func TestDecodeEnvelope(t *testing.T) {
 		// Repeated keys: encoding/json's rule, the one every reader of the
 		// payload applies (see the package doc).
 		{name: "repeated id: the last wins", payload: `{"id":"evt_1","type":"t","id":"evt_2"}`, want: Envelope{ID: "evt_2", Type: "t"}},
-		{name: "repeated type: the last wins", payload: `{"id":"evt_1","type":"invoice.paid","type":"invoice.voided"}`, want: Envelope{ID: "evt_1", Type: "invoice.voided"}},
+		{
+			name:    "repeated type: the last wins",
+			payload: `{"id":"evt_1","type":"invoice.paid","type":"invoice.voided"}`,
+			want:    Envelope{ID: "evt_1", Type: "invoice.voided"},
+		},
 		{name: "repeated id, the first not a string", payload: `{"id":10,"id":"evt_1","type":"t"}`, wantErr: event.ErrMalformed},
 		{name: "id spelled with an escape", payload: `{"id":"evt_1","type":"t","\u0069d":"evt_2"}`, want: Envelope{ID: "evt_2", Type: "t"}},
 		{name: "id in another case", payload: `{"ID":"evt_1","Type":"t"}`, want: Envelope{ID: "evt_1", Type: "t"}},

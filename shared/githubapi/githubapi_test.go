@@ -81,7 +81,10 @@ func TestListsEveryPageNewestFirstWithinThreeDays(t *testing.T) {
 	// One too old to be kept, then 230 within the three days.
 	fake.Record(hook, githubfake.Delivery{GUID: "old", Event: "push", StatusCode: 500, DeliveredAt: now.Add(-githubapi.Retention - time.Minute)})
 	for i := range 230 {
-		fake.Record(hook, githubfake.Delivery{GUID: fmt.Sprintf("g%03d", i), Event: "push", StatusCode: 200, DeliveredAt: now.Add(-time.Duration(230-i) * time.Minute)})
+		fake.Record(
+			hook,
+			githubfake.Delivery{GUID: fmt.Sprintf("g%03d", i), Event: "push", StatusCode: 200, DeliveredAt: now.Add(-time.Duration(230-i) * time.Minute)},
+		)
 	}
 	c := newClient(t, fake, githubapi.Config{})
 	h := githubapi.Hook{Kind: githubapi.KindRepo, Owner: "acme", Repo: "shop", ID: 12}

@@ -14,7 +14,16 @@ func TestIngest(t *testing.T) {
 	payload := []byte(`{"id":"evt_1"}`)
 	env := event.Envelope{ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1"}
 	existing := func(st event.Status, hash string) *event.Record {
-		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "invoice.paid", Created: 7, ObjectID: "in_1", Status: st, PayloadHash: hash, Source: event.SourceWebhook}
+		return &event.Record{
+			Provider:    "stripe",
+			ID:          "evt_1",
+			Type:        "invoice.paid",
+			Created:     7,
+			ObjectID:    "in_1",
+			Status:      st,
+			PayloadHash: hash,
+			Source:      event.SourceWebhook,
+		}
 	}
 	same := Hash(payload)
 	tests := []struct {
@@ -34,9 +43,19 @@ func TestIngest(t *testing.T) {
 		{name: "duplicate of ignored", existing: existing(event.StatusIgnored, same), wantOutcome: outcome.Duplicate},
 		{name: "duplicate while processing", existing: existing(event.StatusProcessing, same), wantOutcome: outcome.Duplicate},
 		{name: "duplicate of dead-lettered", existing: existing(event.StatusDeadLettered, same), wantOutcome: outcome.Duplicate},
-		{name: "received: the earlier enqueue may have failed, so enqueue again", existing: existing(event.StatusReceived, same), wantOutcome: outcome.Requeued, wantSent: 1},
+		{
+			name:        "received: the earlier enqueue may have failed, so enqueue again",
+			existing:    existing(event.StatusReceived, same),
+			wantOutcome: outcome.Requeued,
+			wantSent:    1,
+		},
 		{name: "failed: enqueue again", existing: existing(event.StatusFailed, same), wantOutcome: outcome.Requeued, wantSent: 1},
-		{name: "same id, other payload: original kept, conflict flagged", existing: existing(event.StatusProcessed, "other"), wantOutcome: outcome.Duplicate, wantConflict: true},
+		{
+			name:         "same id, other payload: original kept, conflict flagged",
+			existing:     existing(event.StatusProcessed, "other"),
+			wantOutcome:  outcome.Duplicate,
+			wantConflict: true,
+		},
 		{name: "reconciler's copy differs from the webhook's: not a conflict", existing: func() *event.Record {
 			r := existing(event.StatusProcessed, "api-copy")
 			r.Source = event.SourceReconciler
@@ -44,7 +63,13 @@ func TestIngest(t *testing.T) {
 		}(), wantOutcome: outcome.Duplicate},
 		{name: "store down", storeErr: errors.New("dynamodb unavailable"), wantErr: ErrPersist},
 		{name: "queue down after the put", queueErr: errors.New("sqs unavailable"), wantOutcome: outcome.Stored, wantErr: ErrEnqueue},
-		{name: "queue down when requeueing", existing: existing(event.StatusReceived, same), queueErr: errors.New("sqs unavailable"), wantOutcome: outcome.Requeued, wantErr: ErrEnqueue},
+		{
+			name:        "queue down when requeueing",
+			existing:    existing(event.StatusReceived, same),
+			queueErr:    errors.New("sqs unavailable"),
+			wantOutcome: outcome.Requeued,
+			wantErr:     ErrEnqueue,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,7 +12,11 @@ import (
 func TestAttrsMakeAnEmbeddedMetricFormatLine(t *testing.T) {
 	var buf bytes.Buffer
 	log := slog.New(slog.NewJSONHandler(&buf, nil))
-	log.LogAttrs(context.Background(), slog.LevelInfo, "webhook", Attrs(time.UnixMilli(1700000000123), []Dim{{"function", "receiver"}, {"outcome", "stored"}}, C("requests", 1), Ms("latency", 1500*time.Microsecond))...)
+	log.LogAttrs(
+		context.Background(),
+		slog.LevelInfo,
+		"webhook",
+		Attrs(time.UnixMilli(1700000000123), []Dim{{"function", "receiver"}, {"outcome", "stored"}}, C("requests", 1), Ms("latency", 1500*time.Microsecond))...)
 
 	var line struct {
 		Function string  `json:"function"`

@@ -27,9 +27,26 @@ func TestDeriveEntitlement(t *testing.T) {
 		wantReason string
 	}{
 		{name: "no subscription", wantReason: "no_subscription"},
-		{name: "active", entries: []SubscriptionEntry{{ID: "sub_1", Status: "active", Price: "price_pro", CurrentPeriodEnd: 200, EventCreated: 10}}, wantActive: true, wantPrice: "price_pro", wantUntil: 200},
-		{name: "trialing until trial end", entries: []SubscriptionEntry{{ID: "sub_1", Status: "trialing", Price: "price_pro", CurrentPeriodEnd: 300, TrialEnd: 150, EventCreated: 10}}, wantActive: true, wantPrice: "price_pro", wantUntil: 150},
-		{name: "past due", entries: []SubscriptionEntry{{ID: "sub_1", Status: "past_due", Price: "price_pro", EventCreated: 10}}, wantPrice: "price_pro", wantReason: "past_due"},
+		{
+			name:       "active",
+			entries:    []SubscriptionEntry{{ID: "sub_1", Status: "active", Price: "price_pro", CurrentPeriodEnd: 200, EventCreated: 10}},
+			wantActive: true,
+			wantPrice:  "price_pro",
+			wantUntil:  200,
+		},
+		{
+			name:       "trialing until trial end",
+			entries:    []SubscriptionEntry{{ID: "sub_1", Status: "trialing", Price: "price_pro", CurrentPeriodEnd: 300, TrialEnd: 150, EventCreated: 10}},
+			wantActive: true,
+			wantPrice:  "price_pro",
+			wantUntil:  150,
+		},
+		{
+			name:       "past due",
+			entries:    []SubscriptionEntry{{ID: "sub_1", Status: "past_due", Price: "price_pro", EventCreated: 10}},
+			wantPrice:  "price_pro",
+			wantReason: "past_due",
+		},
 		{name: "deleted is canceled", entries: []SubscriptionEntry{{ID: "sub_1", Status: "active", Deleted: true, EventCreated: 10}}, wantReason: "canceled"},
 		{name: "one active among several grants access", entries: []SubscriptionEntry{
 			{ID: "sub_old", Status: "canceled", Price: "price_basic", EventCreated: 30},

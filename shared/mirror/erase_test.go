@@ -41,7 +41,8 @@ func TestEraseLeavesTombstonesThatHoldTheGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !snap.Erased || !snap.Deleted || snap.Customer != customer || snap.LastEventID != "evt_erase_1" || snap.LastEventCreated != 1700000100 || string(snap.Data) != "null" {
+	if !snap.Erased || !snap.Deleted || snap.Customer != customer || snap.LastEventID != "evt_erase_1" || snap.LastEventCreated != 1700000100 ||
+		string(snap.Data) != "null" {
 		t.Errorf("erased snapshot: %+v; want erased, deleted, customer, guard of evt_erase_1, no data", snap)
 	}
 	if ent, err := f.reader.Entitlement(ctx, customer); err != nil || ent.Reason != "no_subscription" {

@@ -397,7 +397,13 @@ func TestLargeObjectsAreGzippedOrLeftOutNeverFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !snap.DataOmitted || string(snap.Data) != "null" || snap.LastEventID != "evt_big_2" || snap.Customer != "cus_big" {
-		t.Errorf("snapshot of an object too large to mirror: got omitted=%v data %.20s last %s customer %s", snap.DataOmitted, snap.Data, snap.LastEventID, snap.Customer)
+		t.Errorf(
+			"snapshot of an object too large to mirror: got omitted=%v data %.20s last %s customer %s",
+			snap.DataOmitted,
+			snap.Data,
+			snap.LastEventID,
+			snap.Customer,
+		)
 	}
 
 	// A later small update stores its data again, as JSON text.
@@ -458,7 +464,13 @@ func TestConnectedAccountsNeverShareState(t *testing.T) {
 	const customer, sub = "cus_shared_id", "sub_shared_id"
 	apply := func(account, id, status string, created int64) int {
 		t.Helper()
-		r, body := ev(t, "customer.subscription.updated", id, created, stripefixture.Options{Account: account, ObjectID: sub, Customer: customer, Status: status})
+		r, body := ev(
+			t,
+			"customer.subscription.updated",
+			id,
+			created,
+			stripefixture.Options{Account: account, ObjectID: sub, Customer: customer, Status: status},
+		)
 		if r.Account != account {
 			t.Fatalf("record's account: got %q, want %q", r.Account, account)
 		}
@@ -499,7 +511,8 @@ func TestConnectedAccountsNeverShareState(t *testing.T) {
 			t.Errorf("%q's snapshot: got %+v, %v; want %s of %s from %s", tc.account, snap, err, sub, customer, tc.event)
 		}
 		ent, err := f.reader.Entitlement(ctx, mirror.Key(tc.account, customer))
-		if err != nil || ent.Customer != customer || ent.Account != tc.account || ent.Active != tc.active || len(ent.Subscriptions) != 1 || ent.Subscriptions[0].Status != tc.status {
+		if err != nil || ent.Customer != customer || ent.Account != tc.account || ent.Active != tc.active || len(ent.Subscriptions) != 1 ||
+			ent.Subscriptions[0].Status != tc.status {
 			t.Errorf("%q's entitlement: got %+v, %v; want %s's only, %s", tc.account, ent, err, customer, tc.status)
 		}
 		objs, err := f.reader.CustomerObjects(ctx, mirror.Key(tc.account, customer), "")

@@ -60,7 +60,13 @@ func personal(object string) map[string]any {
 		common["custom_fields"] = []any{map[string]any{"name": "PO", "value": pii}}
 	case "checkout.session":
 		common["customer_email"] = pii
-		common["customer_details"] = map[string]any{"email": pii, "name": pii + " name", "phone": pii + " phone", "address": address(), "tax_ids": []any{map[string]any{"type": "eu_vat", "value": pii}}}
+		common["customer_details"] = map[string]any{
+			"email":   pii,
+			"name":    pii + " name",
+			"phone":   pii + " phone",
+			"address": address(),
+			"tax_ids": []any{map[string]any{"type": "eu_vat", "value": pii}},
+		}
 		common["collected_information"] = map[string]any{"individual_name": pii, "shipping_details": shipping}
 		common["shipping_details"] = shipping
 		common["custom_fields"] = []any{map[string]any{"key": "nickname", "text": map[string]any{"value": pii}}}

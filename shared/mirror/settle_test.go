@@ -54,7 +54,9 @@ func (f readerFunc) Retrieve(ctx context.Context, objectType, id, account string
 
 func TestSettleReadsTheEventsObjectAsItsAccount(t *testing.T) {
 	m := &mirror.Mirror{Table: "mirror", TiesByAPI: true}
-	payload := []byte(`{"id":"evt_1","account":"acct_9","type":"customer.subscription.updated","data":{"object":{"id":"sub_1","object":"subscription","customer":"cus_1","status":"unpaid"}}}`)
+	payload := []byte(
+		`{"id":"evt_1","account":"acct_9","type":"customer.subscription.updated","data":{"object":{"id":"sub_1","object":"subscription","customer":"cus_1","status":"unpaid"}}}`,
+	)
 	r := event.Record{ID: "evt_1", Type: "customer.subscription.updated", Created: 100}
 	var asked []string
 	api := readerFunc(func(_ context.Context, objectType, id, account string) (json.RawMessage, error) {
@@ -90,7 +92,9 @@ func TestSettleReadsTheEventsObjectAsItsAccount(t *testing.T) {
 }
 
 func TestTiesByAPIRefusesTheSameSecond(t *testing.T) {
-	payload := []byte(`{"id":"evt_1","type":"customer.subscription.updated","data":{"object":{"id":"sub_1","object":"subscription","customer":"cus_1","status":"active"}}}`)
+	payload := []byte(
+		`{"id":"evt_1","type":"customer.subscription.updated","data":{"object":{"id":"sub_1","object":"subscription","customer":"cus_1","status":"active"}}}`,
+	)
 	r := event.Record{ID: "evt_1", Type: "customer.subscription.updated", Created: 100}
 	for _, tc := range []struct {
 		byAPI bool

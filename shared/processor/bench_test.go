@@ -47,7 +47,11 @@ func (r *recorder) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFn
 	return r.DynamoDB.GetItem(ctx, in, optFns...)
 }
 
-func (r *recorder) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (r *recorder) TransactWriteItems(
+	ctx context.Context,
+	in *dynamodb.TransactWriteItemsInput,
+	optFns ...func(*dynamodb.Options),
+) (*dynamodb.TransactWriteItemsOutput, error) {
 	// The store puts the event record's own update last.
 	r.add(fmt.Sprint(in.TransactItems[len(in.TransactItems)-1].Update.Key["pk"]), in)
 	return r.DynamoDB.TransactWriteItems(ctx, in, optFns...)

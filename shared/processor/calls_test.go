@@ -32,13 +32,15 @@ type callCounter struct {
 func (c *callCounter) client(e *env) *dynamodb.Client {
 	return dynamodb.NewFromConfig(e.stack.AWS, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
-			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("CountCalls",
+			return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc(
+				"CountCalls",
 				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 					c.mu.Lock()
 					c.calls[awsmiddleware.GetOperationName(ctx)]++
 					c.mu.Unlock()
 					return next.HandleFinalize(ctx, in)
-				}), middleware.After)
+				},
+			), middleware.After)
 		})
 	})
 }
@@ -81,7 +83,10 @@ func TestDynamoDBCallsPerEvent(t *testing.T) {
 		{"duplicates: the failed claim only", func() { p.Handle(ctx, msgs) },
 			map[string]int{"UpdateItem": n}},
 		{"superseded: claim, the payload's item, the cancelled transaction, the transaction without the snapshot", func() {
-			old := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: "sub_calls_0", Customer: "cus_calls_0", Created: 1700000000}))
+			old := e.store(
+				t,
+				build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: "sub_calls_0", Customer: "cus_calls_0", Created: 1700000000}),
+			)
 			counter.take()
 			p.Handle(ctx, batch(message(old, 1)))
 		}, map[string]int{"GetItem": 1, "UpdateItem": 1, "TransactWriteItems": 2}},

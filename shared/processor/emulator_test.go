@@ -432,7 +432,13 @@ func TestAlwaysFailingEventEndsInTheDLQAndDeadLettered(t *testing.T) {
 	}
 	r := e.record(t, envl.ID)
 	if r.Status != event.StatusDeadLettered || r.Attempts != 3 || !strings.Contains(r.LastError, "answered 503") || r.LastErrorAt.IsZero() {
-		t.Errorf("record: %s attempts %d last error %q at %v; want dead_lettered, 3, the handler's error, a time", r.Status, r.Attempts, r.LastError, r.LastErrorAt)
+		t.Errorf(
+			"record: %s attempts %d last error %q at %v; want dead_lettered, 3, the handler's error, a time",
+			r.Status,
+			r.Attempts,
+			r.LastError,
+			r.LastErrorAt,
+		)
 	}
 	if calls, commits := e.effect.callsOf(envl.ID), e.commits(t, envl.ID); calls != 3 || commits != 0 {
 		t.Errorf("effect: %d calls, %d commits; want 3 calls and nothing committed", calls, commits)
@@ -493,7 +499,10 @@ func TestPermanentFailuresAreAcknowledged(t *testing.T) {
 	p := e.processor(t, nil)
 	byEffect, _ := e.ingest(t, build(t, "invoice.voided", stripefixture.Options{Customer: "cus_perm"}))
 	// A payload the mirror can never read: data.object without an id.
-	byPayload, _ := e.ingest(t, []byte(`{"id":"evt_no_object_id","object":"event","type":"invoice.paid","created":1700000000,"data":{"object":{"object":"invoice"}}}`))
+	byPayload, _ := e.ingest(
+		t,
+		[]byte(`{"id":"evt_no_object_id","object":"event","type":"invoice.paid","created":1700000000,"data":{"object":{"object":"invoice"}}}`),
+	)
 	if n := e.drain(t, p); n != 1 {
 		t.Errorf("invocations: got %d, want 1 (no retries)", n)
 	}
@@ -603,7 +612,8 @@ func TestAGzipBombFailsItsEventAlone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status != event.StatusFailedPermanent || !strings.Contains(got.LastError, "evt_bomb") || !strings.Contains(got.LastError, strconv.Itoa(store.MaxPayloadBytes)) {
+	if got.Status != event.StatusFailedPermanent || !strings.Contains(got.LastError, "evt_bomb") ||
+		!strings.Contains(got.LastError, strconv.Itoa(store.MaxPayloadBytes)) {
 		t.Errorf("bomb: %s, last error %q; want failed_permanent and an error naming the event and the limit", got.Status, got.LastError)
 	}
 	if n := len(e.logs.lines(map[string]string{"msg": "event failed permanently", "event_id": "evt_bomb", "error_class": "permanent"})); n != 1 {

@@ -264,10 +264,13 @@ func (c *countingEffect) handle(_ context.Context, ev effect.Event) ([]types.Tra
 		}
 	}
 	return []types.TransactWriteItem{{Update: &types.Update{
-		TableName:                 aws.String(c.table),
-		Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "effect#" + ev.Record.ID}},
-		UpdateExpression:          aws.String("ADD commits :one SET idempotency_key = :k"),
-		ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}, ":k": &types.AttributeValueMemberS{Value: ev.IdempotencyKey}},
+		TableName:        aws.String(c.table),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "effect#" + ev.Record.ID}},
+		UpdateExpression: aws.String("ADD commits :one SET idempotency_key = :k"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":one": &types.AttributeValueMemberN{Value: "1"},
+			":k":   &types.AttributeValueMemberS{Value: ev.IdempotencyKey},
+		},
 	}}}, nil
 }
 
@@ -358,16 +361,31 @@ func (s strictDB) PutItem(ctx context.Context, in *dynamodb.PutItemInput, optFns
 	return s.DynamoDB.PutItem(ctx, in, optFns...)
 }
 
-func (s strictDB) TransactWriteItems(ctx context.Context, in *dynamodb.TransactWriteItemsInput, optFns ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (s strictDB) TransactWriteItems(
+	ctx context.Context,
+	in *dynamodb.TransactWriteItemsInput,
+	optFns ...func(*dynamodb.Options),
+) (*dynamodb.TransactWriteItemsOutput, error) {
 	for i, it := range in.TransactItems {
 		op := fmt.Sprintf("TransactWriteItems[%d]", i)
 		switch {
 		case it.Put != nil:
 			s.check(op+".Put", it.Put.ExpressionAttributeNames, it.Put.ExpressionAttributeValues, aws.ToString(it.Put.ConditionExpression))
 		case it.Update != nil:
-			s.check(op+".Update", it.Update.ExpressionAttributeNames, it.Update.ExpressionAttributeValues, aws.ToString(it.Update.UpdateExpression), aws.ToString(it.Update.ConditionExpression))
+			s.check(
+				op+".Update",
+				it.Update.ExpressionAttributeNames,
+				it.Update.ExpressionAttributeValues,
+				aws.ToString(it.Update.UpdateExpression),
+				aws.ToString(it.Update.ConditionExpression),
+			)
 		case it.ConditionCheck != nil:
-			s.check(op+".ConditionCheck", it.ConditionCheck.ExpressionAttributeNames, it.ConditionCheck.ExpressionAttributeValues, aws.ToString(it.ConditionCheck.ConditionExpression))
+			s.check(
+				op+".ConditionCheck",
+				it.ConditionCheck.ExpressionAttributeNames,
+				it.ConditionCheck.ExpressionAttributeValues,
+				aws.ToString(it.ConditionCheck.ConditionExpression),
+			)
 		case it.Delete != nil:
 			s.check(op+".Delete", it.Delete.ExpressionAttributeNames, it.Delete.ExpressionAttributeValues, aws.ToString(it.Delete.ConditionExpression))
 		}

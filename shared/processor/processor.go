@@ -520,7 +520,12 @@ func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error)
 // handlers runs the mirror's plan and, with runEffects, the team's
 // effects for rec. A panic in either becomes a *PanicError, so the attempt
 // is recorded as failed.
-func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
+func (p *Processor) handlers(
+	ctx context.Context,
+	rec event.Record,
+	payload []byte,
+	runEffects bool,
+) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
@@ -540,7 +545,15 @@ func (p *Processor) handlers(ctx context.Context, rec event.Record, payload []by
 }
 
 // fail records a failed attempt and decides the message's fate.
-func (p *Processor) fail(ctx context.Context, log *slog.Logger, m events.SQSMessage, rec event.Record, owner string, receives int, cause error) outcome.Outcome {
+func (p *Processor) fail(
+	ctx context.Context,
+	log *slog.Logger,
+	m events.SQSMessage,
+	rec event.Record,
+	owner string,
+	receives int,
+	cause error,
+) outcome.Outcome {
 	status, result := event.StatusFailed, outcome.Retry
 	switch {
 	case fault.IsPermanent(cause):

@@ -165,7 +165,14 @@ func TestBatchOutcomes(t *testing.T) {
 		rec("evt_done", event.StatusProcessed),
 		rec("evt_ignored", event.StatusIgnored),
 		event.Record{Provider: "stripe", ID: "evt_leased", Status: event.StatusProcessing, LeaseOwner: "other", LeaseUntil: time.Now().Add(time.Hour)},
-		event.Record{Provider: "stripe", ID: "evt_expired", Status: event.StatusProcessing, LeaseOwner: "dead", LeaseUntil: time.Now().Add(-time.Second), Payload: []byte(`{}`)},
+		event.Record{
+			Provider:   "stripe",
+			ID:         "evt_expired",
+			Status:     event.StatusProcessing,
+			LeaseOwner: "dead",
+			LeaseUntil: time.Now().Add(-time.Second),
+			Payload:    []byte(`{}`),
+		},
 	)
 	eff := &effects{}
 	p := newProcessor(t, st, eff)
@@ -255,7 +262,9 @@ func TestLeaseEndsByTheInvocationDeadline(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			st := &leaseStore{fakeStore: newFakeStore(rec("evt_1", event.StatusReceived))}
-			p, err := New(Config{Store: st, MaxReceiveCount: 3, Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))})
+			p, err := New(
+				Config{Store: st, MaxReceiveCount: 3, Now: func() time.Time { return now }, Logger: slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil))},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -279,7 +288,11 @@ type visibility struct {
 	timeout []int32
 }
 
-func (v *visibility) ChangeMessageVisibility(_ context.Context, in *sqs.ChangeMessageVisibilityInput, _ ...func(*sqs.Options)) (*sqs.ChangeMessageVisibilityOutput, error) {
+func (v *visibility) ChangeMessageVisibility(
+	_ context.Context,
+	in *sqs.ChangeMessageVisibilityInput,
+	_ ...func(*sqs.Options),
+) (*sqs.ChangeMessageVisibilityOutput, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.timeout = append(v.timeout, in.VisibilityTimeout)
@@ -363,7 +376,11 @@ func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
 		t.Errorf("failures: got %v, want none", f)
 	}
 	if st.records["evt_1"].Status != event.StatusProcessed || eff.calls["evt_1"] != 1 {
-		t.Errorf("got status %s and %d effects; want processed once (not acknowledged as leased by another worker)", st.records["evt_1"].Status, eff.calls["evt_1"])
+		t.Errorf(
+			"got status %s and %d effects; want processed once (not acknowledged as leased by another worker)",
+			st.records["evt_1"].Status,
+			eff.calls["evt_1"],
+		)
 	}
 }
 

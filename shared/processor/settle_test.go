@@ -239,7 +239,10 @@ func TestAPIDownFailsTheTieRetryably(t *testing.T) {
 		if err := fake.PutObject("", subscriptionObject(t, sub, cus, "active")); err != nil {
 			t.Fatal(err)
 		}
-		first := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: sub, Customer: cus, Created: 1700000000, Status: "active"}))
+		first := e.store(
+			t,
+			build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: sub, Customer: cus, Created: 1700000000, Status: "active"}),
+		)
 		tie := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: sub, Customer: cus, Created: 1700000000, Status: "unpaid"}))
 		if _, err := p.Handle(ctx, batch(message(first, 1))); err != nil {
 			t.Fatal(err)

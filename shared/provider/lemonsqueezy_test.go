@@ -26,7 +26,13 @@ func TestLemonSqueezyVector(t *testing.T) {
 		t.Fatal(err)
 	}
 	// X-Event-Name is unsigned: the type is the body's, whatever it says.
-	out, err := v.Verify(t.Context(), Request{Body: []byte(lemonSqueezyBody), Headers: map[string]string{"X-Signature": lemonSqueezyVectorHeader, "X-Event-Name": "subscription_payment_success"}})
+	out, err := v.Verify(
+		t.Context(),
+		Request{
+			Body:    []byte(lemonSqueezyBody),
+			Headers: map[string]string{"X-Signature": lemonSqueezyVectorHeader, "X-Event-Name": "subscription_payment_success"},
+		},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,10 @@ type square struct {
 func newSquare(secrets []string, opts Options) (Verifier, error) {
 	u := opts.Settings[SettingURL]
 	if u == "" {
-		return nil, fmt.Errorf("provider square: no notification URL: set %s to the subscription's URL, exactly as registered", SettingVariable(Square, SettingURL))
+		return nil, fmt.Errorf(
+			"provider square: no notification URL: set %s to the subscription's URL, exactly as registered",
+			SettingVariable(Square, SettingURL),
+		)
 	}
 	if p, err := url.Parse(u); err != nil || p.Scheme != "https" || p.Host == "" {
 		return nil, fmt.Errorf("provider square: %s is not an https URL", SettingVariable(Square, SettingURL))

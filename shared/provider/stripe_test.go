@@ -25,7 +25,12 @@ func TestVerify(t *testing.T) {
 	}{
 		{"current secret", payload, SignStripe(payload, "whsec_current", now), nil},
 		{"previous secret during rotation", payload, SignStripe(payload, "whsec_previous", now), nil},
-		{"two signatures, second matches", payload, SignStripe(payload, "whsec_other", now) + ",v1=" + strings.Split(SignStripe(payload, "whsec_current", now), "v1=")[1], nil},
+		{
+			"two signatures, second matches",
+			payload,
+			SignStripe(payload, "whsec_other", now) + ",v1=" + strings.Split(SignStripe(payload, "whsec_current", now), "v1=")[1],
+			nil,
+		},
 		{"at the edge of the tolerance", payload, SignStripe(payload, "whsec_current", now.Add(-300*time.Second)), nil},
 		{"missing header", payload, "", ErrMissingSignature},
 		{"no timestamp", payload, "v1=abcd", ErrMalformedSignature},

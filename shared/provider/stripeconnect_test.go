@@ -28,7 +28,9 @@ func TestStripeEndpoints(t *testing.T) {
 	own := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`)
 	connected := []byte(`{"id":"evt_2","object":"event","type":"invoice.paid","livemode":false,"account":"acct_1"}`)
 	connectedLive := []byte(`{"id":"evt_3","object":"event","type":"invoice.paid","livemode":true,"account":"acct_1"}`)
-	thinConnected := []byte(`{"id":"evt_4","object":"v2.core.event","type":"v1.invoice.paid","created":"2026-12-01T10:00:00.123Z","livemode":false,"context":"acct_1","related_object":{"id":"in_1","type":"invoice","url":"/v1/invoices/in_1"}}`)
+	thinConnected := []byte(
+		`{"id":"evt_4","object":"v2.core.event","type":"v1.invoice.paid","created":"2026-12-01T10:00:00.123Z","livemode":false,"context":"acct_1","related_object":{"id":"in_1","type":"invoice","url":"/v1/invoices/in_1"}}`,
+	)
 	for _, tc := range []struct {
 		name        string
 		v           StripeEndpoints
@@ -51,7 +53,10 @@ func TestStripeEndpoints(t *testing.T) {
 		{"thin connected event, platform secret", both, thinConnected, "whsec_platform", ErrWrongEndpoint, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := tc.v.Verify(context.Background(), Request{Body: tc.body, Headers: map[string]string{"stripe-signature": SignStripe(tc.body, tc.secret, now)}})
+			out, err := tc.v.Verify(
+				context.Background(),
+				Request{Body: tc.body, Headers: map[string]string{"stripe-signature": SignStripe(tc.body, tc.secret, now)}},
+			)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}

@@ -226,7 +226,10 @@ func (dg *diagnosis) secrets(secrets []string) {
 		if s = strings.TrimSpace(s); s != "" {
 			dg.clean = append(dg.clean, s)
 			if !strings.HasPrefix(s, "whsec_") {
-				dg.d.Notes = append(dg.d.Notes, fmt.Sprintf("secret %d does not start with whsec_: signing secrets do (an sk_ or rk_ key is an API key, not a signing secret)", i+1))
+				dg.d.Notes = append(
+					dg.d.Notes,
+					fmt.Sprintf("secret %d does not start with whsec_: signing secrets do (an sk_ or rk_ key is an API key, not a signing secret)", i+1),
+				)
 			}
 		}
 	}
@@ -245,7 +248,10 @@ func (dg *diagnosis) header(value string) (StripeHeader, bool) {
 		return h, false
 	case errors.As(err, &bad):
 		dg.d.Problem = ProblemMalformedHeader
-		dg.d.Message = "the Stripe-Signature header is malformed: " + bad.Reason + quotePair(value, bad.Pair) + `. Stripe sends "t=<unix time>,v1=<64 hex digits>", one t= and no spaces: pass the header's value exactly as received`
+		dg.d.Message = "the Stripe-Signature header is malformed: " + bad.Reason + quotePair(
+			value,
+			bad.Pair,
+		) + `. Stripe sends "t=<unix time>,v1=<64 hex digits>", one t= and no spaces: pass the header's value exactly as received`
 		if bad.Replay {
 			dg.d.Message += ". Two timestamps are what two Stripe-Signature headers joined with a comma look like, or a timestamp put in front of a captured header to replay it: the receiver rejects both"
 		}
@@ -263,7 +269,13 @@ func (dg *diagnosis) header(value string) (StripeHeader, bool) {
 		return h, false
 	}
 	if h.Signatures > 1 {
-		dg.d.Notes = append(dg.d.Notes, fmt.Sprintf("the header has %d v1 signatures: Stripe signs with every active secret of the endpoint while a rolled secret is still valid", h.Signatures))
+		dg.d.Notes = append(
+			dg.d.Notes,
+			fmt.Sprintf(
+				"the header has %d v1 signatures: Stripe signs with every active secret of the endpoint while a rolled secret is still valid",
+				h.Signatures,
+			),
+		)
 	}
 	return h, true
 }
@@ -287,13 +299,26 @@ func (dg *diagnosis) verdict(h StripeHeader, i int) {
 	switch {
 	case errors.Is(ageErr, ErrTooOld):
 		dg.d.Problem = ProblemStaleTimestamp
-		dg.d.Message = fmt.Sprintf("the signature is valid (secret %d), but it was %s, more than the %s tolerance: a receiver rejects it as a possible replay. "+
-			"If this is a live delivery, check the receiver's clock (NTP) and queues in front of it; a delivery captured earlier is always stale", i+1, dg.ageText(h), tolerance)
+		dg.d.Message = fmt.Sprintf(
+			"the signature is valid (secret %d), but it was %s, more than the %s tolerance: a receiver rejects it as a possible replay. "+
+				"If this is a live delivery, check the receiver's clock (NTP) and queues in front of it; a delivery captured earlier is always stale",
+			i+1,
+			dg.ageText(h),
+			tolerance,
+		)
 	case errors.Is(ageErr, ErrTooNew):
 		dg.d.Problem = ProblemFutureTimestamp
-		dg.d.Message = fmt.Sprintf("the signature is valid (secret %d), but it was %s, more than the %s allowed: the receiver's clock is behind (or the sender's ahead); check NTP", i+1, dg.ageText(h), skew)
+		dg.d.Message = fmt.Sprintf(
+			"the signature is valid (secret %d), but it was %s, more than the %s allowed: the receiver's clock is behind (or the sender's ahead); check NTP",
+			i+1,
+			dg.ageText(h),
+			skew,
+		)
 		if h.Timestamp-dg.w.now().Unix() > 24*60*60 {
-			dg.d.Notes = append(dg.d.Notes, "no clock is that far off: whoever signed this timestamp holds the secret (a test tool, or a leaked secret: roll it)")
+			dg.d.Notes = append(
+				dg.d.Notes,
+				"no clock is that far off: whoever signed this timestamp holds the secret (a test tool, or a leaked secret: roll it)",
+			)
 		}
 	default:
 		dg.d.Valid = true
@@ -355,7 +380,10 @@ func (dg *diagnosis) undo(h StripeHeader, payload []byte) bool {
 				"Verify the raw request body, byte for byte as received, before any framework parses, re-encodes or logs it", dg.d.Alteration, i+1)
 		}
 		if errors.Is(dg.w.check(h.Timestamp), ErrTooOld) {
-			dg.d.Notes = append(dg.d.Notes, fmt.Sprintf("the timestamp is also stale: %s, more than the %s tolerance", dg.ageText(h), time.Duration(dg.w.tolerance)*time.Second))
+			dg.d.Notes = append(
+				dg.d.Notes,
+				fmt.Sprintf("the timestamp is also stale: %s, more than the %s tolerance", dg.ageText(h), time.Duration(dg.w.tolerance)*time.Second),
+			)
 		}
 		return true
 	}
@@ -370,7 +398,14 @@ func (dg *diagnosis) wrongSecret(h StripeHeader) {
 		"or the body was changed in a way that cannot be undone (keys reordered, characters re-escaped): "+
 		"verify the raw body exactly as received", len(dg.clean))
 	if errors.Is(dg.w.check(h.Timestamp), ErrTooOld) {
-		dg.d.Notes = append(dg.d.Notes, fmt.Sprintf("the timestamp is %s, beyond the %s tolerance, so it would fail even with the right secret", dg.ageText(h), time.Duration(dg.w.tolerance)*time.Second))
+		dg.d.Notes = append(
+			dg.d.Notes,
+			fmt.Sprintf(
+				"the timestamp is %s, beyond the %s tolerance, so it would fail even with the right secret",
+				dg.ageText(h),
+				time.Duration(dg.w.tolerance)*time.Second,
+			),
+		)
 	}
 }
 

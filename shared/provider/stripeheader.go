@@ -125,7 +125,11 @@ func ParseStripeHeader(value string) (StripeHeader, error) {
 			// The canonical form only: the HMAC covers the decimal
 			// number, so "+5" or "05" would be signed as "5".
 			if err != nil || ts < 0 || strconv.FormatInt(ts, 10) != v {
-				return StripeHeader{}, malformed(n, "t= in pair %d is not a Unix time in seconds (decimal digits, no sign or leading zero, at most 19 digits)", n)
+				return StripeHeader{}, malformed(
+					n,
+					"t= in pair %d is not a Unix time in seconds (decimal digits, no sign or leading zero, at most 19 digits)",
+					n,
+				)
 			}
 			h.Timestamp = ts
 		case "v1":

@@ -38,7 +38,10 @@ func TestTwilioVectors(t *testing.T) {
 			if tc.settings != "" {
 				h["x-twilio-webhooks-signature-settings"] = tc.settings
 			}
-			out, err := v.Verify(t.Context(), Request{Body: []byte(tc.body), Headers: h, Host: "ignored.execute-api.example", Path: "/webhooks/twilio", Query: tc.query})
+			out, err := v.Verify(
+				t.Context(),
+				Request{Body: []byte(tc.body), Headers: h, Host: "ignored.execute-api.example", Path: "/webhooks/twilio", Query: tc.query},
+			)
 			if !errors.Is(err, tc.want) || (tc.want == nil) != (err == nil) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}

@@ -112,7 +112,18 @@ func TestTheTable(t *testing.T) {
 func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
 	body := []byte(`{"id":"evt_1","object":"event","type":"invoice.paid","action":"opened"}`)
-	secrets := map[string]string{Stripe: "whsec_check", GitHub: "gh", Shopify: "shp", Standard: standardSecret, Paddle: paddleSecret, Razorpay: razorpaySecret, LemonSqueezy: lemonSqueezySecret, Square: squareKey, LiveKit: liveKitKey + ":" + liveKitSecret, Twilio: "twilio token"}
+	secrets := map[string]string{
+		Stripe:       "whsec_check",
+		GitHub:       "gh",
+		Shopify:      "shp",
+		Standard:     standardSecret,
+		Paddle:       paddleSecret,
+		Razorpay:     razorpaySecret,
+		LemonSqueezy: lemonSqueezySecret,
+		Square:       squareKey,
+		LiveKit:      liveKitKey + ":" + liveKitSecret,
+		Twilio:       "twilio token",
+	}
 	bad := map[string][]struct {
 		headers map[string]string
 		want    error
@@ -202,7 +213,9 @@ func TestCheckRefusesWhatNoSecretCanVerify(t *testing.T) {
 // timestamp: no key.
 func TestReplayKeys(t *testing.T) {
 	now := time.Unix(1_800_000_000, 0)
-	body := []byte(`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"},"event_id":"evt_450789469","event":"room_started"}`)
+	body := []byte(
+		`{"id":"450789469","action":"opened","type":"invoice.paid","object":"event","livemode":false,"event_id":"evt_450789469","event_type":"invoice.paid","event":"payment.captured","meta":{"event_name":"order_created"},"event_id":"evt_450789469","event":"room_started"}`,
+	)
 	key := func(name, secret string, d Delivery) string {
 		t.Helper()
 		d.Body, d.Now, d.URL = body, now, squareURL
@@ -221,7 +234,8 @@ func TestReplayKeys(t *testing.T) {
 		return out.ReplayKey
 	}
 	gh := key(GitHub, "gh", Delivery{ID: "d-1", Type: "issues.opened"})
-	if gh == "" || gh != key(GitHub, "gh", Delivery{ID: "d-2", Type: "issues.opened"}) || gh != key(GitHub, "gh", Delivery{ID: "d-3", Type: "pull_request.opened"}) {
+	if gh == "" || gh != key(GitHub, "gh", Delivery{ID: "d-2", Type: "issues.opened"}) ||
+		gh != key(GitHub, "gh", Delivery{ID: "d-3", Type: "pull_request.opened"}) {
 		t.Error("GitHub: want one key for the body, whatever the delivery id and event name")
 	}
 	paid := key(Shopify, "shp", Delivery{ID: "e-1", Type: "orders/paid", Shop: "a.myshopify.com"})

@@ -146,7 +146,10 @@ func (r *rig) drain() []event.Pointer {
 
 func (r *rig) count() int32 {
 	r.t.Helper()
-	out, err := r.stack.DynamoDB.Scan(context.Background(), &dynamodb.ScanInput{TableName: aws.String(r.common.EventsTable), Select: types.SelectCount, ConsistentRead: aws.Bool(true)})
+	out, err := r.stack.DynamoDB.Scan(
+		context.Background(),
+		&dynamodb.ScanInput{TableName: aws.String(r.common.EventsTable), Select: types.SelectCount, ConsistentRead: aws.Bool(true)},
+	)
 	if err != nil {
 		r.t.Fatal(err)
 	}

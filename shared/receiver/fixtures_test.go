@@ -35,7 +35,14 @@ func smallEvent(tb testing.TB) []byte {
 			"payment_method":  "pm_1PgafxB7WZ01zgkWJl9hwlCF",
 			"shipping": map[string]any{
 				"name": "Jenny Rosen", "phone": nil, "carrier": nil, "tracking_number": nil,
-				"address": map[string]any{"line1": "510 Townsend St", "line2": nil, "city": "San Francisco", "state": "CA", "postal_code": "94103", "country": "US"},
+				"address": map[string]any{
+					"line1":       "510 Townsend St",
+					"line2":       nil,
+					"city":        "San Francisco",
+					"state":       "CA",
+					"postal_code": "94103",
+					"country":     "US",
+				},
 			},
 			"metadata": map[string]any{
 				"order_id": "10482", "plan": "pro_annual", "seats": "12",

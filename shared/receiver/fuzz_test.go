@@ -74,7 +74,15 @@ func FuzzHandle(f *testing.F) {
 	f.Add(sample, "", uint8(sigCurrent), int16(0), false, uint8(1), uint8(failSendMessage))
 	f.Add(sample, "", uint8(sigCurrent), int16(0), false, uint8(3), uint8(failNone))
 	f.Add(sample, "", uint8(sigCurrent), int16(0), false, uint8(0), uint8(failPutItemThrottled))
-	f.Add([]byte(`{"id":"evt_1","object":"event","type":"charge.refunded","livemode":false,"data":{"object":{"id":"ch_1","object":"charge"}}}`), "", uint8(sigCurrent), int16(0), false, uint8(0), uint8(failSendMessage))
+	f.Add(
+		[]byte(`{"id":"evt_1","object":"event","type":"charge.refunded","livemode":false,"data":{"object":{"id":"ch_1","object":"charge"}}}`),
+		"",
+		uint8(sigCurrent),
+		int16(0),
+		false,
+		uint8(0),
+		uint8(failSendMessage),
+	)
 	f.Add([]byte(`{"id":"evt_1","type":"invoice.paid","livemode":true}`), "", uint8(sigCurrent), int16(0), false, uint8(0), uint8(failNone))
 	f.Add([]byte(`{"id":"evt_1","type":"invoice.paid","created":1e3}`), "", uint8(sigCurrent), int16(0), false, uint8(0), uint8(failNone))
 	f.Add([]byte(`{"type":"invoice.paid"}`), "", uint8(sigCurrent), int16(0), true, uint8(0), uint8(failNone))
@@ -82,7 +90,15 @@ func FuzzHandle(f *testing.F) {
 	// in a second header that API Gateway joins with a comma.
 	f.Add(sample, "t=1800000000,|", uint8(sigAround), int16(-3600), false, uint8(0), uint8(failNone))
 	f.Add(sample, "|,t=1800000000", uint8(sigAround), int16(-3600), false, uint8(0), uint8(failNone))
-	f.Add(sample, "t=1800000000,v1=0000000000000000000000000000000000000000000000000000000000000000,|", uint8(sigAround), int16(-3600), false, uint8(0), uint8(failNone))
+	f.Add(
+		sample,
+		"t=1800000000,v1=0000000000000000000000000000000000000000000000000000000000000000,|",
+		uint8(sigAround),
+		int16(-3600),
+		false,
+		uint8(0),
+		uint8(failNone),
+	)
 	f.Add(sample, "|,v0=abcd", uint8(sigAround), int16(-10), false, uint8(0), uint8(failNone))
 
 	statuses := append([]event.Status{""}, event.Statuses...) // "" is no existing record
@@ -137,7 +153,13 @@ func FuzzHandle(f *testing.F) {
 		h := New(Config{
 			Providers: map[string]Provider{provider.Stripe: {
 				Verifier: v,
-				Ingester: &ingest.Ingester{Store: evs, Queue: &queue.Queue{Client: sq, URL: "q"}, Provider: event.ProviderStripe, Handled: handled, Now: func() time.Time { return now }},
+				Ingester: &ingest.Ingester{
+					Store:    evs,
+					Queue:    &queue.Queue{Client: sq, URL: "q"},
+					Provider: event.ProviderStripe,
+					Handled:  handled,
+					Now:      func() time.Time { return now },
+				},
 			}},
 			MaxBodyBytes: fuzzMaxBody,
 			Budget:       time.Second,
@@ -166,7 +188,8 @@ func FuzzHandle(f *testing.F) {
 
 		// What the answer must be, step by step.
 		age := now.Sub(signedAt)
-		signedOK := (sigMode == sigCurrent || sigMode == sigPrevious || sigMode == sigAround) && age <= provider.DefaultTolerance && -age <= provider.DefaultFutureSkew
+		signedOK := (sigMode == sigCurrent || sigMode == sigPrevious || sigMode == sigAround) && age <= provider.DefaultTolerance &&
+			-age <= provider.DefaultFutureSkew
 		switch {
 		case len(body) > fuzzMaxBody:
 			want(t, resp.StatusCode, 413)

@@ -61,7 +61,14 @@ func standardRequest(body string, at time.Time, key string) events.APIGatewayV2H
 func TestProviderAnswers(t *testing.T) {
 	issue := `{"action":"opened","issue":{"number":1}}`
 	paid := `{"type":"invoice.paid","timestamp":"2027-01-15T08:00:00Z","data":{}}`
-	existing := &event.Record{Provider: "github", ID: "d-1", Type: "issues.opened", Status: event.StatusProcessed, PayloadHash: ingest.Hash([]byte(issue)), Source: event.SourceWebhook}
+	existing := &event.Record{
+		Provider:    "github",
+		ID:          "d-1",
+		Type:        "issues.opened",
+		Status:      event.StatusProcessed,
+		PayloadHash: ingest.Hash([]byte(issue)),
+		Source:      event.SourceWebhook,
+	}
 	stripeByPath := request(payload("evt_1", "invoice.paid", false), "")
 	stripeByPath.PathParameters = map[string]string{"provider": "stripe"}
 	unknown := githubRequest(issue, githubSig(githubSecret, issue))
@@ -191,8 +198,14 @@ func newProviderHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *byt
 		}
 		return Provider{
 			Verifier: fixedKeys{v: v, err: secretErr},
-			Ingester: &ingest.Ingester{Store: st, Queue: q, Provider: name, Handled: func(t string) bool { return t != "ping" }, Now: func() time.Time { return now }},
-			Bodies:   &memBodies{},
+			Ingester: &ingest.Ingester{
+				Store:    st,
+				Queue:    q,
+				Provider: name,
+				Handled:  func(t string) bool { return t != "ping" },
+				Now:      func() time.Time { return now },
+			},
+			Bodies: &memBodies{},
 		}
 	}
 	h.cfg.Providers[provider.GitHub] = build(provider.GitHub, "previous", githubSecret)

@@ -76,7 +76,14 @@ func TestAnswers(t *testing.T) {
 	base64Req.Body = base64.StdEncoding.EncodeToString(good)
 	base64Req.IsBase64Encoded = true
 	existing := func(st event.Status) *event.Record {
-		return &event.Record{Provider: "stripe", ID: "evt_1", Type: "customer.subscription.created", Status: st, PayloadHash: ingest.Hash(good), Source: event.SourceWebhook}
+		return &event.Record{
+			Provider:    "stripe",
+			ID:          "evt_1",
+			Type:        "customer.subscription.created",
+			Status:      st,
+			PayloadHash: ingest.Hash(good),
+			Source:      event.SourceWebhook,
+		}
 	}
 	conflicting := existing(event.StatusProcessed)
 	conflicting.PayloadHash = ingest.Hash([]byte("another payload"))
@@ -103,64 +110,266 @@ func TestAnswers(t *testing.T) {
 	}{
 		{name: "stored and enqueued", req: request(good, sign(good)), wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1, wantSent: 1},
 		{name: "base64 body", req: base64Req, wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1, wantSent: 1},
-		{name: "ignored type", req: request(payload("evt_2", "charge.refunded", false), sign(payload("evt_2", "charge.refunded", false))), wantStatus: 200, wantOutcome: outcome.Ignored, wantStored: 1},
-		{name: "duplicate of processed", req: request(good, sign(good)), existing: existing(event.StatusProcessed), wantStatus: 200, wantOutcome: outcome.Duplicate},
-		{name: "duplicate of ignored", req: request(good, sign(good)), existing: existing(event.StatusIgnored), wantStatus: 200, wantOutcome: outcome.Duplicate},
-		{name: "duplicate while processing", req: request(good, sign(good)), existing: existing(event.StatusProcessing), wantStatus: 200, wantOutcome: outcome.Duplicate},
-		{name: "exists as received because the enqueue failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusReceived), wantStatus: 200, wantOutcome: outcome.Requeued, wantSent: 1},
-		{name: "exists as failed: re-enqueued", req: request(good, sign(good)), existing: existing(event.StatusFailed), wantStatus: 200, wantOutcome: outcome.Requeued, wantSent: 1},
-		{name: "duplicate of failed_permanent", req: request(good, sign(good)), existing: existing(event.StatusFailedPermanent), wantStatus: 200, wantOutcome: outcome.Duplicate},
-		{name: "duplicate of dead_lettered", req: request(good, sign(good)), existing: existing(event.StatusDeadLettered), wantStatus: 200, wantOutcome: outcome.Duplicate},
-		{name: "same id, other payload: original kept, logged and counted", req: request(good, sign(good)), existing: conflicting, wantStatus: 200, wantOutcome: outcome.Duplicate,
-			wantLog: map[string]any{"payload_hash_conflict": 1.0}},
+		{
+			name:        "ignored type",
+			req:         request(payload("evt_2", "charge.refunded", false), sign(payload("evt_2", "charge.refunded", false))),
+			wantStatus:  200,
+			wantOutcome: outcome.Ignored,
+			wantStored:  1,
+		},
+		{
+			name:        "duplicate of processed",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusProcessed),
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+		},
+		{
+			name:        "duplicate of ignored",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusIgnored),
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+		},
+		{
+			name:        "duplicate while processing",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusProcessing),
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+		},
+		{
+			name:        "exists as received because the enqueue failed: re-enqueued",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusReceived),
+			wantStatus:  200,
+			wantOutcome: outcome.Requeued,
+			wantSent:    1,
+		},
+		{
+			name:        "exists as failed: re-enqueued",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusFailed),
+			wantStatus:  200,
+			wantOutcome: outcome.Requeued,
+			wantSent:    1,
+		},
+		{
+			name:        "duplicate of failed_permanent",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusFailedPermanent),
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+		},
+		{
+			name:        "duplicate of dead_lettered",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusDeadLettered),
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+		},
+		{
+			name:        "same id, other payload: original kept, logged and counted",
+			req:         request(good, sign(good)),
+			existing:    conflicting,
+			wantStatus:  200,
+			wantOutcome: outcome.Duplicate,
+			wantLog:     map[string]any{"payload_hash_conflict": 1.0},
+		},
 		{name: "header name not lower-cased", req: capitalized, wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1, wantSent: 1},
 		{name: "missing signature header", req: request(good, ""), wantStatus: 400, wantOutcome: outcome.RejectedMissingSignature},
 		{name: "malformed signature header", req: request(good, "garbage"), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "signature header without a timestamp", req: request(good, "v1="+strings.Repeat("ab", 32)), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
-		{name: "no matching signature", req: request(good, provider.SignStripe(good, "whsec_wrong", now)), wantStatus: 400, wantOutcome: outcome.RejectedSignature},
+		{
+			name:        "signature header without a timestamp",
+			req:         request(good, "v1="+strings.Repeat("ab", 32)),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMalformedSignature,
+		},
+		{
+			name:        "no matching signature",
+			req:         request(good, provider.SignStripe(good, "whsec_wrong", now)),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedSignature,
+		},
 		{name: "body altered after signing", req: request(append(bytes.Clone(good), ' '), sign(good)), wantStatus: 400, wantOutcome: outcome.RejectedSignature},
-		{name: "stale timestamp", req: request(good, provider.SignStripe(good, secret, now.Add(-10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedStaleTimestamp},
-		{name: "future timestamp", req: request(good, provider.SignStripe(good, secret, now.Add(10*time.Minute))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
+		{
+			name:        "stale timestamp",
+			req:         request(good, provider.SignStripe(good, secret, now.Add(-10*time.Minute))),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedStaleTimestamp,
+		},
+		{
+			name:        "future timestamp",
+			req:         request(good, provider.SignStripe(good, secret, now.Add(10*time.Minute))),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedFutureTimestamp,
+		},
 		// A delivery signed 120 days ago, replayed with a second, fresh t=:
 		// a replay, whatever else the header says.
-		{name: "replay: a fresh t= in front of a captured header", req: request(good, fresh+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
+		{
+			name:        "replay: a fresh t= in front of a captured header",
+			req:         request(good, fresh+","+captured),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedReplay,
+		},
 		{name: "replay: a fresh t= behind a captured header", req: request(good, captured+","+fresh), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
-		{name: "replay: the header sent twice, joined with a comma", req: request(good, fresh+",v1="+strings.Repeat("0", 64)+","+captured), wantStatus: 400, wantOutcome: outcome.RejectedReplay},
-		{name: "far-future timestamp (2^40 s ahead)", req: request(good, provider.SignStripe(good, secret, time.Unix(now.Unix()+1<<40, 0))), wantStatus: 400, wantOutcome: outcome.RejectedFutureTimestamp},
+		{
+			name:        "replay: the header sent twice, joined with a comma",
+			req:         request(good, fresh+",v1="+strings.Repeat("0", 64)+","+captured),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedReplay,
+		},
+		{
+			name:        "far-future timestamp (2^40 s ahead)",
+			req:         request(good, provider.SignStripe(good, secret, time.Unix(now.Unix()+1<<40, 0))),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedFutureTimestamp,
+		},
 		{name: "malformed JSON", req: request([]byte(`{"id":`), sign([]byte(`{"id":`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
-		{name: "bad base64", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true}, wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
-		{name: "missing event id", req: request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))), wantStatus: 400, wantOutcome: outcome.RejectedMissingID},
+		{
+			name:        "bad base64",
+			req:         events.APIGatewayV2HTTPRequest{Headers: map[string]string{"stripe-signature": sign(good)}, Body: "%%%", IsBase64Encoded: true},
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMalformed,
+		},
+		{
+			name:        "missing event id",
+			req:         request([]byte(`{"type":"invoice.paid"}`), sign([]byte(`{"type":"invoice.paid"}`))),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMissingID,
+		},
 		{name: "JSON null", req: request([]byte(`null`), sign([]byte(`null`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
-		{name: "data.object not an object", req: request([]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`), sign([]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`))), wantStatus: 400, wantOutcome: outcome.RejectedMalformed},
+		{
+			name: "data.object not an object",
+			req: request(
+				[]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`),
+				sign([]byte(`{"id":"evt_4","type":"invoice.paid","data":{"object":"in_1"}}`)),
+			),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMalformed,
+		},
 		// A repeated key reads as every reader of the payload reads it
 		// (package event's doc): the last value is the event's.
-		{name: "repeated id: the last is the event's", req: request([]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`), sign([]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`))), wantStatus: 200, wantOutcome: outcome.Stored, wantStored: 1, wantSent: 1,
-			wantLog: map[string]any{"event_id": "evt_6"}},
-		{name: "wrong mode", req: request(payload("evt_3", "invoice.paid", true), sign(payload("evt_3", "invoice.paid", true))), wantStatus: 400, wantOutcome: outcome.RejectedWrongMode},
-		{name: "oversize body", req: request(bytes.Repeat([]byte("x"), 2048), sign(bytes.Repeat([]byte("x"), 2048))), wantStatus: 413, wantOutcome: outcome.RejectedTooLarge},
-		{name: "oversize base64 body", req: events.APIGatewayV2HTTPRequest{Headers: map[string]string{}, Body: base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 2048)), IsBase64Encoded: true}, wantStatus: 413, wantOutcome: outcome.RejectedTooLarge},
-		{name: "DynamoDB failure", req: request(good, sign(good)), storeErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: outcome.PersistFailed,
-			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
-		{name: "DynamoDB throttling", req: request(good, sign(good)), storeErr: &retry.MaxAttemptsError{Attempt: 3, Err: throttling()}, wantStatus: 503, wantOutcome: outcome.Throttled,
-			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
+		{
+			name: "repeated id: the last is the event's",
+			req: request(
+				[]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`),
+				sign([]byte(`{"id":"evt_5","type":"invoice.paid","id":"evt_6"}`)),
+			),
+			wantStatus:  200,
+			wantOutcome: outcome.Stored,
+			wantStored:  1,
+			wantSent:    1,
+			wantLog:     map[string]any{"event_id": "evt_6"},
+		},
+		{
+			name:        "wrong mode",
+			req:         request(payload("evt_3", "invoice.paid", true), sign(payload("evt_3", "invoice.paid", true))),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedWrongMode,
+		},
+		{
+			name:        "oversize body",
+			req:         request(bytes.Repeat([]byte("x"), 2048), sign(bytes.Repeat([]byte("x"), 2048))),
+			wantStatus:  413,
+			wantOutcome: outcome.RejectedTooLarge,
+		},
+		{
+			name: "oversize base64 body",
+			req: events.APIGatewayV2HTTPRequest{
+				Headers:         map[string]string{},
+				Body:            base64.StdEncoding.EncodeToString(bytes.Repeat([]byte("x"), 2048)),
+				IsBase64Encoded: true,
+			},
+			wantStatus:  413,
+			wantOutcome: outcome.RejectedTooLarge,
+		},
+		{
+			name:        "DynamoDB failure",
+			req:         request(good, sign(good)),
+			storeErr:    errors.New("connection refused"),
+			wantStatus:  500,
+			wantOutcome: outcome.PersistFailed,
+			wantLog:     map[string]any{"failed_at": "persist", "persist_failures": 1.0},
+		},
+		{
+			name:        "DynamoDB throttling",
+			req:         request(good, sign(good)),
+			storeErr:    &retry.MaxAttemptsError{Attempt: 3, Err: throttling()},
+			wantStatus:  503,
+			wantOutcome: outcome.Throttled,
+			wantLog:     map[string]any{"failed_at": "persist", "persist_failures": 1.0},
+		},
 		{name: "DynamoDB time budget exhausted", req: request(good, sign(good)), store: blockingStore{}, wantStatus: 504, wantOutcome: outcome.Timeout,
 			wantLog: map[string]any{"failed_at": "persist", "persist_failures": 1.0}},
-		{name: "SQS failure", req: request(good, sign(good)), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: outcome.EnqueueFailed, wantStored: 1,
-			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
-		{name: "SQS failure when re-enqueueing", req: request(good, sign(good)), existing: existing(event.StatusReceived), queueErr: errors.New("connection refused"), wantStatus: 500, wantOutcome: outcome.EnqueueFailed,
-			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
-		{name: "SQS throttling", req: request(good, sign(good)), queueErr: &retry.MaxAttemptsError{Attempt: 3, Err: &smithy.GenericAPIError{Code: "ThrottlingException"}}, wantStatus: 503, wantOutcome: outcome.Throttled, wantStored: 1,
-			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
-		{name: "SQS time budget exhausted", req: request(good, sign(good)), queue: blockingQueue{}, wantStatus: 504, wantOutcome: outcome.Timeout, wantStored: 1,
-			wantLog: map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0}},
+		{
+			name:        "SQS failure",
+			req:         request(good, sign(good)),
+			queueErr:    errors.New("connection refused"),
+			wantStatus:  500,
+			wantOutcome: outcome.EnqueueFailed,
+			wantStored:  1,
+			wantLog:     map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0},
+		},
+		{
+			name:        "SQS failure when re-enqueueing",
+			req:         request(good, sign(good)),
+			existing:    existing(event.StatusReceived),
+			queueErr:    errors.New("connection refused"),
+			wantStatus:  500,
+			wantOutcome: outcome.EnqueueFailed,
+			wantLog:     map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0},
+		},
+		{
+			name:        "SQS throttling",
+			req:         request(good, sign(good)),
+			queueErr:    &retry.MaxAttemptsError{Attempt: 3, Err: &smithy.GenericAPIError{Code: "ThrottlingException"}},
+			wantStatus:  503,
+			wantOutcome: outcome.Throttled,
+			wantStored:  1,
+			wantLog:     map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0},
+		},
+		{
+			name:        "SQS time budget exhausted",
+			req:         request(good, sign(good)),
+			queue:       blockingQueue{},
+			wantStatus:  504,
+			wantOutcome: outcome.Timeout,
+			wantStored:  1,
+			wantLog:     map[string]any{"failed_at": "enqueue", "enqueue_failures": 1.0},
+		},
 		// The signing secrets' parameter cannot be read: nothing is wrong
 		// with the delivery, so a 503 the provider retries, never a 400.
-		{name: "signing secrets unreadable", req: request(good, sign(good)), verifier: unreadable("AccessDeniedException"), wantStatus: 503, wantOutcome: outcome.SecretsUnavailable,
-			wantLog: map[string]any{"failed_at": "secrets", "secrets_failures": 1.0}},
-		{name: "signing secrets hold no secret", req: request(good, sign(good)), verifier: holding(" , "), wantStatus: 503, wantOutcome: outcome.SecretsUnavailable,
-			wantLog: map[string]any{"failed_at": "secrets", "secrets_failures": 1.0}},
-		{name: "signing secrets unreadable, no signature header", req: request(good, ""), verifier: unreadable("AccessDeniedException"), wantStatus: 400, wantOutcome: outcome.RejectedMissingSignature},
-		{name: "signing secrets unreadable, malformed header", req: request(good, "garbage"), verifier: unreadable("AccessDeniedException"), wantStatus: 400, wantOutcome: outcome.RejectedMalformedSignature},
+		{
+			name:        "signing secrets unreadable",
+			req:         request(good, sign(good)),
+			verifier:    unreadable("AccessDeniedException"),
+			wantStatus:  503,
+			wantOutcome: outcome.SecretsUnavailable,
+			wantLog:     map[string]any{"failed_at": "secrets", "secrets_failures": 1.0},
+		},
+		{
+			name:        "signing secrets hold no secret",
+			req:         request(good, sign(good)),
+			verifier:    holding(" , "),
+			wantStatus:  503,
+			wantOutcome: outcome.SecretsUnavailable,
+			wantLog:     map[string]any{"failed_at": "secrets", "secrets_failures": 1.0},
+		},
+		{
+			name:        "signing secrets unreadable, no signature header",
+			req:         request(good, ""),
+			verifier:    unreadable("AccessDeniedException"),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMissingSignature,
+		},
+		{
+			name:        "signing secrets unreadable, malformed header",
+			req:         request(good, "garbage"),
+			verifier:    unreadable("AccessDeniedException"),
+			wantStatus:  400,
+			wantOutcome: outcome.RejectedMalformedSignature,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -232,8 +441,14 @@ func newHandler(t *testing.T, st ingest.Store, q ingest.Queue, logs *bytes.Buffe
 	}
 	return New(Config{
 		Providers: map[string]Provider{provider.Stripe: {
-			Verifier:   v,
-			Ingester:   &ingest.Ingester{Store: st, Queue: q, Provider: "stripe", Handled: func(t string) bool { return !strings.HasPrefix(t, "charge.") }, Now: func() time.Time { return now }},
+			Verifier: v,
+			Ingester: &ingest.Ingester{
+				Store:    st,
+				Queue:    q,
+				Provider: "stripe",
+				Handled:  func(t string) bool { return !strings.HasPrefix(t, "charge.") },
+				Now:      func() time.Time { return now },
+			},
 			APIVersion: "2025-02-24.acacia",
 		}},
 		MaxBodyBytes: 1024,
@@ -436,7 +651,11 @@ func holding(value string) *provider.Keyring {
 }
 
 func paramKeyring(ps paramStore) *provider.Keyring {
-	k, err := provider.NewKeyring(provider.Stripe, secrets.FromParameter(func() secrets.SSM { return ps }, "/webhook-inbox/dev/stripe/webhook-secrets"), provider.Options{Now: func() time.Time { return now }})
+	k, err := provider.NewKeyring(
+		provider.Stripe,
+		secrets.FromParameter(func() secrets.SSM { return ps }, "/webhook-inbox/dev/stripe/webhook-secrets"),
+		provider.Options{Now: func() time.Time { return now }},
+	)
 	if err != nil {
 		panic(err) // Stripe is in the table
 	}

@@ -73,7 +73,15 @@ func TestACapturedBodyIsOneEventWhateverItsUnsignedHeaders(t *testing.T) {
 			lines := r.logs.lines(t)
 			line := lines[len(lines)-1]
 			if line["outcome"] != string(tc.outcome) || line["event_id"] != tc.id || line["provider"] != tc.name {
-				t.Errorf("log line: got outcome %v event %v provider %v, want %s %s %s", line["outcome"], line["event_id"], line["provider"], tc.outcome, tc.id, tc.name)
+				t.Errorf(
+					"log line: got outcome %v event %v provider %v, want %s %s %s",
+					line["outcome"],
+					line["event_id"],
+					line["provider"],
+					tc.outcome,
+					tc.id,
+					tc.name,
+				)
 			}
 			if tc.replayOf != "" && line["replay_of"] != tc.replayOf {
 				t.Errorf("log line: replay_of %v, want %s", line["replay_of"], tc.replayOf)

@@ -27,7 +27,10 @@ func TestAConnectedAccountsMissedEventIsFound(t *testing.T) {
 	const sub, customer = "sub_connect_missed", "cus_connect_missed"
 	created := h.now.Add(-reconcile.DefaultSettle - time.Hour).Unix()
 	build := func(id, account, status string) []byte {
-		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: id, Account: account, Created: created, ObjectID: sub, Customer: customer, Status: status})
+		b, err := stripefixture.Build(
+			"customer.subscription.updated",
+			stripefixture.Options{ID: id, Account: account, Created: created, ObjectID: sub, Customer: customer, Status: status},
+		)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -315,7 +315,10 @@ func (rn *run) deliveries(ctx context.Context, h githubapi.Hook, w window, p git
 			slog.Int("status_code", d.StatusCode), slog.Time("delivered_at", d.DeliveredAt)}
 		if rejected(d.StatusCode) && rn.opts.Since <= 0 {
 			rn.res.Rejected++
-			r.cfg.Logger.WarnContext(ctx, "GitHub delivery refused by the receiver on purpose: not redelivered (fix the cause, then sweep with since)", attrs...)
+			r.cfg.Logger.WarnContext(
+				ctx,
+				"GitHub delivery refused by the receiver on purpose: not redelivered (fix the cause, then sweep with since)",
+				attrs...)
 			continue
 		}
 		scheduled, err := r.cfg.Redeliveries.Schedule(ctx, store.Redelivery{Provider: ProviderGitHub, ID: d.GUID, Type: githubType(d),

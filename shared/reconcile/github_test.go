@@ -273,7 +273,8 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 			t.Errorf("%d: want one line saying the sweep stopped:\n%s", status, logs)
 		}
 		lines := runLinesIn(logs)
-		if len(lines) != 1 || lines[0]["github_throttled"] != 1.0 || lines[0]["github_stopped"] != reconcile.StopRateLimited || lines[0]["outcome"] != "partial" {
+		if len(lines) != 1 || lines[0]["github_throttled"] != 1.0 || lines[0]["github_stopped"] != reconcile.StopRateLimited ||
+			lines[0]["outcome"] != "partial" {
 			t.Errorf("%d: run line: got %v, want github_throttled=1, github_stopped=rate_limited", status, lines)
 		}
 	}

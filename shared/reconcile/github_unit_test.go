@@ -46,7 +46,14 @@ func (nopRedeliveries) Asked(_ context.Context, d store.Redelivery, _ time.Time)
 func (nopRedeliveries) Done(context.Context, store.Redelivery) error { return nil }
 
 func TestNewWantsGitHubWithItsHooks(t *testing.T) {
-	base := Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: nopIngester{}, Queue: nopQueue{}, Types: []string{"invoice.paid"}}
+	base := Config{
+		Stripe:      nopLister{},
+		Events:      &fakeEvents{},
+		Checkpoints: &fakeCheckpoints{},
+		Ingester:    nopIngester{},
+		Queue:       nopQueue{},
+		Types:       []string{"invoice.paid"},
+	}
 	hooks := []githubapi.Hook{{Kind: githubapi.KindOrg, Owner: "acme", ID: 34}}
 	for _, tc := range []struct {
 		name  string
@@ -76,7 +83,9 @@ func TestNewWantsGitHubWithItsHooks(t *testing.T) {
 func TestGitHubWindowPastThreeDaysIsClosedWithoutARequest(t *testing.T) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	old := now.Add(-githubapi.Retention - time.Hour).Unix()
-	cps := &fakeCheckpoints{stored: store.Checkpoint{Seq: 3, DoneThrough: old - 3600, WindowFrom: old - 3600, WindowTo: old + 600, Cursor: "v1_x", CursorCreated: old}}
+	cps := &fakeCheckpoints{
+		stored: store.Checkpoint{Seq: 3, DoneThrough: old - 3600, WindowFrom: old - 3600, WindowTo: old + 600, Cursor: "v1_x", CursorCreated: old},
+	}
 	gh := &fakeGitHub{t: t}
 	r, err := New(Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: cps, Ingester: nopIngester{}, Queue: nopQueue{},
 		Types: []string{"invoice.paid"}, GitHub: gh, GitHubHooks: []githubapi.Hook{{Kind: githubapi.KindApp, ID: 56}}, Redeliveries: nopRedeliveries{},

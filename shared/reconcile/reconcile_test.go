@@ -75,13 +75,15 @@ func newHarness(t *testing.T, handled []string) *harness {
 	// Count BatchGetItem calls as the SDK sends them.
 	h.db = dynamodb.NewFromConfig(h.stack.AWS, func(o *dynamodb.Options) {
 		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
-			return st.Initialize.Add(middleware.InitializeMiddlewareFunc("CountBatchGetItem",
+			return st.Initialize.Add(middleware.InitializeMiddlewareFunc(
+				"CountBatchGetItem",
 				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 					if _, ok := in.Parameters.(*dynamodb.BatchGetItemInput); ok {
 						h.batchGets.Add(1)
 					}
 					return next.HandleInitialize(ctx, in)
-				}), middleware.After)
+				},
+			), middleware.After)
 		})
 	})
 	h.events = &store.Events{DB: h.db, Table: h.stack.Table("EventsTable"), Retention: 90 * 24 * time.Hour}
@@ -597,7 +599,12 @@ func TestNeverRequestsExpiredEventsOrOtherTypes(t *testing.T) {
 	envOf := func(b []byte) event.Envelope { e, _ := event.DecodeEnvelope(b); return e }
 	got := h.records([]string{envOf(old).ID, envOf(other).ID, envOf(recent).ID})
 	if got[envOf(old).ID] != nil || got[envOf(other).ID] != nil || got[envOf(recent).ID] == nil {
-		t.Errorf("ingested: old %v, other type %v, recent %v; want only the recent one", got[envOf(old).ID] != nil, got[envOf(other).ID] != nil, got[envOf(recent).ID] != nil)
+		t.Errorf(
+			"ingested: old %v, other type %v, recent %v; want only the recent one",
+			got[envOf(old).ID] != nil,
+			got[envOf(other).ID] != nil,
+			got[envOf(recent).ID] != nil,
+		)
 	}
 }
 

@@ -55,7 +55,8 @@ func TestAStaleMissIngestsNothingTwice(t *testing.T) {
 	after := h.records([]string{envs[0].ID, envs[1].ID})
 	for _, e := range envs {
 		b, a := before[e.ID], after[e.ID]
-		if a.Status != b.Status || a.Source != event.SourceWebhook || a.PayloadHash != b.PayloadHash || string(a.Payload) != string(b.Payload) || !a.ReceivedAt.Equal(b.ReceivedAt) {
+		if a.Status != b.Status || a.Source != event.SourceWebhook || a.PayloadHash != b.PayloadHash || string(a.Payload) != string(b.Payload) ||
+			!a.ReceivedAt.Equal(b.ReceivedAt) {
 			t.Errorf("%s changed: %+v\nwas %+v", e.ID, a, b)
 		}
 	}

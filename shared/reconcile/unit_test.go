@@ -149,7 +149,10 @@ func TestPageIsComparedOnceWithTheStore(t *testing.T) {
 	}
 	var page stripeapi.Page
 	for _, id := range []string{"evt_c", "evt_b", "evt_a"} {
-		page.Events = append(page.Events, []byte(`{"id":"`+id+`","object":"event","type":"invoice.paid","created":1,"livemode":false,"data":{"object":{"id":"in_1","object":"invoice"}}}`))
+		page.Events = append(
+			page.Events,
+			[]byte(`{"id":"`+id+`","object":"event","type":"invoice.paid","created":1,"livemode":false,"data":{"object":{"id":"in_1","object":"invoice"}}}`),
+		)
 	}
 	rn := &run{r: r}
 	if _, err := rn.page(context.Background(), page, 0); err != nil {
@@ -243,7 +246,8 @@ func TestTemplateAlarmWatchesTheMetricARunEmits(t *testing.T) {
 		m := d.(map[string]any)
 		dims = append(dims, fmt.Sprintf("%v=%v", m["Name"], m["Value"]))
 	}
-	if want := []string{"function=" + line.Function}; len(emf.Dimensions) != 1 || !slices.Equal(emf.Dimensions[0], []string{"function"}) || !slices.Equal(dims, want) {
+	if want := []string{"function=" + line.Function}; len(emf.Dimensions) != 1 || !slices.Equal(emf.Dimensions[0], []string{"function"}) ||
+		!slices.Equal(dims, want) {
 		t.Errorf("alarm dimensions %v; the run emits %v with function=%s", dims, emf.Dimensions, line.Function)
 	}
 }
@@ -312,23 +316,48 @@ func TestWindowOfARun(t *testing.T) {
 		// A new deployment: its start is one schedule period back, and
 		// nothing older is listed (it was 30 days: a month of history
 		// through the team's effects).
-		{name: "first run starts one period back", wantQuery: &stripeapi.EventQuery{CreatedGTE: start, CreatedLTE: settled}, wantDone: settled, wantSince: start},
+		{
+			name:      "first run starts one period back",
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: start, CreatedLTE: settled},
+			wantDone:  settled,
+			wantSince: start,
+		},
 		{name: "a first sweep records the start too, and lists nothing older", since: 24 * time.Hour,
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: start, CreatedLTE: settled}, wantDone: start, wantSince: start},
 		{name: "the next run never lists below the start", stored: stored(store.Checkpoint{HistoryBefore: hours(2), DoneThrough: hours(2)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(2), CreatedLTE: settled}, wantDone: settled},
-		{name: "a sweep lists nothing before the start", stored: stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}), since: 24 * time.Hour,
-			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled}, wantDone: -1},
-		{name: "a backfill lists history", stored: stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}), since: 30 * 24 * time.Hour, backfill: true,
-			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: -1},
+		{
+			name:      "a sweep lists nothing before the start",
+			stored:    stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}),
+			since:     24 * time.Hour,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(3), CreatedLTE: settled},
+			wantDone:  -1,
+		},
+		{
+			name:      "a backfill lists history",
+			stored:    stored(store.Checkpoint{HistoryBefore: hours(3), DoneThrough: hours(2)}),
+			since:     30 * 24 * time.Hour,
+			backfill:  true,
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled},
+			wantDone:  -1,
+		},
 		{name: "next run starts an overlap below the checkpoint", stored: stored(store.Checkpoint{DoneThrough: hours(2)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(2) - int64(DefaultOverlap/time.Second), CreatedLTE: settled}, wantDone: settled},
 		{name: "a checkpoint older than the retention is clamped", stored: stored(store.Checkpoint{DoneThrough: hours(40 * 24)}),
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: floor, CreatedLTE: settled}, wantDone: settled},
-		{name: "a window in progress resumes after its cursor", stored: stored(store.Checkpoint{DoneThrough: hours(9), WindowFrom: hours(10), WindowTo: hours(1), CursorCreated: hours(5), Cursor: "evt_cursor"}),
-			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(10), CreatedLTE: hours(1), StartingAfter: "evt_cursor"}, wantDone: hours(1)},
-		{name: "a window whose rest has expired is closed without a request", stored: stored(store.Checkpoint{WindowFrom: hours(31 * 24), WindowTo: hours(29 * 24), CursorCreated: hours(30*24 + 1), Cursor: "evt_old"}),
-			wantDone: hours(29 * 24)},
+		{
+			name: "a window in progress resumes after its cursor",
+			stored: stored(
+				store.Checkpoint{DoneThrough: hours(9), WindowFrom: hours(10), WindowTo: hours(1), CursorCreated: hours(5), Cursor: "evt_cursor"},
+			),
+			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(10), CreatedLTE: hours(1), StartingAfter: "evt_cursor"},
+			wantDone:  hours(1),
+		},
+		{
+			name:     "a window whose rest has expired is closed without a request",
+			stored:   stored(store.Checkpoint{WindowFrom: hours(31 * 24), WindowTo: hours(29 * 24), CursorCreated: hours(30*24 + 1), Cursor: "evt_old"}),
+			wantDone: hours(29 * 24),
+		},
 		{name: "a sweep lists its stretch and writes nothing", stored: stored(store.Checkpoint{DoneThrough: hours(2)}), since: 24 * time.Hour,
 			wantQuery: &stripeapi.EventQuery{CreatedGTE: hours(24), CreatedLTE: settled}, wantDone: -1},
 	}
@@ -351,7 +380,8 @@ func TestWindowOfARun(t *testing.T) {
 			if tc.wantSince != 0 {
 				// The start first, on its own, conditioned on there being
 				// no checkpoint yet.
-				if len(cps.saves) == 0 || cps.saves[0].prev.Seq != 0 || cps.saves[0].next.HistoryBefore != tc.wantSince || cps.saves[0].next.DoneThrough != tc.wantSince {
+				if len(cps.saves) == 0 || cps.saves[0].prev.Seq != 0 || cps.saves[0].next.HistoryBefore != tc.wantSince ||
+					cps.saves[0].next.DoneThrough != tc.wantSince {
 					t.Fatalf("first write: got %+v, want the group's start %d", cps.saves, tc.wantSince)
 				}
 				if len(cps.saves) == 1 {
@@ -398,7 +428,15 @@ func TestWindowOfARun(t *testing.T) {
 				wantSeq = tc.stored.Seq
 			}
 			if want := r.Groups()[0]; prev.Seq != wantSeq || next.Name != want.Checkpoint || !slices.Equal(next.Types, want.Types) {
-				t.Errorf("save: got prev seq %d, next %s %v; want seq %d as read, of group %s %v", prev.Seq, next.Name, next.Types, wantSeq, want.Checkpoint, want.Types)
+				t.Errorf(
+					"save: got prev seq %d, next %s %v; want seq %d as read, of group %s %v",
+					prev.Seq,
+					next.Name,
+					next.Types,
+					wantSeq,
+					want.Checkpoint,
+					want.Types,
+				)
 			}
 			if !next.UpdatedAt.Equal(now) || next.RunID != res.RunID {
 				t.Errorf("written at %v by %s, want %v by %s", next.UpdatedAt, next.RunID, now, res.RunID)
@@ -460,7 +498,8 @@ func TestEveryRunIsKeptForOperators(t *testing.T) {
 		t.Fatalf("kept %d runs, want 1", len(runs.runs))
 	}
 	got := runs.runs[0]
-	if got.ID != res.RunID || got.Outcome != string(outcome.RunComplete) || got.Pages != res.Pages || got.Since != time.Hour || got.StartedAt.IsZero() || got.Error != "" {
+	if got.ID != res.RunID || got.Outcome != string(outcome.RunComplete) || got.Pages != res.Pages || got.Since != time.Hour || got.StartedAt.IsZero() ||
+		got.Error != "" {
 		t.Errorf("kept %+v for the result %+v", got, res)
 	}
 
@@ -523,7 +562,12 @@ func (i *sourceIngester) Ingest(_ context.Context, env event.Envelope, _ []byte,
 // backfill without since, or with_effects without backfill, is refused.
 func TestTheLambdaInputBackfills(t *testing.T) {
 	now := time.Now()
-	history := []byte(fmt.Sprintf(`{"id":"evt_history","object":"event","type":"invoice.paid","created":%d,"livemode":false,"api_version":"2025-02-24.acacia","data":{"object":{"id":"in_history","object":"invoice"}}}`, now.Add(-5*24*time.Hour).Unix()))
+	history := []byte(
+		fmt.Sprintf(
+			`{"id":"evt_history","object":"event","type":"invoice.paid","created":%d,"livemode":false,"api_version":"2025-02-24.acacia","data":{"object":{"id":"in_history","object":"invoice"}}}`,
+			now.Add(-5*24*time.Hour).Unix(),
+		),
+	)
 	for _, tc := range []struct {
 		name, input string
 		want        event.Source // "": not ingested
@@ -538,8 +582,10 @@ func TestTheLambdaInputBackfills(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := &sourceIngester{sources: map[string]event.Source{}}
-			r, err := New(Config{Stripe: pageLister{events: [][]byte{history}}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: in, Queue: nopQueue{},
-				Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+			r, err := New(
+				Config{Stripe: pageLister{events: [][]byte{history}}, Events: &fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Ingester: in, Queue: nopQueue{},
+					Types: []string{"invoice.paid"}, Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }},
+			)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -588,7 +634,13 @@ func TestTemplateRefusesGitHubSettingsThatCannotWork(t *testing.T) {
 			_, appKey := f.Environment["GITHUB_APP_PRIVATE_KEY_PARAMETER"]
 			on := tc.overrides != nil
 			if hooks != on || token != on || appKey {
-				t.Errorf("environment: GITHUB_HOOKS %v, token parameter %v, App key parameter %v; want the first two %v and no App key", hooks, token, appKey, on)
+				t.Errorf(
+					"environment: GITHUB_HOOKS %v, token parameter %v, App key parameter %v; want the first two %v and no App key",
+					hooks,
+					token,
+					appKey,
+					on,
+				)
 			}
 		})
 	}

@@ -113,7 +113,9 @@ func TestClientRequest(t *testing.T) {
 	if r.Method != http.MethodPost || r.Header.Get("X-Amz-Target") != "AmazonSSM.GetParameter" || r.Header.Get("Content-Type") != "application/x-amz-json-1.1" {
 		t.Errorf("request: %s, target %q, content type %q", r.Method, r.Header.Get("X-Amz-Target"), r.Header.Get("Content-Type"))
 	}
-	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDROLE/") || !strings.Contains(auth, "/eu-west-3/ssm/aws4_request") || r.Header.Get("X-Amz-Security-Token") != "session" {
+	if auth := r.Header.Get("Authorization"); !strings.HasPrefix(auth, "AWS4-HMAC-SHA256 Credential=AKIDROLE/") ||
+		!strings.Contains(auth, "/eu-west-3/ssm/aws4_request") ||
+		r.Header.Get("X-Amz-Security-Token") != "session" {
 		t.Errorf("signed as %q, token %q; want SigV4 for ssm in eu-west-3 with the session token", auth, r.Header.Get("X-Amz-Security-Token"))
 	}
 	var body map[string]any

@@ -169,7 +169,8 @@ func TestAFailedReadIsRememberedForTheBackoff(t *testing.T) {
 	s.SetClock(clk.now)
 	for range 3 {
 		for range 100 {
-			if _, err := s.Value(context.Background()); err == nil || !strings.Contains(err.Error(), "ParameterNotFound") || !strings.Contains(err.Error(), "/p") {
+			if _, err := s.Value(context.Background()); err == nil || !strings.Contains(err.Error(), "ParameterNotFound") ||
+				!strings.Contains(err.Error(), "/p") {
 				t.Fatalf("got %v, want the read's error naming the parameter", err)
 			}
 		}

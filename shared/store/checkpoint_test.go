@@ -67,7 +67,17 @@ func TestCheckpointItem(t *testing.T) {
 		{name: "a window before its first page", prev: store.Checkpoint{Seq: 1}, next: window,
 			wantItem: with("2", "window_from", n("1600000000"), "window_to", n("1700000100")), wantCond: "seq = :seq", wantSeq: "1"},
 		{name: "a window with a cursor", prev: store.Checkpoint{Seq: 2}, next: paged,
-			wantItem: with("3", "window_from", n("1600000000"), "window_to", n("1700000100"), "cursor", s("evt_9"), "cursor_created", n("1650000000")), wantCond: "seq = :seq", wantSeq: "2"},
+			wantItem: with(
+				"3",
+				"window_from",
+				n("1600000000"),
+				"window_to",
+				n("1700000100"),
+				"cursor",
+				s("evt_9"),
+				"cursor_created",
+				n("1650000000"),
+			), wantCond: "seq = :seq", wantSeq: "2"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,8 +151,18 @@ func TestCheckpointsAgainstTheTable(t *testing.T) {
 	if err != nil || !reflect.DeepEqual(zero, store.Checkpoint{Name: name}) {
 		t.Fatalf("never written: got %+v (%v), want the zero checkpoint", zero, err)
 	}
-	next := store.Checkpoint{Name: name, Types: []string{"invoice.paid"}, DoneThrough: 1700000000, HistoryBefore: 1590000000, WindowFrom: 1600000000, WindowTo: 1700000100,
-		Cursor: "evt_9", CursorCreated: 1650000000, UpdatedAt: time.UnixMilli(1_800_000_000_123), RunID: "run_1"}
+	next := store.Checkpoint{
+		Name:          name,
+		Types:         []string{"invoice.paid"},
+		DoneThrough:   1700000000,
+		HistoryBefore: 1590000000,
+		WindowFrom:    1600000000,
+		WindowTo:      1700000100,
+		Cursor:        "evt_9",
+		CursorCreated: 1650000000,
+		UpdatedAt:     time.UnixMilli(1_800_000_000_123),
+		RunID:         "run_1",
+	}
 	saved, err := cps.Save(ctx, zero, next)
 	if err != nil {
 		t.Fatal(err)

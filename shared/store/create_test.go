@@ -82,7 +82,13 @@ func TestCreateDuplicateDoesNotDecodeTheOldPayload(t *testing.T) {
 		t.Fatalf("duplicate of a record with an undecodable payload: %v", err)
 	}
 	if existing.Status != event.StatusProcessed || existing.PayloadHash != "h" || existing.Payload != nil || db.gets != 0 {
-		t.Errorf("got status %s hash %q payload %d bytes after %d reads; want processed, h, none, 0", existing.Status, existing.PayloadHash, len(existing.Payload), db.gets)
+		t.Errorf(
+			"got status %s hash %q payload %d bytes after %d reads; want processed, h, none, 0",
+			existing.Status,
+			existing.PayloadHash,
+			len(existing.Payload),
+			db.gets,
+		)
 	}
 }
 
@@ -95,7 +101,11 @@ type conflictingDB struct {
 	reason   string
 }
 
-func (f *conflictingDB) TransactWriteItems(_ context.Context, in *dynamodb.TransactWriteItemsInput, _ ...func(*dynamodb.Options)) (*dynamodb.TransactWriteItemsOutput, error) {
+func (f *conflictingDB) TransactWriteItems(
+	_ context.Context,
+	in *dynamodb.TransactWriteItemsInput,
+	_ ...func(*dynamodb.Options),
+) (*dynamodb.TransactWriteItemsOutput, error) {
 	f.calls++
 	f.tokens[aws.ToString(in.ClientRequestToken)] = true
 	if f.calls <= f.n {

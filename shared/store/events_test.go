@@ -55,7 +55,12 @@ func TestCreateIsConditionalAndReturnsTheExistingRecord(t *testing.T) {
 		t.Errorf("existing: got hash %q status %q received %v; want the original", existing.PayloadHash, existing.Status, existing.ReceivedAt)
 	}
 	if existing.ObjectID != "in_1" || existing.Type != "invoice.paid" || existing.Payload != nil {
-		t.Errorf("existing: got object %q type %q payload %d bytes; want the pointer's fields and no payload", existing.ObjectID, existing.Type, len(existing.Payload))
+		t.Errorf(
+			"existing: got object %q type %q payload %d bytes; want the pointer's fields and no payload",
+			existing.ObjectID,
+			existing.Type,
+			len(existing.Payload),
+		)
 	}
 	got, err := ev.Get(ctx, event.ProviderStripe, "evt_create")
 	if err != nil {
@@ -84,7 +89,11 @@ func TestLargePayloadsAreCompressedOrOmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.PayloadOmitted || !bytes.Equal(got.Payload, compressible.Payload) {
-		t.Errorf("compressible 1 MB payload: omitted=%v, round-trip equal=%v; want stored and equal", got.PayloadOmitted, bytes.Equal(got.Payload, compressible.Payload))
+		t.Errorf(
+			"compressible 1 MB payload: omitted=%v, round-trip equal=%v; want stored and equal",
+			got.PayloadOmitted,
+			bytes.Equal(got.Payload, compressible.Payload),
+		)
 	}
 
 	random := make([]byte, 600<<10)
@@ -102,7 +111,12 @@ func TestLargePayloadsAreCompressedOrOmitted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !got.PayloadOmitted || got.Payload != nil || got.Type != "invoice.paid" {
-		t.Errorf("incompressible 600 KB payload: got omitted=%v payload=%d bytes type=%q; want the envelope only, flagged", got.PayloadOmitted, len(got.Payload), got.Type)
+		t.Errorf(
+			"incompressible 600 KB payload: got omitted=%v payload=%d bytes type=%q; want the envelope only, flagged",
+			got.PayloadOmitted,
+			len(got.Payload),
+			got.Type,
+		)
 	}
 }
 

@@ -187,7 +187,11 @@ func TestTheClaimChangesNoIndexKey(t *testing.T) {
 	step("claim again", claim("w2"), same)
 	step("dead-lettered", func() error { return ev.Fail(ctx, r, "w2", event.StatusDeadLettered, "boom", now, time.Time{}) }, lane(store.LaneDeadLettered))
 	step("claimed after a redrive", claim("w3"), same)
-	step("failed for good", func() error { return ev.Fail(ctx, r, "w3", event.StatusFailedPermanent, "boom", now, time.Time{}) }, lane(store.LaneFailedPermanent))
+	step(
+		"failed for good",
+		func() error { return ev.Fail(ctx, r, "w3", event.StatusFailedPermanent, "boom", now, time.Time{}) },
+		lane(store.LaneFailedPermanent),
+	)
 	step("reopened", func() error { _, err := ev.Reopen(ctx, r.Provider, r.ID, now); return err }, same)
 	step("claimed after the reopen", claim("w4"), same)
 	step("processed", func() error { return ev.Complete(ctx, r, "w4", now, store.Completion{Outcome: outcome.Applied}) },

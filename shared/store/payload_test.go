@@ -80,7 +80,12 @@ func TestGetBoundsTheInflatedPayload(t *testing.T) {
 		// Other tests allocate meanwhile: the bound is loose, and still a
 		// quarter of what reading the whole bomb takes.
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > inflated/4 {
-			t.Errorf("decoding allocated %d bytes, want far less than the %d bytes the bomb inflates to (the limit is %d)", alloc, inflated, store.MaxPayloadBytes)
+			t.Errorf(
+				"decoding allocated %d bytes, want far less than the %d bytes the bomb inflates to (the limit is %d)",
+				alloc,
+				inflated,
+				store.MaxPayloadBytes,
+			)
 		}
 	})
 	t.Run("at the limit", func(t *testing.T) {

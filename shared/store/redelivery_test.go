@@ -24,7 +24,10 @@ func TestRedeliveriesAreDueInTheirOrderAskedOnceAndEnded(t *testing.T) {
 		if id == "g-future" {
 			due = now.Add(time.Hour)
 		}
-		ok, err := r.Schedule(ctx, store.Redelivery{Provider: "github", ID: id, Type: "push", Hook: "repo:a/b/1", Delivery: int64(100 + i), FailedAt: now.Add(-time.Hour), Due: due})
+		ok, err := r.Schedule(
+			ctx,
+			store.Redelivery{Provider: "github", ID: id, Type: "push", Hook: "repo:a/b/1", Delivery: int64(100 + i), FailedAt: now.Add(-time.Hour), Due: due},
+		)
 		if err != nil || !ok {
 			t.Fatalf("schedule %s: %v %v", id, ok, err)
 		}

@@ -36,7 +36,11 @@ func TestExistingRetriesUnprocessedKeys(t *testing.T) {
 		// read's price; a stale miss costs a conditional put that loses
 		// (TestAStaleMissIngestsNothingTwice in package reconcile).
 		if aws.ToBool(ka.ConsistentRead) || aws.ToString(ka.ProjectionExpression) != "pk" {
-			t.Errorf("BatchGetItem: consistent %v, projection %q; want an eventually consistent read of the keys only", aws.ToBool(ka.ConsistentRead), aws.ToString(ka.ProjectionExpression))
+			t.Errorf(
+				"BatchGetItem: consistent %v, projection %q; want an eventually consistent read of the keys only",
+				aws.ToBool(ka.ConsistentRead),
+				aws.ToString(ka.ProjectionExpression),
+			)
 		}
 		var pks []string
 		for _, k := range ka.Keys {

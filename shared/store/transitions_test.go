@@ -39,7 +39,10 @@ func startStates() []startState {
 		}
 		for _, owner := range []string{writer, other} {
 			for _, expired := range []bool{false, true} {
-				out = append(out, startState{name: fmt.Sprintf("processing, %s's lease, expired %t", owner, expired), status: st, owner: owner, expired: expired})
+				out = append(
+					out,
+					startState{name: fmt.Sprintf("processing, %s's lease, expired %t", owner, expired), status: st, owner: owner, expired: expired},
+				)
 			}
 		}
 	}
@@ -135,7 +138,20 @@ var writes = []struct {
 // record's status: reads, writes of a payload alone, and a body's claim
 // (an item of its own). A new method must be one of these or a write
 // above.
-var notStatusWrites = []string{"ByObject", "ClaimBody", "ErasePayload", "Existing", "Get", "Health", "Held", "List", "Mentioning", "Payload", "StorePayload", "Stuck"}
+var notStatusWrites = []string{
+	"ByObject",
+	"ClaimBody",
+	"ErasePayload",
+	"Existing",
+	"Get",
+	"Health",
+	"Held",
+	"List",
+	"Mentioning",
+	"Payload",
+	"StorePayload",
+	"Stuck",
+}
 
 // TestEveryConditionalWriteAllowsExactlyTheTableTransitions runs every
 // conditional write of a record's status from every state a record can be

@@ -73,7 +73,9 @@ func TestFetchReturnsTheRawEvent(t *testing.T) {
 }
 
 func TestFetchClassifiesErrors(t *testing.T) {
-	other, _ := json.Marshal(map[string]any{"id": "evt_other", "object": "event", "type": "invoice.paid", "data": map[string]any{"object": map[string]any{"id": "in_1"}}})
+	other, _ := json.Marshal(
+		map[string]any{"id": "evt_other", "object": "event", "type": "invoice.paid", "data": map[string]any{"object": map[string]any{"id": "in_1"}}},
+	)
 	api := &eventsAPI{
 		events: map[string][]byte{"evt_swapped": other},
 		fail: map[string]int{"evt_500": 500, "evt_502": 502, "evt_429": 429, "evt_401": 401, "evt_403": 403,
@@ -168,7 +170,12 @@ func TestFetchReadsTheKeyForEachRequest(t *testing.T) {
 	}
 	_, err = c.Fetch(context.Background(), "evt_key")
 	if !errors.Is(err, keyErr) || fault.IsPermanent(err) || api.calls.Load() != 0 {
-		t.Fatalf("key unavailable: got %v (permanent %v, %d requests); want the key's error, retryable, and no request", err, fault.IsPermanent(err), api.calls.Load())
+		t.Fatalf(
+			"key unavailable: got %v (permanent %v, %d requests); want the key's error, retryable, and no request",
+			err,
+			fault.IsPermanent(err),
+			api.calls.Load(),
+		)
 	}
 	failing = false
 	if got, err := c.Fetch(context.Background(), "evt_key"); err != nil || string(got) != string(body) {

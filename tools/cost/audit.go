@@ -108,7 +108,10 @@ func (m *meter) audit(ctx context.Context) (AuditCost, error) {
 	db := dynamodb.NewFromConfig(m.base)
 	table, hash := m.res.Tables["MirrorTable"], m.schema.Tables["MirrorTable"].Hash
 	for _, key := range []string{"sub_audit000", mirror.EntitlementKey("cus_audit000")} {
-		out, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{hash: &types.AttributeValueMemberS{Value: key}}})
+		out, err := db.GetItem(
+			ctx,
+			&dynamodb.GetItemInput{TableName: aws.String(table), Key: map[string]types.AttributeValue{hash: &types.AttributeValueMemberS{Value: key}}},
+		)
 		if err != nil {
 			return AuditCost{}, err
 		}
@@ -123,8 +126,15 @@ func (m *meter) audit(ctx context.Context) (AuditCost, error) {
 func (r *Report) printAudit(out io.Writer) {
 	a := r.Audit
 	fmt.Fprintf(out, "\n== the audit (inboxctl audit), a run that finds no drift\n")
-	fmt.Fprintf(out, "measured: %d subscriptions, %d list requests (%d pages), %.0f RRU of batched snapshot reads, a scan of %d B a subscription (snapshot and entitlement)\n",
-		a.Subscriptions, a.Lists, a.Pages, a.BatchRRU, a.ItemBytes)
+	fmt.Fprintf(
+		out,
+		"measured: %d subscriptions, %d list requests (%d pages), %.0f RRU of batched snapshot reads, a scan of %d B a subscription (snapshot and entitlement)\n",
+		a.Subscriptions,
+		a.Lists,
+		a.Pages,
+		a.BatchRRU,
+		a.ItemBytes,
+	)
 	for _, n := range []float64{1e4, 1e6} {
 		lists, rru, usd, took := a.At(n)
 		fmt.Fprintf(out, "%.0f subscriptions: %.0f list requests (%v at %d/s), %.0f RRU, $%.4f a run, $%.2f a month daily; writes only on drift\n",

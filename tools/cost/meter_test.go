@@ -85,8 +85,15 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 			lines[strings.Fields(l.What)[0]] += l.USD
 			total += l.USD
 		}
-		if lines["EventBridge"] != price("eventbridge.partner") || lines["SQS"] <= 0 || lines["Lambda"] <= 0 || lines["DynamoDB"] <= 0 || total != rep.EventBridgePerMillion[size.Name] {
-			t.Errorf("%s: the EventBridge route's lines %v (total %v, reported %v): want the partner event, SQS, Lambda and DynamoDB, summing to the total", size.Name, lines, total, rep.EventBridgePerMillion[size.Name])
+		if lines["EventBridge"] != price("eventbridge.partner") || lines["SQS"] <= 0 || lines["Lambda"] <= 0 || lines["DynamoDB"] <= 0 ||
+			total != rep.EventBridgePerMillion[size.Name] {
+			t.Errorf(
+				"%s: the EventBridge route's lines %v (total %v, reported %v): want the partner event, SQS, Lambda and DynamoDB, summing to the total",
+				size.Name,
+				lines,
+				total,
+				rep.EventBridgePerMillion[size.Name],
+			)
 		}
 	}
 	if small, large := rep.Scenario(ScenarioNew, Small).WRU(), rep.Scenario(ScenarioNew, Large).WRU(); small >= large {
@@ -139,7 +146,12 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 			continue
 		}
 		if h.Shared == 1 && int(h.UnitsPerSecond) != tableWRU[name] {
-			t.Errorf("%s: its hottest key is one event's, receiving %v units; the event wrote %d units to its busiest key of the table", name, h.UnitsPerSecond, tableWRU[name])
+			t.Errorf(
+				"%s: its hottest key is one event's, receiving %v units; the event wrote %d units to its busiest key of the table",
+				name,
+				h.UnitsPerSecond,
+				tableWRU[name],
+			)
 		}
 	}
 	if rep.Hottest().UnitsPerSecond <= 0 {

@@ -181,7 +181,11 @@ func (r *Report) printMoney(out io.Writer) {
 // partner event, the ingress queue, the bridge), each with the same
 // processor behind it.
 func (r *Report) printRoutes(out io.Writer) {
-	fmt.Fprintf(out, "\n== the two ways in, $ per million events: API Gateway (webhook endpoint) beside EventBridge (Stripe's destination), without X-Ray (prices read %s)\n", PricesRead)
+	fmt.Fprintf(
+		out,
+		"\n== the two ways in, $ per million events: API Gateway (webhook endpoint) beside EventBridge (Stripe's destination), without X-Ray (prices read %s)\n",
+		PricesRead,
+	)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	head := "line\t"
 	for _, s := range r.Sizes {
@@ -267,7 +271,12 @@ func (r *Report) printFixed(out io.Writer) {
 		for range Volumes {
 			row += fmt.Sprintf("%.2f\t", r.objectStorage(1e5))
 		}
-		fmt.Fprintf(w, "%sstorage + PITR of 100,000 objects: %.0f B an object with its index entries, no TTL (grows with objects, not events)\n", row, r.ObjectBytes)
+		fmt.Fprintf(
+			w,
+			"%sstorage + PITR of 100,000 objects: %.0f B an object with its index entries, no TTL (grows with objects, not events)\n",
+			row,
+			r.ObjectBytes,
+		)
 	}
 	fmt.Fprintln(w, "\t\t\t")
 	for _, h := range HostedPlans {

@@ -482,12 +482,23 @@ func (m *meter) moneyEventBridge(rep *Report, size EventSize) []MoneyLine {
 	}
 	add("EventBridge partner events", price("eventbridge.partner")*chunks,
 		"1 partner event an event (%d B with its envelope, billed per 64 KB); the rule and its delivery to the SQS target are not charged", envelope)
-	add("Lambda requests", price("lambda.requests")*(1/ingressBatch+1/batch), "bridge 1 per batch of %.0f, processor 1 per batch of %.0f (the template's BatchSizes)", ingressBatch, batch)
+	add(
+		"Lambda requests",
+		price("lambda.requests")*(1/ingressBatch+1/batch),
+		"bridge 1 per batch of %.0f, processor 1 per batch of %.0f (the template's BatchSizes)",
+		ingressBatch,
+		batch,
+	)
 	bridgeGBs := memGB(devstack.BridgeID) * math.Ceil(rep.BridgeMs) / 1000
 	procGBs := memGB(devstack.ProcessorID) * math.Ceil(rep.ProcessorMs) / 1000
-	add("Lambda duration ("+m.arch(devstack.BridgeID)+")", price("lambda."+m.arch(devstack.BridgeID))*bridgeGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
+	add(
+		"Lambda duration ("+m.arch(devstack.BridgeID)+")",
+		price("lambda."+m.arch(devstack.BridgeID))*bridgeGBs*1e6+price("lambda."+m.arch(devstack.ProcessorID))*procGBs*1e6,
 		"%d MB; measured in process against the emulator: bridge %.1f ms, processor %.1f ms an event (each event invoked alone: an upper bound)",
-		m.memoryMB(devstack.BridgeID), rep.BridgeMs, rep.ProcessorMs)
+		m.memoryMB(devstack.BridgeID),
+		rep.BridgeMs,
+		rep.ProcessorMs,
+	)
 	// EventBridge's SendMessage to the ingress queue is billed to the
 	// queue's owner, per 64 KB; the event source mappings receive and
 	// delete once per batch on each queue.
@@ -503,7 +514,15 @@ func (m *meter) moneyEventBridge(rep *Report, size EventSize) []MoneyLine {
 		ops = append(ops, fmt.Sprintf("%s %d", op, k))
 	}
 	sort.Strings(ops)
-	add("SQS", price("sqs")*sqsReqs, "EventBridge's SendMessage to the ingress queue %.0f; %s recorded; receive and delete 1 per batch on the ingress queue (%.0f) and the webhook queue (%.0f)", chunks, strings.Join(ops, ", "), ingressBatch, batch)
+	add(
+		"SQS",
+		price("sqs")*sqsReqs,
+		"EventBridge's SendMessage to the ingress queue %.0f; %s recorded; receive and delete 1 per batch on the ingress queue (%.0f) and the webhook queue (%.0f)",
+		chunks,
+		strings.Join(ops, ", "),
+		ingressBatch,
+		batch,
+	)
 	add("DynamoDB writes", price("ddb.write")*float64(sc.WRU()), "%d WRU an event (steps above)", sc.WRU())
 	add("DynamoDB reads", price("ddb.read")*sc.RRU(), "%.1f RRU an event (steps above)", sc.RRU())
 	storage, how, _, _ := m.storage(calls)
@@ -520,8 +539,16 @@ func (m *meter) moneyEventBridge(rep *Report, size EventSize) []MoneyLine {
 	}
 	platform, platformHow := m.platformBytes(1/ingressBatch + 1/batch)
 	logs := app + platform
-	add("CloudWatch Logs", price("logs.ingest")*logs*1e6/(1<<30), "%.0f B an event: bridge %.0f, processor %.0f (its batch line shared by %.0f), no access log, %s",
-		logs, per["bridge"], per["processor"], batch, platformHow)
+	add(
+		"CloudWatch Logs",
+		price("logs.ingest")*logs*1e6/(1<<30),
+		"%.0f B an event: bridge %.0f, processor %.0f (its batch line shared by %.0f), no access log, %s",
+		logs,
+		per["bridge"],
+		per["processor"],
+		batch,
+		platformHow,
+	)
 	return lines
 }
 
@@ -765,7 +792,11 @@ func (m *meter) fixedEventBridge(rep *Report) []MoneyLine {
 	polls := 5.0 * secondsPerMonth / 20
 	return []MoneyLine{
 		{"alarms", float64(alarms) * price("cw.alarm"), fmt.Sprintf("%d standard-resolution alarm(s) of its own", alarms)},
-		{"custom metrics (EMF)", float64(len(rep.BridgeMetrics)) * price("cw.metric"), fmt.Sprintf("%d metric names × dimension values the bridge emitted here", len(rep.BridgeMetrics))},
+		{
+			"custom metrics (EMF)",
+			float64(len(rep.BridgeMetrics)) * price("cw.metric"),
+			fmt.Sprintf("%d metric names × dimension values the bridge emitted here", len(rep.BridgeMetrics)),
+		},
 		{"SQS idle polling", polls * price("sqs") / 1e6, fmt.Sprintf("%.0f empty receives on the ingress queue (stated: 5 pollers, 20 s long polls)", polls)},
 	}
 }

@@ -38,7 +38,11 @@ func TestItemSizesAndFormats(t *testing.T) {
 		{"an empty map is 3 bytes of overhead", Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{}}}, 1 + 3},
 		{"an empty list is 3 bytes of overhead", Item{"l": &types.AttributeValueMemberL{}}, 1 + 3},
 		{"each list element adds 1 byte", Item{"l": &types.AttributeValueMemberL{Value: []types.AttributeValue{s("ab"), n("7")}}}, 1 + 3 + (2 + 1) + (2 + 1)},
-		{"a map element counts its name too", Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": s("v")}}}, 1 + 3 + (1 + 1 + 1)},
+		{
+			"a map element counts its name too",
+			Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": s("v")}}},
+			1 + 3 + (1 + 1 + 1),
+		},
 		{"nested maps add their own overhead", Item{"m": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{
 			"in": &types.AttributeValueMemberM{Value: map[string]types.AttributeValue{"k": s("v")}}}}}, 1 + 3 + (2 + (3 + 3) + 1)},
 		{"an item is the sum of its attributes", Item{"pk": s("stripe#evt_1"), "n": n("10")}, (2 + 12) + (1 + 2)},
@@ -110,7 +114,11 @@ func TestWriteOperations(t *testing.T) {
 		{"a 1.6 KB delete rounds up to 2 KB", Write{Kind: Delete, Outcome: Applied, Before: itemOf(kb(1.6))}, 2},
 		{"a put that replaces an item costs the larger of the two", Write{Kind: Put, Outcome: Applied, Before: itemOf(kb(3.2)), After: itemOf(500)}, 4},
 		{"an update costs the larger of before and after", Write{Kind: Update, Outcome: Applied, Before: itemOf(kb(7.5)), After: itemOf(kb(7.6))}, 8},
-		{"an update that shrinks the item still pays for the item before", Write{Kind: Update, Outcome: Applied, Before: itemOf(kb(7.5)), After: itemOf(100)}, 8},
+		{
+			"an update that shrinks the item still pays for the item before",
+			Write{Kind: Update, Outcome: Applied, Before: itemOf(kb(7.5)), After: itemOf(100)},
+			8,
+		},
 		{"a failed conditional write of an existing 300 KB item, new item 310 KB: 310 units",
 			Write{Kind: Put, Outcome: ConditionFailed, Before: itemOf(kb(300)), After: itemOf(kb(310))}, 310},
 		{"a failed conditional write of a 1 KB item: 1 unit", Write{Kind: Update, Outcome: ConditionFailed, Before: itemOf(kb(1)), After: itemOf(kb(1))}, 1},
@@ -184,7 +192,13 @@ func TestIndexWrites(t *testing.T) {
 		{"an item in the index neither before nor after: nothing", base, with("other", s("x")), Update, map[string]int{}},
 		{"only a projected attribute changes: 1 write", base, with("status", s("processing")), Update, map[string]int{"by_stage": 1}},
 		{"an attribute the index does not project changes: nothing", base, with("payload", s("x")), Update, map[string]int{}},
-		{"a KEYS_ONLY index ignores every non-key change", with("shard", s("stripe")), with("shard", s("stripe"), "status", s("x")), Update, map[string]int{"by_stage": 1}},
+		{
+			"a KEYS_ONLY index ignores every non-key change",
+			with("shard", s("stripe")),
+			with("shard", s("stripe"), "status", s("x")),
+			Update,
+			map[string]int{"by_stage": 1},
+		},
 		{"an ALL index copies every change", with("customer", s("cus_1")), with("customer", s("cus_1"), "payload", s("x")), Update, map[string]int{"all": 1}},
 		{"a deleted item leaves every index it was in", with("customer", s("cus_1")), nil, Delete, map[string]int{"by_stage": 1, "all": 1}},
 	}

@@ -141,7 +141,12 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	// The routing (Stripe's EventBridge destination) needs an emulator
 	// that runs it; on moto, setting StripeEventSourceName fails here and
 	// says so.
-	prov := &provision.Provisioner{DynamoDB: dynamodb.NewFromConfig(opts.AWS), SQS: sqs.NewFromConfig(opts.AWS), CloudFormation: cloudformation.NewFromConfig(opts.AWS), Prefix: opts.Prefix}
+	prov := &provision.Provisioner{
+		DynamoDB:       dynamodb.NewFromConfig(opts.AWS),
+		SQS:            sqs.NewFromConfig(opts.AWS),
+		CloudFormation: cloudformation.NewFromConfig(opts.AWS),
+		Prefix:         opts.Prefix,
+	}
 	res, err := prov.Provision(ctx, t)
 	if err != nil {
 		return nil, err
@@ -188,7 +193,10 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	gw := &gateway.Gateway{Logger: opts.Logger, Ready: s.ready.Load}
 	for _, r := range recvFn.Routes() {
-		gw.Routes = append(gw.Routes, gateway.Route{Method: r.Method, Path: r.Path, Handler: recv.Handle, Timeout: time.Duration(recvFn.Timeout) * time.Second, Function: ReceiverID})
+		gw.Routes = append(
+			gw.Routes,
+			gateway.Route{Method: r.Method, Path: r.Path, Handler: recv.Handle, Timeout: time.Duration(recvFn.Timeout) * time.Second, Function: ReceiverID},
+		)
 	}
 
 	// Processor behind the event source mapping.
@@ -328,7 +336,10 @@ func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Templat
 		log.InfoContext(ctx, "reconciler off: turned off by its schedule override")
 		return nil
 	case opts.APIKey == "":
-		log.InfoContext(ctx, "reconciler off: no Stripe API key (set STRIPE_API_KEY to a test-mode restricted key, or STRIPE_API_BASE to a local Stripe stand-in)")
+		log.InfoContext(
+			ctx,
+			"reconciler off: no Stripe API key (set STRIPE_API_KEY to a test-mode restricted key, or STRIPE_API_BASE to a local Stripe stand-in)",
+		)
 		return nil
 	}
 	every := opts.ReconcileEvery

@@ -310,7 +310,9 @@ func secretAssignment(w string) []string {
 	name, value, _ := strings.Cut(w, "=")
 	// $VAR or $(command): a value read elsewhere, not typed here.
 	if slices.Contains(secretVariables, name) && !publicValue(value) && !strings.HasPrefix(value, "$") {
-		return []string{fmt.Sprintf("%s=...: a secret typed on a command line stays in the shell's history; read it with `read -rs %s && export %s`", name, name, name)}
+		return []string{
+			fmt.Sprintf("%s=...: a secret typed on a command line stays in the shell's history; read it with `read -rs %s && export %s`", name, name, name),
+		}
 	}
 	return nil
 }
@@ -331,7 +333,13 @@ func secretArgument(words []string) []string {
 			value = words[i+1]
 		}
 		if !publicValue(value) {
-			return []string{fmt.Sprintf("%s ssm put-parameter --value %s: a secret on the command line is visible to other users (ps) and kept in shell history; pipe it to --value file:///dev/stdin", words[0], value)}
+			return []string{
+				fmt.Sprintf(
+					"%s ssm put-parameter --value %s: a secret on the command line is visible to other users (ps) and kept in shell history; pipe it to --value file:///dev/stdin",
+					words[0],
+					value,
+				),
+			}
 		}
 	}
 	return nil
@@ -358,7 +366,10 @@ func (c *Checker) sam(words []string) []string {
 			}
 			env = value
 		case "--guided", "-g":
-			out = append(out, fmt.Sprintf("sam %s --guided: its prompts stop on defaults that answer no; deploy from samconfig.toml with --config-env <env>", sub))
+			out = append(
+				out,
+				fmt.Sprintf("sam %s --guided: its prompts stop on defaults that answer no; deploy from samconfig.toml with --config-env <env>", sub),
+			)
 		}
 	}
 	switch {

@@ -92,7 +92,12 @@ func TestRouterSendsEachServiceToItsEndpoint(t *testing.T) {
 	if _, err := cloudformation.NewFromConfig(cfg).DescribeStacks(ctx, &cloudformation.DescribeStacksInput{}); err != nil {
 		t.Fatal(err)
 	}
-	want := []hit{{"moto", "DynamoDB_20120810.ListTables"}, {"localstack", "AmazonSQS.ListQueues"}, {"localstack", "AmazonSSM.DescribeParameters"}, {"localstack", "Action=DescribeStacks&Version=2010-05-15"}}
+	want := []hit{
+		{"moto", "DynamoDB_20120810.ListTables"},
+		{"localstack", "AmazonSQS.ListQueues"},
+		{"localstack", "AmazonSSM.DescribeParameters"},
+		{"localstack", "Action=DescribeStacks&Version=2010-05-15"},
+	}
 	if !slices.Equal(hits, want) {
 		t.Errorf("requests landed:\n got %v\nwant %v", hits, want)
 	}

@@ -47,9 +47,20 @@ func cell(c Result) string {
 func (r *Report) Markdown(out io.Writer) {
 	w := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
 	cases, lost, doubled, silent, disagree := r.Totals()
-	w("%d failure points discovered in %d worlds. %d cases of one fault; %d of two, sampled with seed %d from the %d pairs on one event's path: %d of the %d whose second fault is on a call only the first one reaches, %d of the other %d. Run in %s.\n\n",
-		r.points(), len(r.Worlds), len(r.Singles), len(r.Pairs), r.Seed, r.FaultPathPairs+r.OtherPairs,
-		r.SampledFaultPath, r.FaultPathPairs, len(r.Pairs)-r.SampledFaultPath, r.OtherPairs, r.Elapsed.Round(time.Second))
+	w(
+		"%d failure points discovered in %d worlds. %d cases of one fault; %d of two, sampled with seed %d from the %d pairs on one event's path: %d of the %d whose second fault is on a call only the first one reaches, %d of the other %d. Run in %s.\n\n",
+		r.points(),
+		len(r.Worlds),
+		len(r.Singles),
+		len(r.Pairs),
+		r.Seed,
+		r.FaultPathPairs+r.OtherPairs,
+		r.SampledFaultPath,
+		r.FaultPathPairs,
+		len(r.Pairs)-r.SampledFaultPath,
+		r.OtherPairs,
+		r.Elapsed.Round(time.Second),
+	)
 	w("| world | its sender | failure points | calls in the fault-free run |\n|---|---|---|---|\n")
 	for _, d := range r.Discovery {
 		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Sender.Says, len(sites(d.Calls)), len(d.Calls))

@@ -144,7 +144,9 @@ func TestEachServiceReachesItsOwnEmulator(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
-	p, err := faultproxy.New(emulator.Endpoints{URL: fake("localstack", `{"QueueUrls":[]}`), Services: map[string]string{"DYNAMODB": fake("moto", `{"TableNames":[]}`)}})
+	p, err := faultproxy.New(
+		emulator.Endpoints{URL: fake("localstack", `{"QueueUrls":[]}`), Services: map[string]string{"DYNAMODB": fake("moto", `{"TableNames":[]}`)}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +159,9 @@ func TestEachServiceReachesItsOwnEmulator(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Set(faultproxy.Rule{Service: "dynamodb", Action: faultproxy.Throttle, Count: 1})
-	if _, err := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }).ListTables(ctx, &dynamodb.ListTablesInput{}); !fault.Throttled(err) {
+	if _, err := dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) { o.RetryMaxAttempts = 1 }).ListTables(ctx, &dynamodb.ListTablesInput{}); !fault.Throttled(
+		err,
+	) {
 		t.Errorf("throttle rule on DynamoDB: got %v", err)
 	}
 	want := map[string]int{"moto DynamoDB_20120810.ListTables": 1, "localstack AmazonSQS.ListQueues": 1}

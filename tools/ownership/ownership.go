@@ -137,7 +137,9 @@ func (r Rules) forDir(dir string) Rules {
 
 var (
 	// An expression: a :value or #name placeholder, a function, a clause.
-	expressionLike = regexp.MustCompile(`(^|[\s(,])[:#][A-Za-z_]\w*([\s,)]|$)|\b(attribute_exists|attribute_not_exists|attribute_type|if_not_exists|list_append|begins_with|contains|size)\(|^\s*(SET|REMOVE|ADD|DELETE)\s`)
+	expressionLike = regexp.MustCompile(
+		`(^|[\s(,])[:#][A-Za-z_]\w*([\s,)]|$)|\b(attribute_exists|attribute_not_exists|attribute_type|if_not_exists|list_append|begins_with|contains|size)\(|^\s*(SET|REMOVE|ADD|DELETE)\s`,
+	)
 	// Fields of a request whose string value names attributes or an index.
 	requestField = regexp.MustCompile(`(Expression|^IndexName|^ExpressionAttributeNames|^AttributesToGet)$`)
 	// Fields of a response (or a request) that hold an item or a key.

@@ -76,7 +76,8 @@ func TestEventCarriesReceiveCount(t *testing.T) {
 	m[0].Attributes = map[string]string{"ApproximateReceiveCount": "3"}
 	ev := p.Event(m)
 	r := ev.Records[0]
-	if r.Attributes["ApproximateReceiveCount"] != "3" || r.EventSource != "aws:sqs" || r.AWSRegion != "eu-west-1" || r.Md5OfBody == "" || r.ReceiptHandle != "rh-a" {
+	if r.Attributes["ApproximateReceiveCount"] != "3" || r.EventSource != "aws:sqs" || r.AWSRegion != "eu-west-1" || r.Md5OfBody == "" ||
+		r.ReceiptHandle != "rh-a" {
 		t.Errorf("record: %+v", r)
 	}
 }

@@ -179,7 +179,12 @@ func (s *Server) listSubscriptions(r *http.Request) (int, []byte) {
 	if after != "" {
 		i := slices.Index(ids, after)
 		if i < 0 {
-			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such subscription: '%s'", after), "starting_after")
+			return http.StatusNotFound, errorBody(
+				"invalid_request_error",
+				"resource_missing",
+				fmt.Sprintf("No such subscription: '%s'", after),
+				"starting_after",
+			)
 		}
 		matched = matched[i+1:]
 	}
@@ -284,7 +289,10 @@ func (s *Server) Add(payloads ...[]byte) error {
 		}
 		s.seq++
 		s.byID[head.ID] = len(s.events)
-		s.events = append(s.events, stored{id: head.ID, typ: head.Type, account: head.Account, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)})
+		s.events = append(
+			s.events,
+			stored{id: head.ID, typ: head.Type, account: head.Account, created: head.Created, seq: s.seq, raw: append(json.RawMessage(nil), p...)},
+		)
 	}
 	return nil
 }
@@ -389,7 +397,12 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	if c, id, ok := objectPath(r.URL.Path); ok {
 		raw, found := s.objects[objectKey{c, r.Header.Get("Stripe-Account"), id}]
 		if !found {
-			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such %s: '%s'", strings.TrimPrefix(c, "/v1/"), id), "id")
+			return http.StatusNotFound, errorBody(
+				"invalid_request_error",
+				"resource_missing",
+				fmt.Sprintf("No such %s: '%s'", strings.TrimPrefix(c, "/v1/"), id),
+				"id",
+			)
 		}
 		return http.StatusOK, raw
 	}
@@ -588,7 +601,12 @@ func typesOf(q url.Values) []string {
 
 func faultBody(status int) []byte {
 	if status == http.StatusTooManyRequests {
-		return errorBody("invalid_request_error", "rate_limit", "Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.", "")
+		return errorBody(
+			"invalid_request_error",
+			"rate_limit",
+			"Request rate limit exceeded. Learn more about rate limits here https://stripe.com/docs/rate-limits.",
+			"",
+		)
 	}
 	return errorBody("api_error", "", "An unknown error occurred (injected by stripefake).", "")
 }

@@ -12,7 +12,13 @@ import (
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
-	_, err := New(context.Background(), envMap(map[string]string{"STRIPE_MODE": "production", "EVENTBRIDGE_SOURCE": "my.app/events"}), aws.Config{}, slog.Default(), nil)
+	_, err := New(
+		context.Background(),
+		envMap(map[string]string{"STRIPE_MODE": "production", "EVENTBRIDGE_SOURCE": "my.app/events"}),
+		aws.Config{},
+		slog.Default(),
+		nil,
+	)
 	if err == nil {
 		t.Fatal("got nil error for an empty configuration")
 	}

@@ -142,7 +142,8 @@ func TestEffectsRunTheTeamsThenForward(t *testing.T) {
 	order = nil
 	failing := &effect.Registry{}
 	failing.On(handler("team", errors.New("down")), "*")
-	if _, err := (then{first: failing, next: fwd}).Run(context.Background(), event.Record{ID: "evt_1", Type: "invoice.paid"}, nil); err == nil || strings.Join(order, ",") != "team" {
+	if _, err := (then{first: failing, next: fwd}).Run(context.Background(), event.Record{ID: "evt_1", Type: "invoice.paid"}, nil); err == nil ||
+		strings.Join(order, ",") != "team" {
 		t.Errorf("got %v, order %v; want the team's error and no forward", err, order)
 	}
 	if _, err := (then{next: fwd}).Run(context.Background(), event.Record{ID: "evt_1"}, nil); err != nil {

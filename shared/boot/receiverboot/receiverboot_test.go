@@ -125,7 +125,10 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	// A delivery signed with another secret: answered 400 once the
 	// receiver can verify signatures, without any other AWS call.
 	body := `{"id":"evt_1","object":"event","type":"invoice.paid","livemode":false}`
-	req := events.APIGatewayV2HTTPRequest{Body: body, Headers: map[string]string{"stripe-signature": provider.SignStripe([]byte(body), "whsec_other", time.Now())}}
+	req := events.APIGatewayV2HTTPRequest{
+		Body:    body,
+		Headers: map[string]string{"stripe-signature": provider.SignStripe([]byte(body), "whsec_other", time.Now())},
+	}
 
 	unavailable := func(what string) {
 		t.Helper()
@@ -196,8 +199,13 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 	// AWS call; 404 from one not served.
 	req := func(name string) events.APIGatewayV2HTTPRequest {
 		return events.APIGatewayV2HTTPRequest{Body: `{}`, PathParameters: map[string]string{"provider": name},
-			Headers: map[string]string{"x-hub-signature-256": "sha256=" + strings.Repeat("0", 64), "x-shopify-hmac-sha256": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
-				"webhook-id": "m", "webhook-timestamp": "1", "webhook-signature": "v1,AAAA"}}
+			Headers: map[string]string{
+				"x-hub-signature-256":   "sha256=" + strings.Repeat("0", 64),
+				"x-shopify-hmac-sha256": "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=",
+				"webhook-id":            "m",
+				"webhook-timestamp":     "1",
+				"webhook-signature":     "v1,AAAA",
+			}}
 	}
 	for _, tc := range []struct {
 		name string
@@ -229,7 +237,13 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 	}
 	// In Lambda, a provider's plain variable fails the cold start, as
 	// Stripe's does.
-	_, err = New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	_, err = New(
+		context.Background(),
+		envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")),
+		aws.Config{Region: "us-east-1"},
+		slog.Default(),
+		nil,
+	)
 	if err == nil || !strings.Contains(err.Error(), "GITHUB_WEBHOOK_SECRET") {
 		t.Errorf("plain variable in Lambda: got %v, want it refused", err)
 	}
@@ -293,8 +307,14 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 		})
 	}
 	// In Lambda the Connect secret, too, comes only from its parameter.
-	_, err := New(context.Background(), envMap(map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
-		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/p", "STRIPE_CONNECT_WEBHOOK_SECRET": "whsec_connect"}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	_, err := New(
+		context.Background(),
+		envMap(map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
+			"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/p", "STRIPE_CONNECT_WEBHOOK_SECRET": "whsec_connect"}),
+		aws.Config{Region: "us-east-1"},
+		slog.Default(),
+		nil,
+	)
 	if err == nil || !strings.Contains(err.Error(), "STRIPE_CONNECT_WEBHOOK_SECRET") || strings.Contains(err.Error(), "whsec_connect") {
 		t.Errorf("plain Connect variable in Lambda: got %v, want it refused, naming the variable, not the value", err)
 	}

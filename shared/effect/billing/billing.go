@@ -98,7 +98,13 @@ func (e *Effect) Handle(ctx context.Context, ev effect.Event) ([]types.TransactW
 	case status >= 200 && status < 300:
 		return nil, nil
 	case status >= 300 && status < 400:
-		return nil, &fault.Permanent{Err: fmt.Errorf("billing: API answered %d, a redirect: none is followed (it would carry the token elsewhere); set %s to the final address", status, SettingURL)}
+		return nil, &fault.Permanent{
+			Err: fmt.Errorf(
+				"billing: API answered %d, a redirect: none is followed (it would carry the token elsewhere); set %s to the final address",
+				status,
+				SettingURL,
+			),
+		}
 	case status == http.StatusUnauthorized || status == http.StatusForbidden || status == http.StatusTooManyRequests || status >= 500:
 		// A refused token is fixed by an operator; the event waits for
 		// it within the retry budget rather than failing for good.

@@ -62,7 +62,10 @@ func (p *tokenStore) GetParameter(context.Context, string) (secrets.Parameter, e
 
 func paidEvent(t *testing.T) effect.Event {
 	t.Helper()
-	body, err := stripefixture.Build("invoice.paid", stripefixture.Options{ID: "evt_paid_1", ObjectID: "in_paid_1", Customer: "cus_paid_1", Set: map[string]any{"amount_paid": 2000}})
+	body, err := stripefixture.Build(
+		"invoice.paid",
+		stripefixture.Options{ID: "evt_paid_1", ObjectID: "in_paid_1", Customer: "cus_paid_1", Set: map[string]any{"amount_paid": 2000}},
+	)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +206,12 @@ func TestARotatedTokenTakesEffectWithinAMinute(t *testing.T) {
 // refused at the cold start, naming no path or query; a redirect is never
 // followed, so the token goes nowhere else.
 func TestNoTokenElsewhere(t *testing.T) {
-	_, err := Spec.New(effect.NewConfig(map[string]string{SettingURL: "http://billing.example.com/paid?key=s3cret"}, map[string]*secrets.Secret{SecretToken: secrets.Fixed("t", "bt")}))
+	_, err := Spec.New(
+		effect.NewConfig(
+			map[string]string{SettingURL: "http://billing.example.com/paid?key=s3cret"},
+			map[string]*secrets.Secret{SecretToken: secrets.Fixed("t", "bt")},
+		),
+	)
 	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), SettingURL) {
 		t.Errorf("plain http elsewhere: got %v, want a refusal naming %s and no query", err, SettingURL)
 	}

@@ -72,7 +72,14 @@ func run(in io.Reader, out io.Writer, n, c int) error {
 func table(out io.Writer, r results, p pipeline) {
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(out)
-	fmt.Fprintf(out, "webhook-inbox benchmark table (%s/%s, %d CPUs, %s; every ratio from this run)\n", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), time.Now().UTC().Format(time.DateOnly))
+	fmt.Fprintf(
+		out,
+		"webhook-inbox benchmark table (%s/%s, %d CPUs, %s; every ratio from this run)\n",
+		runtime.GOOS,
+		runtime.GOARCH,
+		runtime.NumCPU(),
+		time.Now().UTC().Format(time.DateOnly),
+	)
 	fmt.Fprintln(w, "measure\tvalue\thow")
 	row := func(k, v, how string) { fmt.Fprintf(w, "%s\t%s\t%s\n", k, v, how) }
 	num := func(bench, unit, format string) string {
@@ -100,16 +107,40 @@ func table(out io.Writer, r results, p pipeline) {
 	}
 	row("json.Unmarshal into stripe.Event / receiver, 2.6 KB", decode, "what decoding the whole event would cost alone, beside the receiver's whole request")
 
-	row("AWS calls, receiver, new event", fmt.Sprintf("%.2f", p.ReceiverNew), "counted by SDK middleware through the local stack: PutItem (record) + PutItem (payload) + SendMessage")
+	row(
+		"AWS calls, receiver, new event",
+		fmt.Sprintf("%.2f", p.ReceiverNew),
+		"counted by SDK middleware through the local stack: PutItem (record) + PutItem (payload) + SendMessage",
+	)
 	row("AWS calls, receiver, duplicate", fmt.Sprintf("%.2f", p.ReceiverDuplicate), "the conditional put returns the record it lost to")
-	row("AWS calls, processor, per event", fmt.Sprintf("%.2f DynamoDB + %.2f SQS", p.ProcessorDynamo, p.ProcessorSQS), fmt.Sprintf("claim + payload read + transaction; receive/delete per batch (mean batch %.1f)", p.BatchSize))
-	row("AWS calls, reconciler, per 100 events", fmt.Sprintf("%d AWS + %d Stripe", p.ReconcilerPer100, p.StripePer100), "one list page and one BatchGetItem per 100, plus checkpoint and the stuck sweep (a Query per shard of its lane: 16)")
+	row(
+		"AWS calls, processor, per event",
+		fmt.Sprintf("%.2f DynamoDB + %.2f SQS", p.ProcessorDynamo, p.ProcessorSQS),
+		fmt.Sprintf("claim + payload read + transaction; receive/delete per batch (mean batch %.1f)", p.BatchSize),
+	)
+	row(
+		"AWS calls, reconciler, per 100 events",
+		fmt.Sprintf("%d AWS + %d Stripe", p.ReconcilerPer100, p.StripePer100),
+		"one list page and one BatchGetItem per 100, plus checkpoint and the stuck sweep (a Query per shard of its lane: 16)",
+	)
 
 	ratio := p.EndToEnd / p.Raw
 	row("end to end, events/s", fmt.Sprintf("%.1f", p.EndToEnd), fmt.Sprintf("%d events through gateway, queue and processor to processed", p.Events))
-	row("emulator raw 2 PutItem+SendMessage, events/s", fmt.Sprintf("%.1f", p.Raw), "the receiver's three calls sent raw: same concurrency, same emulator, same run")
-	row("end to end / raw", fmt.Sprintf("%.2f", ratio), "end to end adds the processor's claim, payload read and transaction on the same emulator, and the 1 s batching window")
-	row("processor events/s / raw replay", num("BenchmarkProcessor", "processor/raw", "%.2f"), "shared/processor benchmark: its own DynamoDB requests replayed raw")
+	row(
+		"emulator raw 2 PutItem+SendMessage, events/s",
+		fmt.Sprintf("%.1f", p.Raw),
+		"the receiver's three calls sent raw: same concurrency, same emulator, same run",
+	)
+	row(
+		"end to end / raw",
+		fmt.Sprintf("%.2f", ratio),
+		"end to end adds the processor's claim, payload read and transaction on the same emulator, and the 1 s batching window",
+	)
+	row(
+		"processor events/s / raw replay",
+		num("BenchmarkProcessor", "processor/raw", "%.2f"),
+		"shared/processor benchmark: its own DynamoDB requests replayed raw",
+	)
 
 	initAllocs := func(fn string) string {
 		kb, ok1 := r.get("BenchmarkColdStart", fn+"-init-KB")
@@ -125,14 +156,26 @@ func table(out io.Writer, r results, p pipeline) {
 		if fn != "reconciler" {
 			target = "; target <= 1.6x"
 		}
-		row(fn+" init / hello world", num("BenchmarkColdStart", fn+"-init-x-hello", "%.2fx"), "process start to the runtime's first /next under the Lambda runtime emulator, medians"+target)
-		row(fn+" init CPU time / hello world", num("BenchmarkColdStart", fn+"-init-cpu-x-hello", "%.2fx"), "the CPU time the process used until then: what a busy machine's waits leave out")
+		row(
+			fn+" init / hello world",
+			num("BenchmarkColdStart", fn+"-init-x-hello", "%.2fx"),
+			"process start to the runtime's first /next under the Lambda runtime emulator, medians"+target,
+		)
+		row(
+			fn+" init CPU time / hello world",
+			num("BenchmarkColdStart", fn+"-init-cpu-x-hello", "%.2fx"),
+			"the CPU time the process used until then: what a busy machine's waits leave out",
+		)
 		row(fn+" package init", initAllocs(fn), "GODEBUG=inittrace=1, summed over packages")
 		if fn == "reconciler" {
 			// Its first answer is a whole run: about ten sequential calls
 			// to the emulator and Stripe, whose noise swamps what starting
 			// adds, so the run itself is shown.
-			row("reconciler warm run, empty event list", num("BenchmarkColdStart", fn+"-warm-ms", "%.1f ms"), "a whole scheduled run on a warm process: most of its first answer")
+			row(
+				"reconciler warm run, empty event list",
+				num("BenchmarkColdStart", fn+"-warm-ms", "%.1f ms"),
+				"a whole scheduled run on a warm process: most of its first answer",
+			)
 			continue
 		}
 		initCost := "not run"

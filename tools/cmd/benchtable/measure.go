@@ -51,17 +51,23 @@ func (c *counter) snapshot() map[string]int {
 func (c *counter) counted(cfg aws.Config) aws.Config {
 	cfg = cfg.Copy()
 	cfg.APIOptions = append(cfg.APIOptions, func(st *middleware.Stack) error {
-		return st.Initialize.Add(middleware.InitializeMiddlewareFunc("benchtableCount", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			op := awsmiddleware.GetOperationName(ctx)
-			out, md, err := next.HandleInitialize(ctx, in)
-			if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && len(r.Messages) == 0 {
-				op += "(empty)"
-			}
-			c.mu.Lock()
-			c.n[op]++
-			c.mu.Unlock()
-			return out, md, err
-		}), middleware.After)
+		return st.Initialize.Add(
+			middleware.InitializeMiddlewareFunc(
+				"benchtableCount",
+				func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+					op := awsmiddleware.GetOperationName(ctx)
+					out, md, err := next.HandleInitialize(ctx, in)
+					if r, ok := out.Result.(*sqs.ReceiveMessageOutput); ok && len(r.Messages) == 0 {
+						op += "(empty)"
+					}
+					c.mu.Lock()
+					c.n[op]++
+					c.mu.Unlock()
+					return out, md, err
+				},
+			),
+			middleware.After,
+		)
 	})
 	return cfg
 }

@@ -33,7 +33,11 @@ func main() {
 	samples := flag.Int("samples", cost.DefaultSamples, "new 2.6 KB events sampled for the hot-key estimate (more than the shards of any key)")
 	rate := flag.Float64("rate", 3000, "steady events a second for the hot-key estimate")
 	consumed := flag.Bool("consumed", false, "ask DynamoDB for each request's ConsumedCapacity (INDEXES) and print its sums beside the meter's")
-	tieRate := flag.Float64("tie-rate", cost.DefaultTieRate, "share of events that tie with another of their object in the same second, each read from Stripe's API")
+	tieRate := flag.Float64(
+		"tie-rate",
+		cost.DefaultTieRate,
+		"share of events that tie with another of their object in the same second, each read from Stripe's API",
+	)
 	onAWS := flag.Bool("aws", false, "measure against AWS (the SDK's credentials and region), on tables and queues created and deleted for the run")
 	flag.Parse()
 	if err := run(*samples, *rate, *tieRate, *consumed, *onAWS); err != nil {

@@ -44,7 +44,11 @@ func run() int {
 	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
 	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
 	consoleAddr := flag.String("console-addr", cli.DefaultConsoleAddr, "loopback address of the operator console (inboxctl console); \"off\" turns it off")
-	reconcileEvery := flag.Duration("reconcile-every", 0, "run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set")
+	reconcileEvery := flag.Duration(
+		"reconcile-every",
+		0,
+		"run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set",
+	)
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))

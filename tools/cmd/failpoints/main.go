@@ -93,7 +93,17 @@ func run() int {
 			if !r.OK() {
 				status = "FAILED: " + r.Why + r.Err
 			}
-			fmt.Fprintf(os.Stderr, "[%d/%d %s] %s: %s: %s (%s)\n", done, total, time.Since(start).Round(time.Second), r.World.Name, faults, status, r.Elapsed.Round(100*time.Millisecond))
+			fmt.Fprintf(
+				os.Stderr,
+				"[%d/%d %s] %s: %s: %s (%s)\n",
+				done,
+				total,
+				time.Since(start).Round(time.Second),
+				r.World.Name,
+				faults,
+				status,
+				r.Elapsed.Round(100*time.Millisecond),
+			)
 			if *calls {
 				for _, c := range r.Calls {
 					if c.Site.Call != "Query Events.unprocessed/pending" || c.N%16 == 1 {

@@ -47,7 +47,8 @@ func TestProvisionsTheTemplateTwiceWithTheSameResult(t *testing.T) {
 		t.Errorf("events table: %v", err)
 	}
 	q := out.Queues["WebhookQueue"]
-	attrs, err := sqs.NewFromConfig(cfg).GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
+	attrs, err := sqs.NewFromConfig(cfg).
+		GetQueueAttributes(ctx, &sqs.GetQueueAttributesInput{QueueUrl: aws.String(q.URL), AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameRedrivePolicy}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +56,8 @@ func TestProvisionsTheTemplateTwiceWithTheSameResult(t *testing.T) {
 		MaxReceiveCount     json.Number `json:"maxReceiveCount"`
 		DeadLetterTargetArn string      `json:"deadLetterTargetArn"`
 	}
-	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive); err != nil || redrive.MaxReceiveCount != "2" || redrive.DeadLetterTargetArn != out.Queues["DeadLetterQueue"].ARN {
+	if err := json.Unmarshal([]byte(attrs.Attributes["RedrivePolicy"]), &redrive); err != nil || redrive.MaxReceiveCount != "2" ||
+		redrive.DeadLetterTargetArn != out.Queues["DeadLetterQueue"].ARN {
 		t.Errorf("queue redrive policy: got %s (%v), want maxReceiveCount 2 (the override) to the DLQ", attrs.Attributes["RedrivePolicy"], err)
 	}
 	if got := out.Functions["ReceiverFunction"]["EVENTS_TABLE"]; got != out.Tables["EventsTable"] {
