@@ -41,6 +41,15 @@ func TestTheAuditRunsOnItsOwnScheduleThroughTheReconciler(t *testing.T) {
 	if n, ok := Int(retry["MaximumRetryAttempts"]); !ok || n > 5 {
 		t.Errorf("Audit RetryPolicy: got %v, want a few retries", retry)
 	}
+	// A pass cut by a run's budget continues within minutes, its failures
+	// kept in the same queue.
+	if expr, ok := f.ScheduleOf("AuditResume"); !ok || expr != "rate(10 minutes)" {
+		t.Errorf("AuditResume schedule: got %q (%v), want rate(10 minutes)", expr, ok)
+	}
+	rdlq, _ := f.Events["AuditResume"].Properties["DeadLetterConfig"].(map[string]any)
+	if _, target, ok := Symbol(rdlq["Arn"]); !ok || target.LogicalID != "ReconcilerDeadLetterQueue" {
+		t.Errorf("AuditResume DeadLetterConfig: got %v, want ReconcilerDeadLetterQueue", rdlq)
+	}
 	// The repairs keep what the processor's writes keep.
 	p, _ := tmpl.Function("ProcessorFunction")
 	if a, b := Scalar(f.Environment["MIRROR_KEEP_FIELDS"]), Scalar(p.Environment["MIRROR_KEEP_FIELDS"]); a != b {

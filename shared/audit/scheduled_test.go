@@ -56,9 +56,10 @@ func TestAScheduledAuditCutByItsBudgetResumesFromTheCheckpoint(t *testing.T) {
 		t.Errorf("first run line: %v", line)
 	}
 
-	rest, err := s.Run(ctx)
-	if err != nil {
-		t.Fatal(err)
+	// The AuditResume schedule's run continues the pass.
+	rest, ran, err := s.Resume(ctx)
+	if err != nil || !ran {
+		t.Fatalf("resume: ran %v, %v; want the pass continued", ran, err)
 	}
 	cp2, _ := cps.Load(ctx, audit.CheckpointName)
 	if rest.Listed != 50 || rest.Repaired != 50 || rest.Cursor != "" || cp2.InProgress() || cp2.Cursor != "" || cp2.DoneThrough == 0 || cp2.Seq != cp.Seq+1 {
@@ -66,6 +67,11 @@ func TestAScheduledAuditCutByItsBudgetResumesFromTheCheckpoint(t *testing.T) {
 	}
 	if line := runLine(t, &logs); line[audit.MetricRepaired] != 50.0 || line[audit.MetricCompleted] != 1.0 {
 		t.Errorf("resumed run line: %v", line)
+	}
+
+	// With no pass in progress a resume does nothing, and logs nothing.
+	if _, ran, err := s.Resume(ctx); err != nil || ran || logs.Len() != 0 {
+		t.Errorf("resume with no pass in progress: ran %v, %v, logged %q", ran, err, logs.String())
 	}
 
 	// A new pass starts from the top: nothing differs now.

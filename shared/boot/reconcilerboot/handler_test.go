@@ -29,6 +29,9 @@ func TestTheAuditScheduleReachesTheAudit(t *testing.T) {
 	if input != AuditInput {
 		t.Fatalf("the template's Audit Input is %q, want AuditInput %q", input, AuditInput)
 	}
+	if resume, _ := f.Events["AuditResume"].Properties["Input"].(string); resume != AuditResumeInput {
+		t.Fatalf("the template's AuditResume Input is %q, want AuditResumeInput %q", resume, AuditResumeInput)
+	}
 	env := envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
 		"STRIPE_API_KEY": "sk_test_local", "STRIPE_API_BASE": "http://127.0.0.1:1",
@@ -42,6 +45,9 @@ func TestTheAuditScheduleReachesTheAudit(t *testing.T) {
 	h := Handler(env, cfg, slog.Default(), rec)
 	if err := h(context.Background(), json.RawMessage(input)); err == nil || !strings.Contains(err.Error(), "AUDIT_MAX_PAGES") {
 		t.Errorf("audit payload: got %v, want the audit's refusal of AUDIT_MAX_PAGES=0", err)
+	}
+	if err := h(context.Background(), json.RawMessage(AuditResumeInput)); err == nil || !strings.Contains(err.Error(), "AUDIT_MAX_PAGES") {
+		t.Errorf("audit resume payload: got %v, want the audit's refusal of AUDIT_MAX_PAGES=0", err)
 	}
 	if err := h(context.Background(), json.RawMessage(`{"since":"soon"}`)); err == nil || !strings.Contains(err.Error(), "since") || strings.Contains(err.Error(), "AUDIT") {
 		t.Errorf("reconcile payload: got %v, want the reconciliation's refusal of since", err)

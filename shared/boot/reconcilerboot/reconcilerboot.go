@@ -259,8 +259,14 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Audit
 // the two together never exceed RECONCILE_RATE_LIMIT.
 const AuditInput = `{"run":"audit"}`
 
+// AuditResumeInput is the payload of the template's AuditResume schedule:
+// a pass in progress, cut by a run's budget, is continued
+// (audit.Scheduled.Resume); without one the run does nothing.
+const AuditResumeInput = `{"run":"audit_resume"}`
+
 // Handler is the reconciler function's handler: a payload {"run":"audit"}
-// runs the scheduled audit (AUDIT_MAX_PAGES bounds a run, default
+// runs the scheduled audit, {"run":"audit_resume"} continues a pass in
+// progress (AUDIT_MAX_PAGES bounds a run, default
 // audit.DefaultMaxPages), any other the reconciliation (reconcile.Input).
 // The audit is built at its first run, so a reconciler that never audits
 // never reads its configuration.
@@ -270,7 +276,7 @@ func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.R
 		var in struct {
 			Run string `json:"run"`
 		}
-		if len(payload) > 0 && json.Unmarshal(payload, &in) == nil && in.Run == "audit" {
+		if len(payload) > 0 && json.Unmarshal(payload, &in) == nil && (in.Run == "audit" || in.Run == "audit_resume") {
 			if sched == nil {
 				s, err := NewScheduledAudit(ctx, env, cfg, logger)
 				if err != nil {
@@ -278,6 +284,10 @@ func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.R
 					return err
 				}
 				sched = s
+			}
+			if in.Run == "audit_resume" {
+				_, _, err := sched.Resume(ctx)
+				return err
 			}
 			_, err := sched.Run(ctx)
 			return err
