@@ -1,5 +1,6 @@
 // Command reconciler is the Lambda function EventBridge Scheduler invokes
-// on the template's ReconcileRate. It holds wiring only; the logic lives in
+// on the template's ReconcileRate, and
+// with {"run":"audit"} on its AuditRate. It holds wiring only; the logic lives in
 // shared/reconcile.
 package main
 
@@ -36,6 +37,7 @@ func main() {
 	// One line per execution environment: which release is running.
 	logger.Info("cold start", slog.String("version", version.Version))
 	// The schedule's payload (its Input, by default none) is a
-	// json.RawMessage: reconcile.Input reads an optional "since".
-	lambda.Start(r.Handle)
+	// json.RawMessage: reconcile.Input reads an optional "since"; the
+	// Audit schedule's {"run":"audit"} runs the audit instead.
+	lambda.Start(reconcilerboot.Handler(boot.OSEnv, cfg, logger, r))
 }

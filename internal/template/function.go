@@ -2,7 +2,9 @@ package template
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Function is an AWS::Serverless::Function with the Globals applied.
@@ -122,19 +124,41 @@ func (f Function) Routes() []HTTPRoute {
 }
 
 // Schedule returns the expression of the function's ScheduleV2 (or
-// Schedule) event.
+// Schedule) event: the one named Schedule when it has several (the
+// reconciler's; its Audit is another), else the first by name.
 func (f Function) Schedule() (string, bool) {
-	for _, ev := range f.Events {
-		if ev.Type != "ScheduleV2" && ev.Type != "Schedule" {
-			continue
+	names := make([]string, 0, len(f.Events))
+	for name := range f.Events {
+		names = append(names, name)
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		if (a == "Schedule") != (b == "Schedule") {
+			if a == "Schedule" {
+				return -1
+			}
+			return 1
 		}
-		expr, ok := ev.Properties["ScheduleExpression"].(string)
-		if !ok {
-			expr, ok = ev.Properties["Schedule"].(string)
+		return strings.Compare(a, b)
+	})
+	for _, name := range names {
+		if expr, ok := f.ScheduleOf(name); ok {
+			return expr, true
 		}
-		return expr, ok
 	}
 	return "", false
+}
+
+// ScheduleOf returns the expression of the function's schedule event name.
+func (f Function) ScheduleOf(name string) (string, bool) {
+	ev, ok := f.Events[name]
+	if !ok || ev.Type != "ScheduleV2" && ev.Type != "Schedule" {
+		return "", false
+	}
+	expr, ok := ev.Properties["ScheduleExpression"].(string)
+	if !ok {
+		expr, ok = ev.Properties["Schedule"].(string)
+	}
+	return expr, ok
 }
 
 // Globals returns the template's Globals section for a resource kind

@@ -48,6 +48,10 @@ type Options struct {
 	MaxPages int
 	// StartingAfter resumes a stopped run after this subscription id.
 	StartingAfter string
+	// StopAt, when set, stops the run after the first page handled at or
+	// after it, as MaxPages does (Result.Cursor): a scheduled run ends
+	// before its function's timeout.
+	StopAt time.Time
 	// Account audits a connected account's subscriptions; "" the
 	// platform's own.
 	Account string
@@ -112,7 +116,9 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 				listed[after] = true
 			}
 			asked = now()
-			if o.MaxPages > 0 && res.Pages >= o.MaxPages && p.HasMore {
+			budget := o.MaxPages > 0 && res.Pages >= o.MaxPages
+			late := !o.StopAt.IsZero() && !asked.Before(o.StopAt)
+			if (budget || late) && p.HasMore {
 				res.Cursor = after
 				return false, nil
 			}

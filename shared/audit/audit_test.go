@@ -23,6 +23,7 @@ type world struct {
 	reader *mirror.Reader
 	fake   *stripefake.Server
 	a      *audit.Auditor
+	stack  *testenv.Stack
 }
 
 func newWorld(t *testing.T) *world {
@@ -35,7 +36,7 @@ func newWorld(t *testing.T) *world {
 		t.Fatal(err)
 	}
 	w := &world{db: s.DynamoDB, m: &mirror.Mirror{Table: s.Table("MirrorTable"), TiesByAPI: true},
-		reader: &mirror.Reader{DB: s.DynamoDB, Table: s.Table("MirrorTable")}, fake: fake}
+		reader: &mirror.Reader{DB: s.DynamoDB, Table: s.Table("MirrorTable")}, fake: fake, stack: s}
 	w.a = &audit.Auditor{API: api, Mirror: w.m, Reader: w.reader, DB: s.DynamoDB, Scan: s.DynamoDB}
 	return w
 }

@@ -266,6 +266,9 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 	}
 	res, _ := tmpl.Resource("ReconcilerFunction")
 	got := map[string]string{}
+	// The audit's grants on the mirror table (package audit, through this
+	// function), checked apart: the reconciliation's are the rest.
+	audit := map[string]string{}
 	for _, pol := range res.Properties["Policies"].([]any) {
 		for _, st := range pol.(map[string]any)["Statement"].([]any) {
 			st := st.(map[string]any)
@@ -274,6 +277,10 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 				actions = []any{st["Action"]}
 			}
 			for _, a := range actions {
+				if st["Sid"] == "AuditMirror" {
+					audit[a.(string)] = fmt.Sprint(st["Resource"])
+					continue
+				}
 				got[a.(string)] = fmt.Sprint(st["Resource"])
 			}
 		}
@@ -290,6 +297,17 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 	}
 	if !strings.Contains(got["dynamodb:BatchGetItem"], "EventsTable") || !strings.Contains(got["sqs:SendMessage"], "WebhookQueue") {
 		t.Errorf("resources: got %v", got)
+	}
+	// The audit: a page's batched read, the keys-only scan, a repair's
+	// Put and Update, on the mirror table alone.
+	want = []string{"dynamodb:BatchGetItem", "dynamodb:PutItem", "dynamodb:Scan", "dynamodb:UpdateItem"}
+	if keys := slices.Sorted(maps.Keys(audit)); !slices.Equal(keys, want) {
+		t.Errorf("audit actions: got %v, want %v", keys, want)
+	}
+	for a, r := range audit {
+		if !strings.Contains(r, "MirrorTable") || strings.Contains(r, "/index/") {
+			t.Errorf("audit %s is granted on %s, want the mirror table alone", a, r)
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package reconcilerboot
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -273,5 +274,73 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Audit
 		Reader: &mirror.Reader{DB: db, Table: c.MirrorTable},
 		DB:     db,
 		Scan:   db,
+	}, nil
+}
+
+// AuditInput is the payload of the template's Audit schedule (AuditRate):
+// the reconciler function runs the scheduled audit (audit.Scheduled)
+// instead of a reconciliation. Through the reconciler, the audit shares
+// its API key, its rate limit and its one-run-at-a-time concurrency, so
+// the two together never exceed RECONCILE_RATE_LIMIT.
+const AuditInput = `{"run":"audit"}`
+
+// AuditResumeInput is the payload of the template's AuditResume schedule:
+// a pass in progress, cut by a run's budget, is continued
+// (audit.Scheduled.Resume); without one the run does nothing.
+const AuditResumeInput = `{"run":"audit_resume"}`
+
+// Handler is the reconciler function's handler: a payload {"run":"audit"}
+// runs the scheduled audit, {"run":"audit_resume"} continues a pass in
+// progress (AUDIT_MAX_PAGES bounds a run, default
+// audit.DefaultMaxPages), any other the reconciliation (reconcile.Input).
+// The audit is built at its first run, so a reconciler that never audits
+// never reads its configuration.
+func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.Reconciler) func(context.Context, json.RawMessage) error {
+	var sched *audit.Scheduled
+	return func(ctx context.Context, payload json.RawMessage) error {
+		var in struct {
+			Run string `json:"run"`
+		}
+		if len(payload) > 0 && json.Unmarshal(payload, &in) == nil && (in.Run == "audit" || in.Run == "audit_resume") {
+			if sched == nil {
+				s, err := NewScheduledAudit(ctx, env, cfg, logger)
+				if err != nil {
+					logger.ErrorContext(ctx, "audit: boot failed", slog.String("error", err.Error()))
+					return err
+				}
+				sched = s
+			}
+			if in.Run == "audit_resume" {
+				_, _, err := sched.Resume(ctx)
+				return err
+			}
+			_, err := sched.Run(ctx)
+			return err
+		}
+		return rec.Handle(ctx, payload)
+	}
+}
+
+// NewScheduledAudit builds the scheduled audit: NewAuditor's, with its
+// checkpoint kept beside the reconciler's in the events table.
+func NewScheduledAudit(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger) (*audit.Scheduled, error) {
+	a, err := NewAuditor(ctx, env, cfg)
+	if err != nil {
+		return nil, err
+	}
+	r := boot.NewReader(env, cfg)
+	c := r.Common()
+	pages := r.Integer("AUDIT_MAX_PAGES", audit.DefaultMaxPages)
+	if pages <= 0 {
+		r.Fail(fmt.Errorf("AUDIT_MAX_PAGES=%d: want at least 1", pages))
+	}
+	if err := r.Err("audit"); err != nil {
+		return nil, err
+	}
+	return &audit.Scheduled{
+		Auditor:     a,
+		Checkpoints: &store.Checkpoints{DB: dynamodb.NewFromConfig(cfg), Table: c.EventsTable},
+		MaxPages:    pages,
+		Logger:      logger,
 	}, nil
 }
