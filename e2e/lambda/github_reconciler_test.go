@@ -96,5 +96,6 @@ func TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings(t *testing.T) 
 	if reads := secretReads(s.rec.Calls(0)); reads != 3 {
 		t.Errorf("secret reads over two runs: got %d, want 3 (each credential once)", reads)
 	}
+	auditOnce(t, s, fn, stripe)
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, reconcilerID, s.rec.Calls(0))
 }

@@ -11,7 +11,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
@@ -83,5 +85,46 @@ func TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt(t *testing.T) {
 	if reads := secretReads(s.rec.Calls(0)); reads != 1 {
 		t.Errorf("secret reads over two invocations: got %d, want 1 (on first need, kept)", reads)
 	}
+	auditOnce(t, s, fn, api)
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, reconcilerID, s.rec.Calls(0))
+}
+
+// auditOnce runs the template's Audit schedule through the reconciler
+// binary fn, with Stripe's stand-in api listing one subscription the
+// mirror has never seen: the audit reads the mirror (a batched read, and
+// a scan for what Stripe no longer has, since the run lists it whole) and
+// writes the subscription as a repair, so that every grant of the audit's
+// statement is used and checked by checkLeastPrivilege.
+func auditOnce(t *testing.T, s *setup, fn *emulator, api *stripefake.Server) {
+	t.Helper()
+	body, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{
+		ObjectID: "sub_rie_audit_" + randomHex(4), Customer: "cus_rie_audit_" + randomHex(4), Status: "active",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := api.PutObject("", ev.Data.Object); err != nil {
+		t.Fatal(err)
+	}
+	var sub struct {
+		ID string `json:"id"`
+	}
+	_ = json.Unmarshal(ev.Data.Object, &sub)
+	status, out := fn.call(t, []byte(reconcilerboot.AuditInput))
+	if status != http.StatusOK || strings.TrimSpace(string(out)) != "null" {
+		t.Fatalf("audit run: got %d %s, want 200 and null\n%s", status, out, fn.out.String())
+	}
+	mr := &mirror.Reader{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("MirrorTable")}
+	snap, err := mr.Object(context.Background(), sub.ID)
+	if err != nil || snap.SettledBy != mirror.SourceAudit {
+		t.Fatalf("the audit's repair of %s: got %+v (%v), want a snapshot settled by the audit\n%s", sub.ID, snap, err, fn.out.String())
+	}
 }
