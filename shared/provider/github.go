@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -90,11 +89,10 @@ func (g *github) Verify(_ context.Context, r Request) (Verified, error) {
 // X-GitHub-Event (the action is the payload's).
 func signGitHub(secret string, d Delivery) (map[string]string, error) {
 	ev, _, _ := strings.Cut(d.Type, ".")
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(d.Body)
+	sum := hmacSHA256(secret, d.Body)
 	return map[string]string{
 		headerGitHubDelivery:  d.ID,
 		headerGitHubEvent:     ev,
-		headerGitHubSignature: "sha256=" + hex.EncodeToString(m.Sum(nil)),
+		headerGitHubSignature: "sha256=" + hex.EncodeToString(sum),
 	}, nil
 }

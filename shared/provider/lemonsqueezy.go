@@ -2,8 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/hex"
 	"strings"
 	"time"
@@ -97,8 +95,7 @@ func (l *lemonSqueezy) Verify(_ context.Context, r Request) (Verified, error) {
 // signLemonSqueezy signs d as Lemon Squeezy does: the event name header
 // is the body's (d.Type when the body has none).
 func signLemonSqueezy(secret string, d Delivery) (map[string]string, error) {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(d.Body)
+	sum := hmacSHA256(secret, d.Body)
 	name := d.Type
 	if b, err := decodeObject[struct {
 		Meta struct {
@@ -109,7 +106,7 @@ func signLemonSqueezy(secret string, d Delivery) (map[string]string, error) {
 	}
 	return map[string]string{
 		headerLemonSqueezyEvent:     strings.TrimSpace(name),
-		headerLemonSqueezySignature: hex.EncodeToString(m.Sum(nil)),
+		headerLemonSqueezySignature: hex.EncodeToString(sum),
 	}, nil
 }
 

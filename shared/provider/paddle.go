@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -144,8 +143,6 @@ func (p *paddle) Verify(_ context.Context, r Request) (Verified, error) {
 // signPaddle signs d as Paddle does: the id and type are the body's.
 func signPaddle(secret string, d Delivery) (map[string]string, error) {
 	ts := strconv.FormatInt(d.Now.Unix(), 10)
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(ts + ":"))
-	m.Write(d.Body)
-	return map[string]string{headerPaddleSignature: "ts=" + ts + ";h1=" + hex.EncodeToString(m.Sum(nil))}, nil
+	sum := hmacSHA256(secret, []byte(ts+":"), d.Body)
+	return map[string]string{headerPaddleSignature: "ts=" + ts + ";h1=" + hex.EncodeToString(sum)}, nil
 }

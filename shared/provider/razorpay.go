@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -107,10 +106,9 @@ func (z *razorpay) Verify(_ context.Context, r Request) (Verified, error) {
 // signRazorpay signs d as Razorpay does: d.ID is X-Razorpay-Event-Id,
 // the type is the body's.
 func signRazorpay(secret string, d Delivery) (map[string]string, error) {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(d.Body)
+	sum := hmacSHA256(secret, d.Body)
 	return map[string]string{
 		headerRazorpayEventID:   d.ID,
-		headerRazorpaySignature: hex.EncodeToString(m.Sum(nil)),
+		headerRazorpaySignature: hex.EncodeToString(sum),
 	}, nil
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -117,8 +116,7 @@ func objectID(raw json.RawMessage) string {
 // signShopify signs d as Shopify does: d.Type is the topic, d.Shop the
 // shop's domain.
 func signShopify(secret string, d Delivery) (map[string]string, error) {
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write(d.Body)
+	sum := hmacSHA256(secret, d.Body)
 	return map[string]string{
 		headerShopifyTopic:       d.Type,
 		headerShopifyEventID:     d.ID,
@@ -126,6 +124,6 @@ func signShopify(secret string, d Delivery) (map[string]string, error) {
 		headerShopifyShopDomain:  d.Shop,
 		headerShopifyTriggeredAt: d.Now.UTC().Format(time.RFC3339Nano),
 		headerShopifyAPIVersion:  "2025-10",
-		headerShopifyHMAC:        base64.StdEncoding.EncodeToString(m.Sum(nil)),
+		headerShopifyHMAC:        base64.StdEncoding.EncodeToString(sum),
 	}, nil
 }

@@ -1,6 +1,10 @@
 package provider
 
-import "time"
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"time"
+)
 
 // Delivery is what Sign needs to sign a delivery as its provider would.
 type Delivery struct {
@@ -29,4 +33,14 @@ func Sign(name, secret string, d Delivery) (map[string]string, error) {
 		return nil, err
 	}
 	return spec.Sign(secret, d)
+}
+
+// hmacSHA256 is the HMAC-SHA256 of parts, concatenated, under secret: what
+// every signer of a body-HMAC scheme writes, in its own encoding.
+func hmacSHA256(secret string, parts ...[]byte) []byte {
+	m := hmac.New(sha256.New, []byte(secret))
+	for _, p := range parts {
+		m.Write(p)
+	}
+	return m.Sum(nil)
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
@@ -121,8 +120,6 @@ func signSquare(secret string, d Delivery) (map[string]string, error) {
 	if d.URL == "" {
 		return nil, fmt.Errorf("provider square: sign: no notification URL")
 	}
-	m := hmac.New(sha256.New, []byte(secret))
-	m.Write([]byte(d.URL))
-	m.Write(d.Body)
-	return map[string]string{headerSquareSignature: base64.StdEncoding.EncodeToString(m.Sum(nil))}, nil
+	sum := hmacSHA256(secret, []byte(d.URL), d.Body)
+	return map[string]string{headerSquareSignature: base64.StdEncoding.EncodeToString(sum)}, nil
 }
