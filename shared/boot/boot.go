@@ -207,6 +207,14 @@ func (r *Reader) SenderSecret(name string) *secrets.Secret {
 		r.errs = append(r.errs, fmt.Errorf("%s=%s is not one of stage %s's paths: it must have %q as a segment (like /webhook-inbox/%s/senders)", SendersSecretsPathVariable, path, stage, stage, stage))
 		return nil
 	}
+	// The receiver may read every parameter under the path: none of the
+	// other secrets may be one of them.
+	for _, param := range slices.Sorted(maps.Values(secretParameters)) {
+		if other := strings.TrimSpace(r.env(param)); strings.HasPrefix(other, path+"/") {
+			r.errs = append(r.errs, fmt.Errorf("%s=%s holds %s's parameter %s: keep the senders' path for their secrets alone", SendersSecretsPathVariable, path, param, other))
+			return nil
+		}
+	}
 	return secrets.FromParameter(r.ssm, path+"/"+name)
 }
 

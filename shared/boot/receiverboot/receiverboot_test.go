@@ -372,6 +372,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		{"no secret", with(), "GENERIC_SENDERS_SECRETS_PATH"},
 		{"a plain secret in Lambda", with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "N8N_WEBHOOK_SECRET", "s"), "N8N_WEBHOOK_SECRET is set"},
 		{"a path outside the stage", with("STAGE", "prod", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/prod/stripe", "STRIPE_WEBHOOK_SECRET", "", "AWS_LAMBDA_FUNCTION_NAME", "receiver", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox/staging/senders"), "not one of stage prod's paths"},
+		{"a path over Stripe's secrets", with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/dev/stripe", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox"), "keep the senders' path for their secrets alone"},
 		{"a name whose variable is Connect's", with("GENERIC_SENDERS", `[{"name":"stripe_connect","signature_header":"x-sig","id_field":"id"}]`), "another secret's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
