@@ -246,6 +246,26 @@ func (s Sender) Spec() Spec {
 	return spec
 }
 
+// Sample returns body as the sender would send it as a fresh event named
+// id of type typ: the id in IDField and the type in TypeField, where the
+// declaration puts them in the body; and the id the inbox records it
+// under. For inboxctl send and tests, which sign one sample for any
+// declaration.
+func (s Sender) Sample(body []byte, id, typ string) ([]byte, string, error) {
+	var err error
+	if s.IDField != "" {
+		if body, err = setField(body, id, strings.Split(s.IDField, ".")...); err != nil {
+			return nil, "", err
+		}
+	}
+	if s.TypeField != "" {
+		if body, err = setField(body, typ, strings.Split(s.TypeField, ".")...); err != nil {
+			return nil, "", err
+		}
+	}
+	return body, id, nil
+}
+
 // senderHeaders is what a sender's delivery's headers say.
 type senderHeaders struct {
 	mac      []byte
