@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
@@ -196,6 +197,16 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 					t.Fatalf("%s: got %d %s, want %d", what, got, resp, want)
 				}
 			}
+			// refused checks that the receiver logged one more refusal of
+			// this provider's with the outcome.
+			seen := map[outcome.Outcome]int{}
+			refused := func(what string, want outcome.Outcome) {
+				t.Helper()
+				seen[want]++
+				testenv.Eventually(t, 10*time.Second, what+" to be logged "+string(want), func() bool {
+					return len(stack.Lines(map[string]string{"msg": "webhook", "provider": name, "outcome": string(want)})) == seen[want]
+				})
+			}
 
 			// Good, then its retry.
 			body, id := stamp(read(t, tc.sample), name+"-e2e-1", tc.typ)
@@ -228,6 +239,7 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 			// Another secret: refused, nothing stored.
 			bad, badID := stamp(read(t, tc.sample), name+"-e2e-wrong", tc.typ)
 			post("another secret", bad, sign(wrongSecret(name), badID, tc.typ, bad, time.Now()), 400)
+			refused("another secret", outcome.RejectedSignature)
 			stored("another secret", badID)
 
 			// A malformed signature: every header the provider signs with
@@ -240,13 +252,18 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 				}
 			}
 			post("a malformed signature", mal, h, 400)
+			refused("a malformed signature", outcome.RejectedMalformedSignature)
 			stored("a malformed signature", malID)
 
 			// A signed time an hour old (a replay) or an hour ahead.
 			if tc.signsTime {
-				for i, at := range []time.Time{time.Now().Add(-time.Hour), time.Now().Add(time.Hour)} {
+				for i, at := range []struct {
+					at   time.Time
+					want outcome.Outcome
+				}{{time.Now().Add(-time.Hour), outcome.RejectedStaleTimestamp}, {time.Now().Add(time.Hour), outcome.RejectedFutureTimestamp}} {
 					b, bid := stamp(read(t, tc.sample), fmt.Sprintf("%s-e2e-time-%d", name, i), tc.typ)
-					post("signed "+at.Sub(time.Now()).Round(time.Minute).String(), b, sign(tc.secret, bid, tc.typ, b, at), 400)
+					post("signed "+string(at.want), b, sign(tc.secret, bid, tc.typ, b, at.at), 400)
+					refused("signed "+string(at.want), at.want)
 					stored("a time outside the window", bid)
 				}
 			}
@@ -275,6 +292,7 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 				post("svix-* headers", sv, svix, 200)
 				status(svID, event.StatusProcessed)
 				post("svix-* headers under another secret", sv, map[string]string{"svix-id": "msg_e2e_svix_2", "svix-timestamp": svix["svix-timestamp"], "svix-signature": sign(wrongSecret(name), "msg_e2e_svix_2", tc.typ, sv, time.Now())["webhook-signature"]}, 400)
+				refused("svix-* headers under another secret", outcome.RejectedSignature)
 				stored("svix-* headers under another secret", "msg_e2e_svix_2")
 			}
 		})
