@@ -141,7 +141,9 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 	}
 	// A declared sender signs as declared, any type, on one sample body.
 	sender, declared := a.sender(name)
-	sign := func(secret string, d provider.Delivery) (map[string]string, error) { return provider.Sign(name, secret, d) }
+	sign := func(secret string, d provider.Delivery) (map[string]string, error) {
+		return provider.Sign(name, secret, d)
+	}
 	dir := name
 	if declared {
 		sign, dir = sender.Spec().Sign, genericSamples

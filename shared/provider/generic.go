@@ -187,7 +187,7 @@ func (s *Sender) Validate() error {
 	}
 	for field, p := range map[string]string{"id_field": s.IDField, "type_field": s.TypeField} {
 		if p != "" && slices.Contains(strings.Split(p, "."), "") {
-			return fmt.Errorf("sender %s: %s %q: want a field name, or names joined by .", s.Name, field, p)
+			return fmt.Errorf("sender %s: %s %q: want a field name, or names joined by dots", s.Name, field, p)
 		}
 	}
 	return nil

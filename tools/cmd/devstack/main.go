@@ -126,11 +126,11 @@ func run() int {
 		ProviderSecrets: providerSecrets(),
 		// GENERIC_SENDERS declares senders without a provider of their
 		// own, each served with its <NAME>_WEBHOOK_SECRET.
-		Senders: os.Getenv(provider.SendersVariable),
-		Env:             env,
-		ReconcileEvery:  *reconcileEvery,
-		AWS:             cfg,
-		Logger:          log,
+		Senders:        os.Getenv(provider.SendersVariable),
+		Env:            env,
+		ReconcileEvery: *reconcileEvery,
+		AWS:            cfg,
+		Logger:         log,
 	})
 	if err != nil {
 		fail(err)
