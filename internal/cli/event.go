@@ -76,7 +76,7 @@ func (a *app) eventCmd() *cobra.Command {
 			if asJSON && payload {
 				return usagef("--json and --payload exclude each other")
 			}
-			if err := checkProvider(prov); err != nil {
+			if err := a.checkProvider(prov); err != nil {
 				return err
 			}
 			return a.event(cmd.Context(), prov, v[0], asJSON, payload)

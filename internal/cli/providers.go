@@ -27,13 +27,47 @@ import (
 //go:embed testdata/samples
 var samples embed.FS
 
-// checkProvider refuses a --provider that names none.
-func checkProvider(name string) error {
+// checkProvider refuses a --provider that names neither a provider nor a
+// sender GENERIC_SENDERS declares.
+func (a *app) checkProvider(name string) error {
 	if provider.Known(name) {
 		return nil
 	}
-	return usagef("--provider %q: want %s", name, strings.Join(provider.Names, ", "))
+	senders, err := a.senders()
+	if err != nil {
+		return usageError{err}
+	}
+	names := slices.Clone(provider.Names)
+	for _, s := range senders {
+		if s.Name == name {
+			return nil
+		}
+		names = append(names, s.Name)
+	}
+	return usagef("--provider %q: want %s (or a sender %s declares)", name, strings.Join(names, ", "), provider.SendersVariable)
 }
+
+// senders are the senders GENERIC_SENDERS declares, as the receiver reads
+// them.
+func (a *app) senders() ([]provider.Sender, error) {
+	return provider.ParseSenders(a.getenv(provider.SendersVariable))
+}
+
+// sender returns the declared sender named name, if one is.
+func (a *app) sender(name string) (provider.Sender, bool) {
+	senders, _ := a.senders()
+	for _, s := range senders {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	return provider.Sender{}, false
+}
+
+// genericSamples is the sample directory of every declared sender: one
+// body, whose id and type the declaration's fields receive
+// (provider.Sender.Sample).
+const genericSamples = "generic"
 
 // sampleTypes lists the types send has a sample of for provider.
 func sampleTypes(name string) []string {
@@ -105,9 +139,22 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 		id, typ string
 		body    []byte
 	}
+	// A declared sender signs as declared, any type, on one sample body.
+	sender, declared := a.sender(name)
+	sign := func(secret string, d provider.Delivery) (map[string]string, error) {
+		return provider.Sign(name, secret, d)
+	}
+	dir := name
+	if declared {
+		sign, dir = sender.Spec().Sign, genericSamples
+	}
 	var deliveries []delivery
 	for i, typ := range types {
-		body, err := samples.ReadFile(path.Join("testdata/samples", name, typ+".json"))
+		file := typ
+		if declared {
+			file = sampleTypes(genericSamples)[0]
+		}
+		body, err := samples.ReadFile(path.Join("testdata/samples", dir, file+".json"))
 		if err != nil {
 			return usagef("no %s sample of type %q (have: %s)", name, typ, strings.Join(sampleTypes(name), ", "))
 		}
@@ -119,7 +166,12 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 			id = fmt.Sprintf("%s_%d", o.id, i+1)
 		}
 		// A provider whose id is in the body sends it there.
-		if body, id, err = provider.Stamp(name, body, id); err != nil {
+		if declared {
+			body, id, err = sender.Sample(body, id, typ)
+		} else {
+			body, id, err = provider.Stamp(name, body, id)
+		}
+		if err != nil {
 			return usageError{err}
 		}
 		for range o.repeat {
@@ -139,8 +191,7 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 	failed := 0
 	for _, d := range deliveries {
 		// A delivery is signed with one secret: the current one, listed first.
-		headers, err := provider.Sign(
-			name,
+		headers, err := sign(
 			list[0],
 			provider.Delivery{ID: d.id, Type: d.typ, Shop: "inbox-dev.myshopify.com", URL: signURL, Body: d.body, Now: a.now()},
 		)

@@ -174,3 +174,63 @@ func TestEventByProvider(t *testing.T) {
 	c.run(ctx, "event", "evt_same").must(t, 1)
 	c.run(ctx, "event", "evt_same", "--provider", "gitlab").must(t, 2)
 }
+
+// TestSendDeclaredSender: --provider names a sender GENERIC_SENDERS
+// declares, and send signs the generic sample as declared (the id in the
+// signed header, or in the body's field with the type), which the
+// receiver's verifier of that declaration accepts; a sender not declared
+// is refused.
+func TestSendDeclaredSender(t *testing.T) {
+	const decl = `[{"name":"n8n","prefix":"sha256=","signature_header":"x-n8n-signature","timestamp_header":"x-n8n-timestamp","id_header":"x-n8n-delivery",` +
+		`"template":"{timestamp}.{id}.{body}","type_field":"type"},` +
+		`{"name":"svc","algorithm":"sha1","encoding":"base64","signature_header":"x-sig","id_field":"meta.id","type_field":"event"}]`
+	senders, err := provider.ParseSenders(decl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name, _ := strings.CutPrefix(r.URL.Path, "/webhooks/")
+		for _, s := range senders {
+			if s.Name != name {
+				continue
+			}
+			v, _ := s.Spec().New([]string{name + " secret"}, provider.Options{Now: func() time.Time { return now }})
+			b, _ := io.ReadAll(r.Body)
+			h := map[string]string{}
+			for k := range r.Header {
+				h[strings.ToLower(k)] = r.Header.Get(k)
+			}
+			out, err := v.Verify(r.Context(), provider.Request{Body: b, Headers: h})
+			if err != nil {
+				http.Error(w, `{"error":"invalid webhook request"}`, 400)
+				return
+			}
+			got = append(got, name+" "+out.Envelope.ID+" "+out.Envelope.Type)
+			_, _ = io.WriteString(w, `{"received":true}`)
+			return
+		}
+		http.Error(w, `{"error":"not found"}`, 404)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name string
+		args []string
+		code int
+	}{
+		{"n8n", []string{"send", "--provider", "n8n", "workflow.completed", "--id", "run-1", "--url", srv.URL + "/webhooks/n8n"}, 0},
+		{"svc", []string{"send", "--provider", "svc", "order.paid", "--id", "o-1", "--url", srv.URL + "/webhooks/svc"}, 0},
+		{"not declared", []string{"send", "--provider", "zapier", "x", "--url", srv.URL}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := offline(t)
+			c.env["GENERIC_SENDERS"] = decl
+			c.env["N8N_WEBHOOK_SECRET"] = "n8n secret"
+			c.env["SVC_WEBHOOK_SECRET"] = "svc secret"
+			c.run(context.Background(), tc.args...).must(t, tc.code)
+		})
+	}
+	if g, want := strings.Join(got, ","), "n8n run-1 workflow.completed,svc o-1 order.paid"; g != want {
+		t.Errorf("received: got %s, want %s", g, want)
+	}
+}

@@ -61,7 +61,9 @@ several event types, sends them in random order (reordering).
 of the type instead (issues.opened, orders/create, user.created, ...),
 signed as the provider signs, with GITHUB_WEBHOOK_SECRET,
 SHOPIFY_WEBHOOK_SECRET or STANDARD_WEBHOOK_SECRET (or --secret-file), to
-/webhooks/<provider>.
+/webhooks/<provider>. A sender GENERIC_SENDERS declares is one too:
+--provider <name> signs a generic sample as declared, with
+<NAME>_WEBHOOK_SECRET (the type given goes in its type field).
 
 The signing secret is never given on the command line: it comes from
 STRIPE_WEBHOOK_SECRET (the first one, when several are listed), or from
@@ -73,7 +75,7 @@ secret. Without one, send stops.`,
   inboxctl send --provider github issues.opened --repeat 2`,
 		Args: args(cobra.MinimumNArgs(1)),
 		RunE: func(cmd *cobra.Command, types []string) error {
-			if err := checkProvider(o.provider); err != nil {
+			if err := a.checkProvider(o.provider); err != nil {
 				return err
 			}
 			if o.provider != event.ProviderStripe {

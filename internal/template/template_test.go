@@ -312,6 +312,9 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"Razorpay's secrets in Stripe's parameter", map[string]string{"RazorpayWebhookSecretsParameter": w}, "RazorpaySecretsHaveTheirOwnParameter"},
 		{"Twilio's secrets without the URL it calls", map[string]string{"TwilioWebhookSecretsParameter": "/webhook-inbox/dev/twilio/webhook-secrets"}, "TwilioSecretsNeedTheUrl"},
 		{"Square's secrets without its notification URL", map[string]string{"SquareWebhookSecretsParameter": "/webhook-inbox/dev/square/webhook-secrets"}, "SquareSecretsNeedTheNotificationUrl"},
+		{"senders without their secrets' path", map[string]string{"GenericSenders": `[{"name":"n8n"}]`}, "GenericSendersNeedTheirSecretsPath"},
+		{"a senders' path without senders", map[string]string{"GenericSendersSecretsPath": "/webhook-inbox/dev/senders"}, "GenericSendersSecretsPathNeedsSenders"},
+		{"senders and their path", map[string]string{"GenericSenders": `[{"name":"n8n"}]`, "GenericSendersSecretsPath": "/webhook-inbox/dev/senders"}, ""},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)
 		switch {
@@ -632,5 +635,39 @@ func TestEveryProviderOfTheTableHasItsSecretsParameter(t *testing.T) {
 				t.Errorf("Read%sSigningSecrets = %v, want ssm:GetParameter on %s", cap, st, param)
 			}
 		})
+	}
+}
+
+// TestDeclaredSendersReachTheReceiverWhenSet: GENERIC_SENDERS and its
+// secrets' path reach the receiver (and the declarations the reconciler's
+// stuck sweep), with the grant to read the parameters under that path
+// alone, only when senders are declared.
+func TestDeclaredSendersReachTheReceiverWhenSet(t *testing.T) {
+	off := load(t, nil)
+	f, _ := off.Function("ReceiverFunction")
+	for _, v := range []string{"GENERIC_SENDERS", "GENERIC_SENDERS_SECRETS_PATH"} {
+		if _, ok := f.Environment[v]; ok {
+			t.Errorf("no sender declared: %s is set", v)
+		}
+	}
+	if _, ok := policySids(t, off, "ReceiverFunction")["ReadGenericSendersSigningSecrets"]; ok {
+		t.Error("no sender declared: the receiver may read the senders' secrets")
+	}
+	const decl, path = `[{"name":"n8n","signature_header":"x-n8n-signature","id_field":"id"}]`, "/webhook-inbox/dev/senders"
+	on := load(t, map[string]string{"GenericSenders": decl, "GenericSendersSecretsPath": path})
+	f, _ = on.Function("ReceiverFunction")
+	if got := Scalar(f.Environment["GENERIC_SENDERS"]); got != decl {
+		t.Errorf("GENERIC_SENDERS = %q, want the declarations", got)
+	}
+	if got := Scalar(f.Environment["GENERIC_SENDERS_SECRETS_PATH"]); got != path {
+		t.Errorf("GENERIC_SENDERS_SECRETS_PATH = %q, want %s", got, path)
+	}
+	st, ok := policySids(t, on, "ReceiverFunction")["ReadGenericSendersSigningSecrets"]
+	if !ok || !strings.Contains(fmt.Sprint(st["Resource"]), "parameter"+path+"/*") {
+		t.Errorf("ReadGenericSendersSigningSecrets = %v, want ssm:GetParameter on %s/*", st, path)
+	}
+	r, _ := on.Function("ReconcilerFunction")
+	if got := Scalar(r.Environment["GENERIC_SENDERS"]); got != decl {
+		t.Errorf("reconciler: GENERIC_SENDERS = %q, want the declarations", got)
 	}
 }

@@ -169,6 +169,55 @@ var secretParameters = map[string]string{
 	"GITHUB_APP_PRIVATE_KEY": "GITHUB_APP_PRIVATE_KEY_PARAMETER",
 }
 
+// SendersSecretsPathVariable names the SSM path under which each
+// configured sender's (provider.Sender) signing secrets are a SecureString
+// parameter of its own: <path>/<name>. Outside Lambda a sender's secrets
+// may instead be in its local-only variable, <NAME>_WEBHOOK_SECRET
+// (WebhookSecretVariable), as a provider's are.
+const SendersSecretsPathVariable = "GENERIC_SENDERS_SECRETS_PATH"
+
+// SenderSecret returns the signing secrets of the configured sender name
+// (provider.Sender): outside Lambda its local-only variable's value when
+// set, else the SecureString parameter <GENERIC_SENDERS_SECRETS_PATH>/<name>,
+// read on first use. It reads nothing now. It records a problem when
+// neither is set (a sender declared is a sender served, or the cold start
+// says why not), when the variable is set inside Lambda, when the name's
+// variable is another secret's, and when the path is not the stage's (as
+// checkSecretSources does for the providers' parameters).
+func (r *Reader) SenderSecret(name string) *secrets.Secret {
+	local := WebhookSecretVariable(name)
+	if _, ok := secretParameters[local]; ok {
+		r.errs = append(r.errs, fmt.Errorf("sender %s: its variable %s is another secret's: choose another name", name, local))
+		return nil
+	}
+	v := strings.TrimSpace(r.env(local))
+	if v != "" && r.inLambda() {
+		r.errs = append(r.errs, fmt.Errorf("%s is set in the function's environment: in Lambda a sender's secret comes only from its SSM SecureString parameter under %s; remove the variable (and rotate the secret it exposed)", local, SendersSecretsPathVariable))
+		return nil
+	}
+	if v != "" {
+		return secrets.Fixed(local, v)
+	}
+	path := strings.TrimRight(strings.TrimSpace(r.env(SendersSecretsPathVariable)), "/")
+	if path == "" {
+		r.errs = append(r.errs, fmt.Errorf("sender %s: no signing secret: set %s (the SSM path holding <path>/%s), or %s outside Lambda", name, SendersSecretsPathVariable, name, local))
+		return nil
+	}
+	if stage := strings.TrimSpace(r.env("STAGE")); stage != "" && !strings.Contains(path+"/", "/"+stage+"/") {
+		r.errs = append(r.errs, fmt.Errorf("%s=%s is not one of stage %s's paths: it must have %q as a segment (like /webhook-inbox/%s/senders)", SendersSecretsPathVariable, path, stage, stage, stage))
+		return nil
+	}
+	// The receiver may read every parameter under the path: none of the
+	// other secrets may be one of them.
+	for _, param := range slices.Sorted(maps.Values(secretParameters)) {
+		if other := strings.TrimSpace(r.env(param)); strings.HasPrefix(other, path+"/") {
+			r.errs = append(r.errs, fmt.Errorf("%s=%s holds %s's parameter %s: keep the senders' path for their secrets alone", SendersSecretsPathVariable, path, param, other))
+			return nil
+		}
+	}
+	return secrets.FromParameter(r.ssm, path+"/"+name)
+}
+
 // StripeConnectSecretVariable is the local-only variable carrying a
 // Connect endpoint's signing secrets, beside STRIPE_WEBHOOK_SECRET (the
 // platform endpoint's); its parameter variable is

@@ -47,7 +47,13 @@ func NewKeyring(name string, secret *secrets.Secret, opts Options) (*Keyring, er
 	if err != nil {
 		return nil, err
 	}
-	return &Keyring{spec: spec, secret: secret, opts: opts}, nil
+	return NewKeyringFor(spec, secret, opts), nil
+}
+
+// NewKeyringFor is NewKeyring for spec: a configured sender's
+// (Sender.Spec), which the table does not hold. It reads nothing.
+func NewKeyringFor(spec Spec, secret *secrets.Secret, opts Options) *Keyring {
+	return &Keyring{spec: spec, secret: secret, opts: opts}
 }
 
 // Verify verifies r with the secrets the Keyring holds. When they cannot
@@ -121,7 +127,7 @@ func (k *Keyring) use(raw string) (Verifier, error) {
 	if k.v != nil && k.raw == raw {
 		return k.v, nil
 	}
-	v, err := New(k.spec.Name, secrets.List(raw), k.opts)
+	v, err := newOf(k.spec, secrets.List(raw), k.opts)
 	if err != nil {
 		err = fmt.Errorf("%w: %s holds no usable secret: %v", ErrNoSecrets, k.secret.Name(), err)
 		// The verifier in hand, if any, stays: its secrets still verify

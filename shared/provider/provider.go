@@ -224,9 +224,14 @@ func New(name string, secrets []string, opts Options) (Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newOf(spec, secrets, opts)
+}
+
+// newOf is New for spec, a provider's or a configured sender's.
+func newOf(spec Spec, secrets []string, opts Options) (Verifier, error) {
 	clean := cleanSecrets(secrets)
 	if len(clean) == 0 {
-		return nil, fmt.Errorf("provider %s: no signing secret", name)
+		return nil, fmt.Errorf("provider %s: no signing secret", spec.Name)
 	}
 	return spec.New(clean, opts)
 }
@@ -360,11 +365,11 @@ func decodeObject[T any](body []byte) (T, error) {
 	return *v, nil
 }
 
-// stampField returns a Spec.Stamp that sets the body's top-level field
-// to the id (the body's other fields are kept; their order may change).
-func stampField(field string) func(body []byte, id string) ([]byte, string, error) {
+// stampField returns a Spec.Stamp that sets the body's field at path
+// (top level first) to the id (the body's other fields are kept; their order may change).
+func stampField(path ...string) func(body []byte, id string) ([]byte, string, error) {
 	return func(body []byte, id string) ([]byte, string, error) {
-		b, err := setField(body, id, field)
+		b, err := setField(body, id, path...)
 		return b, id, err
 	}
 }

@@ -86,6 +86,12 @@ type Options struct {
 	// <Provider>WebhookSecretsParameter) is set to the stage's own name
 	// unless Overrides sets it, and the secrets are stored there.
 	ProviderSecrets map[string]string
+	// Senders declares the senders without a provider of their own (the
+	// template's GenericSenders: provider.ParseSenders); their secrets are
+	// in ProviderSecrets under their names, stored as the parameters under
+	// the template's GenericSendersSecretsPath (the stage's own path
+	// unless Overrides sets it).
+	Senders string
 	// Env overrides function environment variables (STRIPE_API_BASE, ...).
 	Env map[string]string
 	// Effects are the team's effects, handed to the three functions as
@@ -422,6 +428,22 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 			return err
 		}
 	}
+	senders, err := provider.ParseSenders(opts.Senders)
+	if err != nil {
+		return fmt.Errorf("devstack: %w", err)
+	}
+	path, _ := t.Parameter(sendersSecretsPath)
+	for _, s := range senders {
+		if v := opts.ProviderSecrets[s.Name]; v != "" {
+			_, err := client.PutParameter(ctx, &ssm.PutParameterInput{
+				Name: aws.String(path + "/" + s.Name), Value: aws.String(v),
+				Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true),
+			})
+			if err != nil {
+				return fmt.Errorf("devstack: store sender %s's secrets: %w", s.Name, err)
+			}
+		}
+	}
 	return put("ApiKeyParameter", opts.APIKey)
 }
 
@@ -430,6 +452,13 @@ func seedSecrets(ctx context.Context, client *ssm.Client, t *template.Template, 
 func ProviderSecretsParameter(name string) string {
 	return strings.ToUpper(name[:1]) + name[1:] + "WebhookSecretsParameter"
 }
+
+// The template parameters declaring the senders and naming the path of
+// their secrets.
+const (
+	sendersParameter   = "GenericSenders"
+	sendersSecretsPath = "GenericSendersSecretsPath"
+)
 
 // connectSecretsParameter is the template parameter naming a Connect
 // endpoint's secrets parameter.
@@ -450,6 +479,12 @@ func providerOverrides(opts Options) map[string]string {
 	}
 	if opts.ConnectWebhookSecret != "" && out[connectSecretsParameter] == "" {
 		out[connectSecretsParameter] = "/webhook-inbox/" + stage + "/stripe/connect-webhook-secrets"
+	}
+	if opts.Senders != "" && out[sendersParameter] == "" {
+		out[sendersParameter] = opts.Senders
+	}
+	if out[sendersParameter] != "" && out[sendersSecretsPath] == "" {
+		out[sendersSecretsPath] = "/webhook-inbox/" + stage + "/senders"
 	}
 	for _, name := range provider.Names {
 		if name == provider.Stripe {

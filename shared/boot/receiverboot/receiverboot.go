@@ -34,6 +34,10 @@ import (
 // a signature header, or with one that cannot be a signature, is answered
 // 400 without any read. A secret in hand (STRIPE_WEBHOOK_SECRET and the
 // like, outside Lambda) that holds no secret fails here instead.
+//
+// It serves each sender GENERIC_SENDERS declares (provider.Sender) the
+// same way, on /webhooks/<name>, with the secrets boot.Reader.SenderSecret
+// finds for it.
 func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*receiver.Handler, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
@@ -55,6 +59,17 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	// A Connect platform's Connect endpoint signs with secrets of its own.
 	connect := r.Secret(boot.StripeConnectSecretVariable, false)
+	// Any other sender is declared in GENERIC_SENDERS, each with its own
+	// secrets: a declaration that cannot be verified as written, or would
+	// trust an unsigned id, fails the cold start.
+	senders, err := provider.ParseSenders(env(provider.SendersVariable))
+	if err != nil {
+		r.Fail(err)
+	}
+	senderKeys := make([]*secrets.Secret, len(senders))
+	for i, s := range senders {
+		senderKeys[i] = r.SenderSecret(s.Name)
+	}
 	if err := r.Err("receiver"); err != nil {
 		return nil, err
 	}
@@ -90,6 +105,17 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
 		}
 		providers[name] = p
+	}
+	for i, s := range senders {
+		k := provider.NewKeyringFor(s.Spec(), senderKeys[i], opts)
+		if senderKeys[i].InHand() {
+			if err := k.Load(ctx); err != nil {
+				return nil, err
+			}
+		}
+		in := *base
+		in.Provider, in.Handled = s.Name, boot.ProviderTypes(env, s.Name, effects)
+		providers[s.Name] = receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
 	}
 	return receiver.New(receiver.Config{
 		Providers:    providers,

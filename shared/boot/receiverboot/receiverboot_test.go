@@ -319,3 +319,75 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 		t.Errorf("plain Connect variable in Lambda: got %v, want it refused, naming the variable, not the value", err)
 	}
 }
+
+// TestConfiguredSendersAreServed: each sender GENERIC_SENDERS declares is
+// served on /webhooks/<name> with its own secret (another secret's
+// signature: 400; a name not declared: 404); a declaration that trusts an unsigned id, a sender without a
+// secret, and a path outside the stage fail the cold start with the
+// reason.
+func TestConfiguredSendersAreServed(t *testing.T) {
+	const decl = `[{"name":"n8n","prefix":"sha256=","signature_header":"x-n8n-signature","id_field":"id","type_field":"type"}]`
+	base := map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_a", "GENERIC_SENDERS": decl}
+	with := func(kv ...string) map[string]string {
+		m := map[string]string{}
+		for k, v := range base {
+			m[k] = v
+		}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	h, err := New(context.Background(), envMap(with("N8N_WEBHOOK_SECRET", "n8n secret")), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	senders, err := provider.ParseSenders(decl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := []byte(`{"id":"run-1","type":"workflow.completed"}`)
+	for _, tc := range []struct {
+		name, path, secret string
+		want               int
+	}{
+		{"another secret", "n8n", "other", 400},
+		{"not declared", "zapier", "n8n secret", 404},
+	} {
+		hdr, err := senders[0].Spec().Sign(tc.secret, provider.Delivery{Body: body, Now: time.Now()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := h.Handle(context.Background(), events.APIGatewayV2HTTPRequest{Body: string(body), Headers: hdr, PathParameters: map[string]string{"provider": tc.path}})
+		if err != nil || resp.StatusCode != tc.want {
+			t.Errorf("%s: got %d, %v; want %d", tc.name, resp.StatusCode, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"an unsigned id header", with("N8N_WEBHOOK_SECRET", "s", "GENERIC_SENDERS", `[{"name":"n8n","signature_header":"x-sig","id_header":"x-id"}]`), "id_header x-id is not signed"},
+		{"no secret", with(), "GENERIC_SENDERS_SECRETS_PATH"},
+		{"a plain secret in Lambda", with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "N8N_WEBHOOK_SECRET", "s"), "N8N_WEBHOOK_SECRET is set"},
+		{"a path outside the stage", with("STAGE", "prod", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/prod/stripe", "STRIPE_WEBHOOK_SECRET", "", "AWS_LAMBDA_FUNCTION_NAME", "receiver", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox/staging/senders"), "not one of stage prod's paths"},
+		{"a path over Stripe's secrets", with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/dev/stripe", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox"), "keep the senders' path for their secrets alone"},
+		{"a name whose variable is Connect's", with("GENERIC_SENDERS", `[{"name":"stripe_connect","signature_header":"x-sig","id_field":"id"}]`), "another secret's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+			if err != nil && strings.Contains(err.Error(), "n8n secret") {
+				t.Errorf("the error shows the secret: %v", err)
+			}
+		})
+	}
+	// In Lambda, the parameter under the path, read on first use.
+	if _, err := New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STAGE", "dev",
+		"STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/dev/stripe", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox/dev/senders/")), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err != nil {
+		t.Errorf("a sender's parameter in Lambda: %v", err)
+	}
+}

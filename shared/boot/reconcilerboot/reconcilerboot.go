@@ -18,6 +18,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -171,17 +172,31 @@ func connectAccounts(r *boot.Reader) []string {
 // lanes the stuck sweep reads (16 queries each per run), every provider
 // (event.Providers) when unset. A deployment that serves Stripe alone
 // needs only Stripe's.
+//
+// The senders GENERIC_SENDERS declares (provider.Sender) have lanes of
+// their own: unset, the sweep reads theirs too; set, it may name them.
 func stuckProviders(r *boot.Reader) []string {
+	known := slices.Clone(event.Providers)
+	senders, err := provider.ParseSenders(r.Optional(provider.SendersVariable, ""))
+	if err != nil {
+		r.Fail(err)
+	}
+	for _, s := range senders {
+		known = append(known, s.Name)
+	}
 	var out []string
 	for _, p := range strings.Split(r.Optional("RECONCILE_STUCK_PROVIDERS", ""), ",") {
 		p = strings.TrimSpace(p)
 		switch {
 		case p == "":
-		case !slices.Contains(event.Providers, p):
-			r.Fail(fmt.Errorf("RECONCILE_STUCK_PROVIDERS: %q is not a provider (want some of %s)", p, strings.Join(event.Providers, ", ")))
+		case !slices.Contains(known, p):
+			r.Fail(fmt.Errorf("RECONCILE_STUCK_PROVIDERS: %q is not a provider (want some of %s)", p, strings.Join(known, ", ")))
 		default:
 			out = append(out, p)
 		}
+	}
+	if len(out) == 0 && len(senders) > 0 {
+		return known
 	}
 	return out
 }

@@ -3,10 +3,14 @@ package reconcilerboot
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -143,5 +147,39 @@ func TestConnectAccountsAreListedToo(t *testing.T) {
 	env["STRIPE_CONNECT_ACCOUNTS"] = "acct_a,cus_1"
 	if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err == nil {
 		t.Error("a customer id among the accounts: got no error")
+	}
+}
+
+// TestTheStuckSweepReadsTheDeclaredSenders: unset, the sweep reads every
+// provider's lanes and each declared sender's; RECONCILE_STUCK_PROVIDERS
+// may name a sender, and a name neither a provider nor a sender is
+// refused.
+func TestTheStuckSweepReadsTheDeclaredSenders(t *testing.T) {
+	const decl = `[{"name":"n8n","signature_header":"x-sig","id_field":"id"}]`
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		want    []string
+		wantErr string
+	}{
+		{"no sender, unset: the reconciler's default", map[string]string{}, nil, ""},
+		{"a sender, unset", map[string]string{"GENERIC_SENDERS": decl}, append(slices.Clone(event.Providers), "n8n"), ""},
+		{"a sender named", map[string]string{"GENERIC_SENDERS": decl, "RECONCILE_STUCK_PROVIDERS": "stripe,n8n"}, []string{"stripe", "n8n"}, ""},
+		{"a sender not declared", map[string]string{"RECONCILE_STUCK_PROVIDERS": "n8n"}, nil, `"n8n" is not a provider`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := boot.NewReader(envMap(tc.env), aws.Config{})
+			got := stuckProviders(r)
+			err := r.Err("reconciler")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, want an error saying %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("got %v, %v; want %v", got, err, tc.want)
+			}
+		})
 	}
 }

@@ -99,6 +99,13 @@ func run() int {
 			env[k] = v
 		}
 	}
+	// Every provider's and declared sender's event types
+	// (boot.ProviderTypesVariable).
+	for _, name := range append(slices.Clone(provider.Names), senderNames()...) {
+		if v := os.Getenv(boot.ProviderTypesVariable(name)); v != "" {
+			env[boot.ProviderTypesVariable(name)] = v
+		}
+	}
 	// Your effects' secrets, locally (boot.EffectSecretVariable).
 	for _, kv := range os.Environ() {
 		if k, v, _ := strings.Cut(kv, "="); strings.HasPrefix(k, "EFFECT_SECRET_") && v != "" {
@@ -117,10 +124,13 @@ func run() int {
 		// Setting GITHUB_WEBHOOK_SECRET, SHOPIFY_WEBHOOK_SECRET or
 		// STANDARD_WEBHOOK_SECRET serves that provider.
 		ProviderSecrets: providerSecrets(),
-		Env:             env,
-		ReconcileEvery:  *reconcileEvery,
-		AWS:             cfg,
-		Logger:          log,
+		// GENERIC_SENDERS declares senders without a provider of their
+		// own, each served with its <NAME>_WEBHOOK_SECRET.
+		Senders:        os.Getenv(provider.SendersVariable),
+		Env:            env,
+		ReconcileEvery: *reconcileEvery,
+		AWS:            cfg,
+		Logger:         log,
 	})
 	if err != nil {
 		fail(err)
@@ -150,13 +160,24 @@ func run() int {
 // providerSecrets reads the other providers' local-only secret variables.
 func providerSecrets() map[string]string {
 	out := map[string]string{}
-	for _, name := range provider.Names {
+	for _, name := range append(slices.Clone(provider.Names), senderNames()...) {
 		if name == provider.Stripe {
 			continue // WebhookSecret
 		}
 		if v := os.Getenv(boot.WebhookSecretVariable(name)); v != "" {
 			out[name] = v
 		}
+	}
+	return out
+}
+
+// senderNames are the names of the senders GENERIC_SENDERS declares; a
+// declaration that does not parse is reported when the stack starts.
+func senderNames() []string {
+	senders, _ := provider.ParseSenders(os.Getenv(provider.SendersVariable))
+	var out []string
+	for _, s := range senders {
+		out = append(out, s.Name)
 	}
 	return out
 }
