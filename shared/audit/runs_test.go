@@ -4,8 +4,8 @@ import (
 	"context"
 	"strings"
 	"sync"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 

@@ -79,20 +79,20 @@ const (
 	attrAuditDryRun       = "audit_dry_run"
 	attrAuditResumed      = "audit_resumed_after"
 	attrAuditCursor       = "audit_cursor"
-	attrAuditListed       = "audit_listed"
-	attrAuditMatched      = "audit_matched"
-	attrAuditRepaired     = "audit_repaired"
-	attrAuditMissingHere  = "audit_missing_here"
-	attrAuditUnknownThere = "audit_unknown_there"
-	attrAuditRaced        = "audit_raced"
+	attrAuditListed       = "audit_run_listed"
+	attrAuditMatched      = "audit_run_matched"
+	attrAuditRepaired     = "audit_run_repaired"
+	attrAuditMissingHere  = "audit_run_missing_here"
+	attrAuditUnknownThere = "audit_run_unknown_there"
+	attrAuditRaced        = "audit_run_raced"
 	attrAuditRepairs      = "audit_repairs"
 	attrAuditOmitted      = "audit_repairs_omitted"
-	attrRepairID          = "id"
-	attrRepairAccount     = "account"
-	attrRepairCustomer    = "customer"
-	attrRepairMissing     = "missing_here"
-	attrRepairChanges     = "changes"
-	attrRepairAt          = "at" // Unix milliseconds
+	attrRepairID          = "repair_id"
+	attrRepairAccount     = "repair_account"
+	attrRepairCustomer    = "repair_customer"
+	attrRepairMissing     = "repair_missing_here"
+	attrRepairChanges     = "repair_changes"
+	attrRepairAt          = "repair_at" // Unix milliseconds
 )
 
 func auditRunsKey(provider string) map[string]types.AttributeValue {

@@ -134,6 +134,7 @@ func (r *Runs) prepend(ctx context.Context, key map[string]types.AttributeValue,
 		return err
 	}
 }
+
 // read returns the list of the item at key, newest first, and its Seq
 // (zero when there is no item yet).
 func (r *Runs) read(ctx context.Context, key map[string]types.AttributeValue) ([]types.AttributeValue, int64, error) {
