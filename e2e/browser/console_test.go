@@ -279,6 +279,15 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	shot.save(ctx, "13_reconciler")
 
+	// The audit page, linked from the health page: its last run, or that
+	// none is recorded yet.
+	open(t, ctx, base+"/audit")
+	if page = bodyText(t, ctx); !strings.Contains(page, "Last audit of the mirror") ||
+		(!strings.Contains(page, "No audit run recorded yet") && !strings.Contains(page, "Listed")) {
+		t.Errorf("audit page: got\n%s", page)
+	}
+	checkAccessible(t, ctx, "audit")
+
 	// The browser now holds the console's cookie. Another web server on the
 	// same loopback host (cookies ignore ports), visited at any path but
 	// the run's, receives none of it; and the console's pages outside the
@@ -421,7 +430,7 @@ func TestConsoleInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{"/", "/events", "/events?status=failing", "/events/stripe/" + replayed, "/events/stripe/" + replayed + "/replay",
-		"/objects/cus_console", "/dlq", "/dlq/redrive", "/reconciler"} {
+		"/objects/cus_console", "/dlq", "/dlq/redrive", "/reconciler", "/audit"} {
 		open(t, ctx, base+p)
 		checkAccessible(t, ctx, p)
 	}

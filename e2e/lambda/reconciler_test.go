@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,12 @@ func auditOnce(t *testing.T, s *setup, fn *emulator, api *stripefake.Server) {
 	snap, err := mr.Object(context.Background(), sub.ID)
 	if err != nil || snap.SettledBy != mirror.SourceAudit {
 		t.Fatalf("the audit's repair of %s: got %+v (%v), want a snapshot settled by the audit\n%s", sub.ID, snap, err, fn.out.String())
+	}
+	// The run is kept for the console and inboxctl status, with its repair,
+	// through the function's own grants on the events table.
+	runs, err := (&store.Runs{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}).RecentAudits(context.Background(), event.ProviderStripe)
+	if err != nil || len(runs) == 0 || !slices.ContainsFunc(runs[0].Repairs, func(r store.AuditRepair) bool { return r.ID == sub.ID }) ||
+		strings.Contains(fn.out.String(), "not_recorded") {
+		t.Fatalf("the audit's kept run: got %+v (%v), want the run with its repair of %s\n%s", runs, err, sub.ID, fn.out.String())
 	}
 }

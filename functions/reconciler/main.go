@@ -29,7 +29,8 @@ func main() {
 	}
 	// The team's own effects are registered in shared/hooks; every
 	// function gets them the same way.
-	r, err := reconcilerboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
+	effects := hooks.Registry()
+	r, err := reconcilerboot.New(ctx, boot.OSEnv, cfg, logger, effects)
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -39,5 +40,5 @@ func main() {
 	// The schedule's payload (its Input, by default none) is a
 	// json.RawMessage: reconcile.Input reads an optional "since"; the
 	// Audit schedule's {"run":"audit"} runs the audit instead.
-	lambda.Start(reconcilerboot.Handler(boot.OSEnv, cfg, logger, r))
+	lambda.Start(reconcilerboot.Handler(boot.OSEnv, cfg, logger, r, effects))
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 )
 
 // AuditJSON is the JSON shape of `inboxctl audit --json`: audit.Result.
@@ -19,6 +20,7 @@ type auditOpts struct {
 	asJSON        bool
 	maxPages      int
 	startingAfter string
+	runEffects    bool
 }
 
 func (a *app) auditCmd() *cobra.Command {
@@ -32,8 +34,19 @@ snapshot and the customer's entitlement (status, customer, price, current
 period end, cancel at period end), and repairs a difference by writing
 Stripe's object through the same guarded write as an event: a newer event
 still wins, the snapshot records what changed (settled_by audit), and none of
-your effects runs. A subscription the mirror lacks is written as a backfill
-is.
+your effects runs unless --run-effects says so. A subscription the mirror
+lacks is written as a backfill is.
+
+With --run-effects each repair runs your effects (shared/hooks) as an event
+applying the object would (customer.subscription.created for one the mirror
+lacked, .deleted for a canceled one, .updated otherwise), with their
+settings and secrets found as the processor finds them (EFFECT_SETTINGS,
+EFFECT_SECRETS, or the stage's with --stage). The event's id, and so each
+effect's idempotency key, comes from the subscription and the state the
+repair writes: an audit run again does not run an effect twice.
+
+Every run is kept (the last 10, with up to 50 repaired objects each) for
+the console's audit page and inboxctl status.
 
 With --dry-run nothing is written and the result says what would be
 repaired. --max-pages stops after N pages and prints where to resume
@@ -54,6 +67,7 @@ with --stage).`,
 	f.BoolVar(&o.asJSON, "json", false, "print the result as JSON (AuditJSON in docs/cli.md)")
 	f.IntVar(&o.maxPages, "max-pages", 0, "stop after N pages of 100 subscriptions (default: the whole list)")
 	f.StringVar(&o.startingAfter, "starting-after", "", "resume a stopped audit after this subscription id (its cursor)")
+	f.BoolVar(&o.runEffects, "run-effects", false, "run your effects for each repair, as an event applying the object would (default: none)")
 	return cmd
 }
 
@@ -72,10 +86,16 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 		if err != nil {
 			return err
 		}
-		for param, key := range map[string]string{"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "MirrorKeepFields": "MIRROR_KEEP_FIELDS"} {
+		for param, key := range map[string]string{
+			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "MirrorKeepFields": "MIRROR_KEEP_FIELDS",
+			"EffectSettings": "EFFECT_SETTINGS", "EffectSecrets": "EFFECT_SECRETS",
+		} {
 			if v := params[param]; v != "" {
 				env[key] = v
 			}
+		}
+		if env["EFFECT_SECRETS"] != "" {
+			env["STAGE"], env["EFFECT_SECRETS_PATH"] = a.stage, "/webhook-inbox/"+a.stage+"/effects/"
 		}
 		if env["STRIPE_API_KEY_PARAMETER"] == "" {
 			return fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
@@ -98,18 +118,22 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 		return err
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
+	env["AUDIT_RUN_EFFECTS"] = fmt.Sprint(o.runEffects)
 	aud, err := reconcilerboot.NewAuditor(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg)
+	}, cfg, hooks.Registry())
 	if err != nil {
 		return a.hint(err)
 	}
 	show := a.spinner("auditing")
 	res, err := aud.Run(ctx, audit.Options{DryRun: o.dryRun, MaxPages: o.maxPages, StartingAfter: o.startingAfter})
 	show("")
+	if res.NotRecorded != "" {
+		fmt.Fprintf(a.stderr, "warning: this run is not kept for the console and inboxctl status: %s\n", res.NotRecorded)
+	}
 	if err != nil {
 		if res.Cursor != "" {
 			fmt.Fprintf(a.stderr, "stopped after %s: resume with --starting-after %s\n", res.Cursor, res.Cursor)
@@ -132,6 +156,9 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 		{"raced", fmt.Sprint(res.Raced)},
 		{"pages", fmt.Sprint(res.Pages)},
 		{"dry_run", fmt.Sprint(res.DryRun)},
+	}
+	if o.runEffects {
+		pairs = append(pairs, [2]string{"effects", fmt.Sprintf("%d repairs ran your effects", res.Effects)})
 	}
 	if res.Cursor != "" {
 		pairs = append(pairs, [2]string{"resume", "--starting-after " + res.Cursor})

@@ -3,12 +3,14 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
 
@@ -91,5 +93,28 @@ func TestAuditRepairsWhatNoEventWillShow(t *testing.T) {
 		if _, ok := fields[k]; !ok {
 			t.Errorf("audit --json has no %q: %s", k, r.stdout)
 		}
+	}
+
+	// Each run is kept for the console and status: the last one first,
+	// with the object it repaired.
+	last, _ := fields["run_id"].(string)
+	var st StatusJSON
+	r = c.run(ctx, "status", "--json").must(t, 0)
+	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
+		t.Fatalf("%v\n%s", err, r.stdout)
+	}
+	if st.Audit == nil || st.Audit.RunID != last || st.Audit.Outcome != "completed" || st.Audit.Listed != 1 {
+		t.Errorf("status --json: audit %+v; want the last run %s, completed, 1 listed", st.Audit, last)
+	}
+	if text := c.run(ctx, "status").must(t, 0).stdout; !strings.Contains(text, "audit: last run") {
+		t.Errorf("status: no line of the audit's last run:\n%s", text)
+	}
+	runs, err := (&store.Runs{DB: w.events.DB, Table: w.events.Table}).RecentAudits(ctx, event.ProviderStripe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].ID != last || runs[2].ID != dry.RunID || !runs[2].DryRun || runs[1].ID != got.RunID || len(runs[1].Repairs) != 1 ||
+		runs[1].Repairs[0].ID != "sub_au" || runs[1].Repairs[0].Customer != "cus_au" || len(runs[1].Repairs[0].Changes) == 0 {
+		t.Errorf("kept audit runs: %+v; want the 3 runs newest first, the first real one repairing sub_au", runs)
 	}
 }

@@ -129,8 +129,11 @@ func (a *app) console(ctx context.Context) (*consoleServer, error) {
 		Token:   token,
 		Stack:   stack,
 		Types:   types,
-		Explain: func(err error) error { return a.tableHint(events.Table, err) },
-		Logger:  slog.New(slog.NewJSONHandler(a.stderr, nil)),
+		// Shown only while no run is recorded: the local stack's
+		// reconciler runs with a key or a stand-in only.
+		ReconcilerOff: a.reconcilerOff(),
+		Explain:       func(err error) error { return a.tableHint(events.Table, err) },
+		Logger:        slog.New(slog.NewJSONHandler(a.stderr, nil)),
 	})
 	if err != nil {
 		return nil, err
@@ -178,4 +181,18 @@ func (r *consoleReconciler) Checkpoints(ctx context.Context) ([]store.Checkpoint
 
 func (r *consoleReconciler) Runs(ctx context.Context) ([]store.Run, error) {
 	return r.runs.Recent(ctx, event.ProviderStripe)
+}
+
+func (r *consoleReconciler) Audits(ctx context.Context) ([]store.AuditRun, error) {
+	return r.runs.RecentAudits(ctx, event.ProviderStripe)
+}
+
+// reconcilerOff says why the local stack's reconciler does not run (make
+// dev starts it only with a Stripe API key or a stand-in's API base), ""
+// when it may: a stage's always runs on its schedule.
+func (a *app) reconcilerOff() string {
+	if a.stage != "" || a.getenv("STRIPE_API_KEY") != "" || a.getenv("STRIPE_API_KEY_PARAMETER") != "" || a.getenv("STRIPE_API_BASE") != "" {
+		return ""
+	}
+	return "no Stripe API key is configured (make dev runs it with STRIPE_API_KEY or STRIPE_API_BASE set)"
 }

@@ -33,6 +33,43 @@ type StatusJSON struct {
 	P50MS      int64                `json:"p50_ms"`
 	P95MS      int64                `json:"p95_ms"`
 	Reconciler StatusReconcilerJSON `json:"reconciler"`
+	// Audit is the audit's last run; omitted before the first.
+	Audit *StatusAuditJSON `json:"audit,omitempty"`
+}
+
+// StatusAuditJSON is the audit's last run in StatusJSON: when, its
+// outcome (completed, resumable or failed), what it found, and whether it
+// was a dry run.
+type StatusAuditJSON struct {
+	RunID        string `json:"run_id"`
+	StartedAt    string `json:"started_at"`
+	FinishedAt   string `json:"finished_at"`
+	Outcome      string `json:"outcome"`
+	DryRun       bool   `json:"dry_run"`
+	Listed       int    `json:"listed"`
+	Matched      int    `json:"matched"`
+	Repaired     int    `json:"repaired"`
+	MissingHere  int    `json:"missing_here"`
+	UnknownThere int    `json:"unknown_there"`
+	Pages        int    `json:"pages"`
+}
+
+func auditJSON(runs []store.AuditRun) *StatusAuditJSON {
+	if len(runs) == 0 {
+		return nil
+	}
+	r := runs[0]
+	outcome := "completed"
+	switch {
+	case r.Error != "":
+		outcome = "failed"
+	case r.Resumable():
+		outcome = "resumable"
+	}
+	return &StatusAuditJSON{
+		RunID: r.ID, StartedAt: ts(r.StartedAt), FinishedAt: ts(r.FinishedAt), Outcome: outcome, DryRun: r.DryRun,
+		Listed: r.Listed, Matched: r.Matched, Repaired: r.Repaired, MissingHere: r.MissingHere, UnknownThere: r.UnknownThere, Pages: r.Pages,
+	}
 }
 
 // StatusCountJSON is one status's count in StatusJSON.
@@ -119,6 +156,11 @@ func (a *app) statusReport(ctx context.Context, sinceFlag string) (StatusJSON, e
 		return StatusJSON{}, a.tableHint(s.Events.Table, err)
 	}
 	out.Reconciler = reconcilerJSON(runs, cps, now)
+	audits, err := rec.Audits(ctx)
+	if err != nil {
+		return StatusJSON{}, a.tableHint(s.Events.Table, err)
+	}
+	out.Audit = auditJSON(audits)
 	return out, nil
 }
 
@@ -208,6 +250,17 @@ func (a *app) statusRun(ctx context.Context, since string, asJSON bool) error {
 			fmt.Fprintf(a.stdout, "; checkpoint %s behind", time.Duration(rc.CheckpointAgeSeconds)*time.Second)
 		}
 		fmt.Fprintln(a.stdout)
+	}
+	if au := r.Audit; au == nil {
+		fmt.Fprintln(a.stdout, "audit: no run recorded (inboxctl audit --dry-run)")
+	} else {
+		at, _ := time.Parse(time.RFC3339Nano, au.StartedAt)
+		repaired := "repaired"
+		if au.DryRun {
+			repaired = "would repair (dry run)"
+		}
+		fmt.Fprintf(a.stdout, "audit: last run %s (%s), %s: %d listed, %s %s, %d missing here, %d unknown there\n",
+			when(at), ago(a.now(), at), au.Outcome, au.Listed, repaired, a.count(au.Repaired, red), au.MissingHere, au.UnknownThere)
 	}
 	return nil
 }

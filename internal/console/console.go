@@ -40,10 +40,12 @@ type Mirror interface {
 }
 
 // Reconciler reads the reconciler's state: each group's checkpoint, in the
-// reconciler's order, and its last runs, newest first.
+// reconciler's order, its last runs and the audit's last runs (with the
+// objects they repaired), newest first.
 type Reconciler interface {
 	Checkpoints(ctx context.Context) ([]store.Checkpoint, error)
 	Runs(ctx context.Context) ([]store.Run, error)
+	Audits(ctx context.Context) ([]store.AuditRun, error)
 }
 
 // Actions are what an operator does from the console: the operations of
@@ -99,6 +101,10 @@ type Config struct {
 	// empty. Types are suggested for the type filter.
 	Providers []string
 	Types     []string
+	// ReconcilerOff, when set, says why the reconciler does not run here
+	// ("no Stripe API key is configured"); the pages say so while no run is
+	// recorded.
+	ReconcilerOff string
 	// Explain adds what to do next to an error (inboxctl's hints); nil
 	// shows errors as they are.
 	Explain func(error) error
@@ -167,6 +173,7 @@ func New(cfg Config) (*Server, error) {
 	mux.HandleFunc("GET /dlq/redrive", s.redriveConfirm)
 	mux.HandleFunc("POST /dlq/redrive", s.redrive)
 	mux.HandleFunc("GET /reconciler", s.reconciler)
+	mux.HandleFunc("GET /audit", s.audit)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, http.StatusNotFound, "There is no page at "+r.URL.Path+".")
 	})

@@ -95,12 +95,16 @@ func (f *fakeMirror) Entitlement(_ context.Context, customer string) (mirror.Ent
 type fakeReconciler struct {
 	checkpoints []store.Checkpoint
 	runs        []store.Run
+	audits      []store.AuditRun
 }
 
 func (f *fakeReconciler) Checkpoints(context.Context) ([]store.Checkpoint, error) {
 	return f.checkpoints, nil
 }
 func (f *fakeReconciler) Runs(context.Context) ([]store.Run, error) { return f.runs, nil }
+func (f *fakeReconciler) Audits(context.Context) ([]store.AuditRun, error) {
+	return f.audits, nil
+}
 
 // fakeActions records the actions asked for and answers with its fields.
 type fakeActions struct {
@@ -231,6 +235,20 @@ func newWorld(t *testing.T) *world {
 			},
 		},
 		rec: &fakeReconciler{
+			audits: []store.AuditRun{
+				{
+					ID: "audit_0a0a", StartedAt: at(3 * time.Hour), FinishedAt: at(3*time.Hour - 40*time.Second),
+					Listed: 240, Matched: 237, Repaired: 3, MissingHere: 1, UnknownThere: 1, Pages: 3,
+					Repairs: []store.AuditRepair{
+						{ID: "sub_golden", Customer: "cus_golden", Changes: []string{"status: past_due → active", "current_period_end: 1777636000 → 1780228000"}, At: at(3 * time.Hour)},
+						{ID: "sub_backfilled", Customer: "cus_old", Missing: true, Changes: []string{"missing here"}, At: at(3 * time.Hour)},
+						{ID: "sub_connected", Account: "acct_1Golden", Customer: "cus_conn", Changes: []string{"cancel_at_period_end: false → true"}, At: at(3 * time.Hour)},
+					},
+					RepairsOmitted: 0,
+				},
+				{ID: "audit_0b0b", StartedAt: at(27 * time.Hour), FinishedAt: at(27*time.Hour - 10*time.Second), DryRun: true, Listed: 100, Repaired: 1, Pages: 1,
+					Cursor: "sub_0100", Repairs: []store.AuditRepair{{ID: "sub_golden", Changes: []string{"status: active → past_due"}, At: at(27 * time.Hour)}}},
+			},
 			checkpoints: []store.Checkpoint{
 				{Name: "stripe#0123abcd", Types: []string{"customer.subscription.created", "invoice.paid"}, DoneThrough: now.Add(-15 * time.Minute).Unix(),
 					UpdatedAt: at(9 * time.Minute), RunID: "run_aaaa", Seq: 12},
@@ -239,6 +257,8 @@ func newWorld(t *testing.T) *world {
 						Unix(),
 					WindowTo: now.Add(-5 * time.Minute).Unix(), Cursor: "evt_cursor", CursorCreated: now.Add(-time.Hour).Unix(),
 					UpdatedAt: at(9 * time.Minute), RunID: "run_aaaa", Seq: 40},
+				{Name: "stripe#acct_1Golden#0123abcd", Types: []string{"customer.subscription.created", "invoice.paid"}, DoneThrough: now.Add(-20 * time.Minute).Unix(),
+					UpdatedAt: at(9 * time.Minute), RunID: "run_aaaa", Seq: 7},
 			},
 			runs: []store.Run{
 				{
@@ -438,6 +458,7 @@ func TestPages(t *testing.T) {
 		{"redrive_confirm_all", "/dlq/redrive", 200},
 		{"redrive_confirm_gone", "/dlq/redrive?message=msg-9", 404},
 		{"reconciler", "/reconciler", 200},
+		{"audit", "/audit", 200},
 		{"not_found", "/nothing/here", 404},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -867,5 +888,79 @@ func TestRedactionIsByName(t *testing.T) {
 		if hidden := !strings.Contains(got, "v4lue"); hidden != tc.redact {
 			t.Errorf("%q: got redacted=%t, want %t:\n%s", tc.name, hidden, tc.redact, got)
 		}
+	}
+}
+
+// TestTheAuditIsShown: the health page's audit line links to the audit
+// page, which shows the last run's summary and each repaired object
+// linking to its page; an object's page lists its audit repairs (source:
+// audit), a dry run's left out; with no run, each says so.
+func TestTheAuditIsShown(t *testing.T) {
+	w := newWorld(t)
+	health := w.do("GET", "/", nil).Body.String()
+	if !strings.Contains(health, `id="audit-line"`) || !strings.Contains(health, `href="`+RunPath(token)+`/audit"`) || !strings.Contains(health, "3 repaired") {
+		t.Errorf("health: no audit line linking to the audit page with its repairs:\n%s", health)
+	}
+	page := w.do("GET", "/audit", nil)
+	body := page.Body.String()
+	for _, want := range []string{
+		`data-audit="listed">240<`, `data-audit="repaired">3<`, `data-audit="missing_here">1<`, `data-audit="unknown_there">1<`,
+		`href="` + RunPath(token) + `/objects/sub_golden"`, "status: past_due → active",
+		`href="` + RunPath(token) + `/objects/sub_connected?account=acct_1Golden"`, "missing here: written as a backfill is",
+		"completed", "audit_0b0b", "resumable",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("audit page: no %q", want)
+		}
+	}
+	obj := w.do("GET", "/objects/sub_golden", nil).Body.String()
+	if !strings.Contains(obj, `id="object-repairs"`) || !strings.Contains(obj, "source: audit") || !strings.Contains(obj, "status: past_due → active") {
+		t.Errorf("object page: no audit repair of sub_golden:\n%s", obj)
+	}
+	if strings.Contains(obj, "status: active → past_due") {
+		t.Errorf("object page lists the dry run's would-be repair as a repair")
+	}
+	if other := w.do("GET", "/objects/sub_connected", nil); strings.Contains(other.Body.String(), `id="object-repairs"`) {
+		t.Errorf("the platform's sub_connected shows the connected account's repair")
+	}
+
+	w.rec.audits = nil
+	if body := w.do("GET", "/audit", nil).Body.String(); !strings.Contains(body, "No audit run recorded yet") {
+		t.Errorf("audit page without runs: no word of it:\n%s", body)
+	}
+	if body := w.do("GET", "/", nil).Body.String(); !strings.Contains(body, "No audit run recorded.") {
+		t.Errorf("health without audit runs: no word of it")
+	}
+}
+
+// TestTheReconcilerPageNamesItsGroups: each checkpoint reads as its
+// provider, account and types, the hash kept as a detail; with the
+// reconciler off and no run recorded, the page and the health page say
+// so plainly.
+func TestTheReconcilerPageNamesItsGroups(t *testing.T) {
+	w := newWorld(t)
+	body := w.do("GET", "/reconciler", nil).Body.String()
+	for _, want := range []string{"Stripe, your own account: 2 event types", "Stripe, connected account <span class=\"id\">acct_1Golden</span>: 2 event types", "Stripe, your own account: 1 event type<"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("reconciler page: no %q", want)
+		}
+	}
+	if strings.Contains(body, "<summary>2 types <span") {
+		t.Errorf("reconciler page still titles a group by its hash")
+	}
+	if strings.Contains(body, "reconciler-off") {
+		t.Errorf("reconciler page says off without ReconcilerOff")
+	}
+	w.srv.cfg.ReconcilerOff = "no Stripe API key is configured"
+	if body := w.do("GET", "/reconciler", nil).Body.String(); strings.Contains(body, "reconciler-off") {
+		t.Errorf("reconciler page says off while runs are recorded")
+	}
+	w.rec.runs = nil
+	body = w.do("GET", "/reconciler", nil).Body.String()
+	if !strings.Contains(body, `id="reconciler-off"`) || !strings.Contains(body, "The reconciler is off here: no Stripe API key is configured.") {
+		t.Errorf("reconciler page, off: not said plainly:\n%s", body)
+	}
+	if body := w.do("GET", "/", nil).Body.String(); !strings.Contains(body, "The reconciler is off here: no Stripe API key is configured.") {
+		t.Errorf("health, reconciler off: not said plainly")
 	}
 }

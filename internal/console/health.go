@@ -29,6 +29,10 @@ type healthView struct {
 	LastRun      *store.Run
 	CheckpointAt time.Time
 	Never        bool
+	// LastAudit is the audit's last run; Off why the reconciler does not
+	// run here (Config.ReconcilerOff).
+	LastAudit *store.AuditRun
+	Off       string
 }
 
 type statusCount struct {
@@ -119,6 +123,15 @@ func (s *Server) health(w http.ResponseWriter, r *http.Request) {
 	if len(runs) > 0 {
 		view.LastRun = &runs[0]
 	}
+	audits, err := s.cfg.Reconciler.Audits(r.Context())
+	if err != nil {
+		s.backendError(w, r, err)
+		return
+	}
+	if len(audits) > 0 {
+		view.LastAudit = &audits[0]
+	}
+	view.Off = s.cfg.ReconcilerOff
 	cps, err := s.cfg.Reconciler.Checkpoints(r.Context())
 	if err != nil {
 		s.backendError(w, r, err)

@@ -307,6 +307,9 @@ type objectView struct {
 	// Customer: the object is a customer, whose entitlement is shown.
 	Customer    bool
 	Entitlement mirror.Entitlement
+	// Repairs are the audit's repairs of the object, newest first, from
+	// the kept audit runs.
+	Repairs []objectRepair
 }
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
@@ -350,6 +353,12 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	audits, err := s.cfg.Reconciler.Audits(ctx)
+	if err != nil {
+		s.backendError(w, r, err)
+		return
+	}
+	view.Repairs = repairsOf(audits, account, id)
 	if view.Snap == nil && len(view.Events) == 0 && len(view.Entitlement.Subscriptions) == 0 {
 		s.fail(w, r, http.StatusNotFound, "No object "+id+" in the mirror and no event about it: check the id (sub_..., cus_..., in_...).")
 		return
@@ -477,8 +486,10 @@ func (s *Server) redrive(w http.ResponseWriter, r *http.Request) {
 }
 
 type reconcilerView struct {
-	Checkpoints []store.Checkpoint
+	Checkpoints []checkpointRow
 	Runs        []store.Run
+	// Off says why the reconciler does not run here (Config.ReconcilerOff).
+	Off string
 }
 
 func (s *Server) reconciler(w http.ResponseWriter, r *http.Request) {
@@ -492,7 +503,7 @@ func (s *Server) reconciler(w http.ResponseWriter, r *http.Request) {
 		s.backendError(w, r, err)
 		return
 	}
-	s.render(w, r, http.StatusOK, "reconciler", "Reconciler", reconcilerView{Checkpoints: cps, Runs: runs}, "")
+	s.render(w, r, http.StatusOK, "reconciler", "Reconciler", reconcilerView{Checkpoints: checkpointRows(cps), Runs: runs, Off: s.cfg.ReconcilerOff}, "")
 }
 
 // backendError answers 502 for a failed AWS call, with what to do next.

@@ -39,7 +39,7 @@ type page struct {
 // sections map each page template to its navigation section.
 var sections = map[string]string{
 	"health": "health", "events": "events", "event": "events", "replay": "events", "object": "events",
-	"dlq": "dlq", "redrive": "dlq", "reconciler": "reconciler", "error": "",
+	"dlq": "dlq", "redrive": "dlq", "reconciler": "reconciler", "audit": "reconciler", "error": "",
 }
 
 func (s *Server) parse() error {

@@ -62,3 +62,41 @@ func TestTheAuditRunsOnItsOwnScheduleThroughTheReconciler(t *testing.T) {
 		t.Errorf("AuditRate override: got %q", expr)
 	}
 }
+
+// TestTheAuditRunsNoEffectUnlessAsked: AuditRunEffects is off by default,
+// and then the reconciler has neither the effects' settings nor a grant on
+// their secrets; on, it has both, as the processor does.
+func TestTheAuditRunsNoEffectUnlessAsked(t *testing.T) {
+	grants := func(tmpl *Template) bool {
+		r, _ := tmpl.Resource("ReconcilerFunction")
+		for _, p := range r.Properties["Policies"].([]any) {
+			m, _ := p.(map[string]any)
+			sts, _ := m["Statement"].([]any)
+			for _, st := range sts {
+				if s, _ := st.(map[string]any); s["Sid"] == "ReadEffectSecrets" {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	effects := map[string]string{"EffectSettings": "BILLING_API_URL=https://billing.example.com/v1/paid", "EffectSecrets": "billing-api-token"}
+	off := load(t, effects)
+	f, _ := off.Function("ReconcilerFunction")
+	if v := Scalar(f.Environment["AUDIT_RUN_EFFECTS"]); v != "false" {
+		t.Errorf("AUDIT_RUN_EFFECTS by default: got %q, want false", v)
+	}
+	if _, ok := f.Environment["EFFECT_SETTINGS"]; ok || grants(off) {
+		t.Errorf("off: the reconciler gets the effects' settings (%v) or their secrets' grant (%v)", f.Environment["EFFECT_SETTINGS"], grants(off))
+	}
+	on := map[string]string{"AuditRunEffects": "true"}
+	for k, v := range effects {
+		on[k] = v
+	}
+	tmpl := load(t, on)
+	g, _ := tmpl.Function("ReconcilerFunction")
+	if Scalar(g.Environment["AUDIT_RUN_EFFECTS"]) != "true" || Scalar(g.Environment["EFFECT_SETTINGS"]) != effects["EffectSettings"] ||
+		Scalar(g.Environment["EFFECT_SECRETS"]) != effects["EffectSecrets"] || !grants(tmpl) {
+		t.Errorf("on: env %v, grant %v; want the effects' settings, secrets and the grant on their path", g.Environment, grants(tmpl))
+	}
+}

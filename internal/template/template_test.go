@@ -131,7 +131,7 @@ func TestRulesKeepOtherStagesOffTheDevSecrets(t *testing.T) {
 		{"dev with the defaults", nil, false},
 		{"prod with the dev secrets", with("Stage", "prod"), true},
 		{"live mode with the dev secrets", with("StripeMode", "live"), true},
-		{"prod with its own secrets", merge(with("Stage", "prod", "StripeMode", "live"), own), false},
+		{"prod with its own secrets", merge(with("Stage", "prod", "StripeMode", "live", "AlarmEmail", "oncall@example.com"), own), false},
 		{"prod with only its own API key", with("Stage", "prod", "ApiKeyParameter", own["ApiKeyParameter"]), true},
 	} {
 		_, err := Load("../../template.yaml", tc.overrides)
@@ -294,7 +294,10 @@ func TestRulesGiveEachSecretItsOwnParameter(t *testing.T) {
 		{"forward secret in the API key's parameter", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": a}, "EachSecretHasItsOwnParameter"},
 		{"forward secret without a URL", map[string]string{"ForwardSecretParameter": f}, "ForwardSecretNeedsForwardUrl"},
 		{"live forwarding unsigned", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events"}, "LiveForwardingIsSigned"},
-		{"live forwarding signed", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": "/webhook-inbox/prod/f"}, ""},
+		{"live forwarding signed", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": "/webhook-inbox/prod/f", "AlarmEmail": "oncall@example.com"}, ""},
+		{"prod without an alarm address", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a"}, "ProdAlarmsReachSomeone"},
+		{"prod with an alarm address", map[string]string{"Stage": "prod", "StripeMode": "live", "WebhookSecretsParameter": "/webhook-inbox/prod/w", "ApiKeyParameter": "/webhook-inbox/prod/a", "AlarmEmail": "oncall@example.com"}, ""},
+		{"another stage without an alarm address", map[string]string{"Stage": "staging", "WebhookSecretsParameter": "/webhook-inbox/staging/w", "ApiKeyParameter": "/webhook-inbox/staging/a"}, ""},
 		{"test-mode forwarding unsigned", map[string]string{"ForwardUrl": "https://app.example.com/events"}, ""},
 		{"own parameters", map[string]string{"ForwardUrl": "https://app.example.com/events", "ForwardSecretParameter": f}, ""},
 		{"GitHub's secrets in Stripe's parameter", map[string]string{"GithubWebhookSecretsParameter": w}, "GithubSecretsHaveTheirOwnParameter"},

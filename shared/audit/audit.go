@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -13,7 +14,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 )
 
@@ -36,7 +39,27 @@ type Auditor struct {
 	// Scan lists the mirror's subscriptions for UnknownThere; nil leaves
 	// it uncounted.
 	Scan mirror.ScanDB
-	Now  func() time.Time
+	// Effects, when set, are the team's effects, run by each repair as an
+	// event applying the object would run them (RepairEvent); nil, the
+	// default, runs none. A dry run runs none either.
+	Effects Effects
+	// Runs, when set, keeps each run's summary and repairs for operators
+	// (the console's audit page, inboxctl status).
+	Runs Runs
+	// Provider names the runs' provider for Runs; Stripe's when empty.
+	Provider string
+	Now      func() time.Time
+}
+
+// Effects runs the team's effects for an event; *effect.Registry
+// implements it.
+type Effects interface {
+	Run(ctx context.Context, rec event.Record, payload []byte) ([]types.TransactWriteItem, error)
+}
+
+// Runs keeps audit runs; *store.Runs implements it.
+type Runs interface {
+	RecordAudit(ctx context.Context, provider string, run store.AuditRun) error
 }
 
 // Options configure one run.
@@ -81,14 +104,24 @@ type Result struct {
 	// ended.
 	Cursor  string   `json:"cursor,omitempty"`
 	Repairs []Repair `json:"repairs"`
+	// Effects counts the repairs that ran the team's effects (only with
+	// Auditor.Effects set).
+	Effects int `json:"effects,omitempty"`
+	// NotRecorded says why the run's record (Auditor.Runs) could not be
+	// written; the run itself stands.
+	NotRecorded string `json:"not_recorded,omitempty"`
 }
 
 // Repair is one subscription the run repaired (or, with DryRun, would).
 type Repair struct {
 	ID       string   `json:"id"`
+	Account  string   `json:"account,omitempty"`
 	Customer string   `json:"customer,omitempty"`
 	Missing  bool     `json:"missing_here,omitempty"`
 	Changes  []string `json:"changes"`
+	// At is when the page was asked for: the API's state is at least
+	// that recent.
+	At time.Time `json:"at"`
 }
 
 // Run audits the mirror's subscriptions.
@@ -97,6 +130,45 @@ func (a *Auditor) Run(ctx context.Context, o Options) (Result, error) {
 	if a.Now != nil {
 		now = a.Now
 	}
+	started := now()
+	res, err := a.run(ctx, o, now)
+	a.record(ctx, o, started, now(), &res, err)
+	return res, err
+}
+
+// record keeps the run's summary (Runs), when set.
+func (a *Auditor) record(ctx context.Context, o Options, started, finished time.Time, res *Result, runErr error) {
+	if a.Runs == nil {
+		return
+	}
+	provider := a.Provider
+	if provider == "" {
+		provider = event.ProviderStripe
+	}
+	if err := a.Runs.RecordAudit(ctx, provider, res.Summary(started, finished, o.StartingAfter, runErr)); err != nil {
+		res.NotRecorded = err.Error()
+	}
+}
+
+// Summary is the run as store.Runs keeps it.
+func (r Result) Summary(started, finished time.Time, resumedAfter string, err error) store.AuditRun {
+	run := store.AuditRun{
+		ID: r.RunID, StartedAt: started, FinishedAt: finished, DryRun: r.DryRun, ResumedAfter: resumedAfter, Cursor: r.Cursor,
+		Listed: r.Listed, Matched: r.Matched, Repaired: r.Repaired, MissingHere: r.MissingHere, UnknownThere: r.UnknownThere,
+		Raced: r.Raced, Pages: r.Pages,
+	}
+	if err != nil {
+		run.Error = err.Error()
+	}
+	for _, rp := range r.Repairs {
+		run.Repairs = append(run.Repairs, store.AuditRepair{
+			ID: rp.ID, Account: rp.Account, Customer: rp.Customer, Missing: rp.Missing, Changes: rp.Changes, At: rp.At,
+		})
+	}
+	return run
+}
+
+func (a *Auditor) run(ctx context.Context, o Options, now func() time.Time) (Result, error) {
 	res := Result{RunID: "audit_" + nonce(), DryRun: o.DryRun, Repairs: []Repair{}}
 	listed := map[string]bool{}
 	after := o.StartingAfter
@@ -173,15 +245,18 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 			res.MissingHere++
 			changes = []string{"missing here"}
 		}
-		rep := Repair{ID: ids[i], Customer: customerOf(raw), Missing: !here, Changes: changes}
+		rep := Repair{ID: ids[i], Account: o.Account, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
 		if !o.DryRun {
-			won, err := a.repair(ctx, raw, asked, res.RunID, changes)
+			won, ran, err := a.repair(ctx, raw, asked, res.RunID, o.Account, !here, changes)
 			if err != nil {
 				return err
 			}
 			if !won {
 				res.Raced++
 				continue
+			}
+			if ran {
+				res.Effects++
 			}
 		}
 		res.Repaired++
@@ -190,28 +265,90 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 	return nil
 }
 
-// repair writes the API's object through the mirror's guarded write; it
-// reports false when a newer event won the guard.
-func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID string, changes []string) (bool, error) {
+// repair writes the API's object through the mirror's guarded write and,
+// with Effects, the effects' writes in the same transaction; it reports
+// false when a newer event won the guard, and whether effects ran.
+func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID, account string, missing bool, changes []string) (won, ran bool, err error) {
 	plan, err := a.Mirror.PlanState(raw, mirror.Version{
 		Created: asked.Unix(), ID: runID, Type: "audit", Source: mirror.SourceAudit, Changes: changes,
 	})
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
-	_, err = a.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: plan.Writes})
+	writes := plan.Writes
+	if a.Effects != nil {
+		rec, payload, err := RepairEvent(raw, account, missing, asked)
+		if err != nil {
+			return false, false, err
+		}
+		w, err := a.Effects.Run(ctx, rec, payload)
+		if err != nil {
+			return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
+		}
+		writes, ran = append(append([]types.TransactWriteItem(nil), writes...), w...), true
+	}
+	_, err = a.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for _, r := range tce.CancellationReasons {
 			if aws.ToString(r.Code) == "ConditionalCheckFailed" {
-				return false, nil
+				return false, false, nil
 			}
 		}
 	}
 	if err != nil {
-		return false, fmt.Errorf("repair %s: %w", plan.Key, err)
+		return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
 	}
-	return true, nil
+	return true, ran, nil
+}
+
+// RepairEvent is the event a repair runs the team's effects as: the type
+// an event applying the object would have (customer.subscription.created
+// for one the mirror lacked, .deleted for a canceled one, .updated
+// otherwise), the API's object as its data.object, and an id derived
+// from the object and the state the repair writes (mirror.State), so its
+// effects' idempotency keys (effect.Key) are the same for every run that
+// repairs the object to that state: an audit run again after a failure
+// does not run an effect twice, while a later drift to another state is
+// an effect of its own.
+func RepairEvent(raw json.RawMessage, account string, missing bool, asked time.Time) (event.Record, []byte, error) {
+	var o struct {
+		ID       string `json:"id"`
+		Object   string `json:"object"`
+		Status   string `json:"status"`
+		Livemode bool   `json:"livemode"`
+	}
+	if err := json.Unmarshal(raw, &o); err != nil || o.ID == "" {
+		return event.Record{}, nil, fmt.Errorf("audit: the API's object has no id")
+	}
+	state, err := mirror.State(raw)
+	if err != nil {
+		return event.Record{}, nil, err
+	}
+	sum := sha256.Sum256([]byte(account + "\x00" + o.ID + "\x00" + state))
+	typ := "customer.subscription.updated"
+	switch {
+	case missing:
+		typ = "customer.subscription.created"
+	case o.Status == "canceled":
+		typ = "customer.subscription.deleted"
+	}
+	rec := event.Record{
+		Provider: event.ProviderStripe, ID: "audit_" + hex.EncodeToString(sum[:12]), Type: typ, Created: asked.Unix(),
+		Livemode: o.Livemode, Account: account, ObjectID: o.ID, ObjectType: o.Object, Source: event.SourceAudit,
+	}
+	env := map[string]any{
+		"id": rec.ID, "object": "event", "type": typ, "created": rec.Created, "livemode": o.Livemode,
+		"data": map[string]json.RawMessage{"object": raw},
+	}
+	if account != "" {
+		env["account"] = account
+	}
+	payload, err := json.Marshal(env)
+	if err != nil {
+		return event.Record{}, nil, err
+	}
+	return rec, payload, nil
 }
 
 func idOf(raw json.RawMessage) string {

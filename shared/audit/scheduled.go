@@ -148,6 +148,13 @@ func (s *Scheduled) log(ctx context.Context, started time.Time, res Result, err 
 		ids = append(ids, r.ID)
 	}
 	attrs = append(attrs, slog.Any("repaired_ids", ids))
+	if res.Effects > 0 {
+		attrs = append(attrs, slog.Int("effects", res.Effects))
+	}
+	if res.NotRecorded != "" {
+		// The run stands; only the console's record of it is missing.
+		attrs = append(attrs, slog.String("not_recorded", res.NotRecorded))
+	}
 	level, msg := slog.LevelInfo, "audit run"
 	if err != nil {
 		level, msg = slog.LevelError, "audit run failed"

@@ -145,6 +145,10 @@ const (
 	// the same record: whichever way stored it first, the other is a
 	// duplicate.
 	SourceEventBridge Source = "eventbridge"
+	// SourceAudit is never a stored record's: it is the event an audit's
+	// repair runs the team's effects as, when it is asked to
+	// (audit.RepairEvent).
+	SourceAudit Source = "audit"
 )
 
 // ProviderStripe is the first provider and the default; keys carry the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -65,6 +66,24 @@ func Differences(snap Snapshot, obj json.RawMessage) ([]string, error) {
 		}
 	}
 	return diffs, nil
+}
+
+// State is a subscription's state on the fields Differences compares,
+// as one line ("status=active customer=cus_1 ..."): what an audit's
+// repair makes the mirror say, the same for every read of the same state.
+func State(obj json.RawMessage) (string, error) {
+	var o object
+	if err := json.Unmarshal(obj, &o); err != nil {
+		return "", fmt.Errorf("mirror: the API's object: %w", err)
+	}
+	var b strings.Builder
+	for i, f := range compared(o) {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(f[0] + "=" + f[1])
+	}
+	return b.String(), nil
 }
 
 // compared lists the fields Differences compares, as name and value.

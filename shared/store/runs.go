@@ -78,21 +78,45 @@ func runsKey(provider string) map[string]types.AttributeValue {
 // MaxRuns. The write is conditioned on the list it read, so two runs
 // ending at once both land: the second reads again and retries.
 func (r *Runs) Record(ctx context.Context, provider string, run Run) error {
+	if err := r.prepend(ctx, runsKey(provider), kindRuns, runAttr(run), MaxRuns); err != nil {
+		return fmt.Errorf("store: record reconciler run %s: %w", run.ID, err)
+	}
+	return nil
+}
+
+// Recent returns the provider's last runs, newest first; none before the
+// first run.
+func (r *Runs) Recent(ctx context.Context, provider string) ([]Run, error) {
+	list, _, err := r.read(ctx, runsKey(provider))
+	if err != nil {
+		return nil, fmt.Errorf("store: read reconciler runs: %w", err)
+	}
+	var runs []Run
+	for _, v := range list {
+		if m, ok := v.(*types.AttributeValueMemberM); ok {
+			runs = append(runs, runFrom(m.Value))
+		}
+	}
+	return runs, nil
+}
+
+// prepend puts v first in the list of the item at key, keeping at most
+// keep entries, conditioned on the list it read (retried on a race).
+func (r *Runs) prepend(ctx context.Context, key map[string]types.AttributeValue, kind string, v types.AttributeValue, keep int) error {
 	for attempt := 0; ; attempt++ {
-		runs, seq, err := r.read(ctx, provider)
+		list, seq, err := r.read(ctx, key)
 		if err != nil {
 			return err
 		}
-		runs = append([]Run{run}, runs...)
-		if len(runs) > MaxRuns {
-			runs = runs[:MaxRuns]
+		list = append([]types.AttributeValue{v}, list...)
+		if len(list) > keep {
+			list = list[:keep]
 		}
-		list := make([]types.AttributeValue, len(runs))
-		for i, x := range runs {
-			list[i] = runAttr(x)
+		item := map[string]types.AttributeValue{}
+		for k, x := range key {
+			item[k] = x
 		}
-		item := runsKey(provider)
-		item[attrKind] = ddbattr.S(kindRuns)
+		item[attrKind] = ddbattr.S(kind)
 		item[attrSeq] = ddbattr.N(seq + 1)
 		item[attrRuns] = &types.AttributeValueMemberL{Value: list}
 		in := &dynamodb.PutItemInput{TableName: aws.String(r.Table), Item: item}
@@ -107,36 +131,24 @@ func (r *Runs) Record(ctx context.Context, provider string, run Run) error {
 		if errors.As(err, &ccf) && attempt < 3 {
 			continue
 		}
-		if err != nil {
-			return fmt.Errorf("store: record reconciler run %s: %w", run.ID, err)
-		}
-		return nil
+		return err
 	}
 }
 
-// Recent returns the provider's last runs, newest first; none before the
-// first run.
-func (r *Runs) Recent(ctx context.Context, provider string) ([]Run, error) {
-	runs, _, err := r.read(ctx, provider)
-	return runs, err
-}
-
-func (r *Runs) read(ctx context.Context, provider string) ([]Run, int64, error) {
+// read returns the list of the item at key, newest first, and its Seq
+// (zero when there is no item yet).
+func (r *Runs) read(ctx context.Context, key map[string]types.AttributeValue) ([]types.AttributeValue, int64, error) {
 	out, err := r.DB.GetItem(ctx, &dynamodb.GetItemInput{
-		TableName: aws.String(r.Table), Key: runsKey(provider), ConsistentRead: aws.Bool(true),
+		TableName: aws.String(r.Table), Key: key, ConsistentRead: aws.Bool(true),
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("store: read reconciler runs: %w", err)
+		return nil, 0, err
 	}
-	var runs []Run
+	var list []types.AttributeValue
 	if l, ok := out.Item[attrRuns].(*types.AttributeValueMemberL); ok {
-		for _, v := range l.Value {
-			if m, ok := v.(*types.AttributeValueMemberM); ok {
-				runs = append(runs, runFrom(m.Value))
-			}
-		}
+		list = l.Value
 	}
-	return runs, ddbattr.GetN(out.Item, attrSeq), nil
+	return list, ddbattr.GetN(out.Item, attrSeq), nil
 }
 
 func runAttr(x Run) types.AttributeValue {

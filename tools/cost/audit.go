@@ -76,7 +76,7 @@ func (m *meter) audit(ctx context.Context) (AuditCost, error) {
 		env[k] = v
 	}
 	env["STRIPE_API_BASE"], env["STRIPE_API_KEY"] = fake.URL, "rk_test_cost_meter"
-	aud, err := reconcilerboot.NewAuditor(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"))
+	aud, err := reconcilerboot.NewAuditor(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), nil)
 	if err != nil {
 		return AuditCost{}, err
 	}

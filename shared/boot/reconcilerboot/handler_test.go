@@ -42,7 +42,7 @@ func TestTheAuditScheduleReachesTheAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Handler(env, cfg, slog.Default(), rec)
+	h := Handler(env, cfg, slog.Default(), rec, nil)
 	if err := h(context.Background(), json.RawMessage(input)); err == nil || !strings.Contains(err.Error(), "AUDIT_MAX_PAGES") {
 		t.Errorf("audit payload: got %v, want the audit's refusal of AUDIT_MAX_PAGES=0", err)
 	}

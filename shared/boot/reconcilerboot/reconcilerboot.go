@@ -258,7 +258,15 @@ func readGitHub(r *boot.Reader) github {
 // key (read access to subscriptions), STRIPE_API_BASE, its rate limit
 // (RECONCILE_RATE_LIMIT, under Stripe's limit in the mode), and the
 // mirror table with the processor's field allowlist (MIRROR_KEEP_FIELDS).
-func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Auditor, error) {
+// Each run is kept in the events table's audit runs (store.Runs), for the
+// console and inboxctl status.
+//
+// AUDIT_RUN_EFFECTS=true (the template's AuditRunEffects; default false)
+// makes each repair run the team's effects (effects, built with their
+// configuration as the processor builds them: EFFECT_SETTINGS,
+// EFFECT_SECRETS, EFFECT_SECRETS_PATH), as an event applying the object
+// would (audit.RepairEvent); otherwise a repair runs none.
+func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config, effects *effect.Registry) (*audit.Auditor, error) {
 	r := boot.NewReader(env, cfg)
 	c := r.Common()
 	limit, ceiling := reconcileRateTest, StripeRateLimitTest
@@ -275,6 +283,16 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Audit
 	if err != nil {
 		r.Fail(fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
 	}
+	runEffects := r.Checked("AUDIT_RUN_EFFECTS", "false", func(v string) error {
+		if v != "true" && v != "false" {
+			return fmt.Errorf("AUDIT_RUN_EFFECTS=%q: want true or false", v)
+		}
+		return nil
+	}) == "true"
+	var configs map[string]effect.Config
+	if runEffects && effects != nil {
+		configs = r.Effects(effects.Specs())
+	}
 	if err := r.Err("audit"); err != nil {
 		return nil, err
 	}
@@ -283,13 +301,23 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config) (*audit.Audit
 		return nil, fmt.Errorf("boot audit: %w", err)
 	}
 	db := dynamodb.NewFromConfig(cfg)
-	return &audit.Auditor{
-		API:    api,
-		Mirror: &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: true},
-		Reader: &mirror.Reader{DB: db, Table: c.MirrorTable},
-		DB:     db,
-		Scan:   db,
-	}, nil
+	a := &audit.Auditor{
+		API:      api,
+		Mirror:   &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: true},
+		Reader:   &mirror.Reader{DB: db, Table: c.MirrorTable},
+		DB:       db,
+		Scan:     db,
+		Runs:     &store.Runs{DB: db, Table: c.EventsTable},
+		Provider: event.ProviderStripe,
+	}
+	if runEffects && effects != nil {
+		built, err := effects.Build(configs)
+		if err != nil {
+			return nil, fmt.Errorf("boot audit: %w", err)
+		}
+		a.Effects = built
+	}
+	return a, nil
 }
 
 // AuditInput is the payload of the template's Audit schedule (AuditRate):
@@ -310,7 +338,9 @@ const AuditResumeInput = `{"run":"audit_resume"}`
 // audit.DefaultMaxPages), any other the reconciliation (reconcile.Input).
 // The audit is built at its first run, so a reconciler that never audits
 // never reads its configuration.
-func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.Reconciler) func(context.Context, json.RawMessage) error {
+// effects are the team's, run by the audit's repairs only with
+// AUDIT_RUN_EFFECTS=true (NewAuditor).
+func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.Reconciler, effects *effect.Registry) func(context.Context, json.RawMessage) error {
 	var sched *audit.Scheduled
 	return func(ctx context.Context, payload json.RawMessage) error {
 		var in struct {
@@ -318,7 +348,7 @@ func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.R
 		}
 		if len(payload) > 0 && json.Unmarshal(payload, &in) == nil && (in.Run == "audit" || in.Run == "audit_resume") {
 			if sched == nil {
-				s, err := NewScheduledAudit(ctx, env, cfg, logger)
+				s, err := NewScheduledAudit(ctx, env, cfg, logger, effects)
 				if err != nil {
 					logger.ErrorContext(ctx, "audit: boot failed", slog.String("error", err.Error()))
 					return err
@@ -338,8 +368,8 @@ func Handler(env boot.Env, cfg aws.Config, logger *slog.Logger, rec *reconcile.R
 
 // NewScheduledAudit builds the scheduled audit: NewAuditor's, with its
 // checkpoint kept beside the reconciler's in the events table.
-func NewScheduledAudit(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger) (*audit.Scheduled, error) {
-	a, err := NewAuditor(ctx, env, cfg)
+func NewScheduledAudit(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*audit.Scheduled, error) {
+	a, err := NewAuditor(ctx, env, cfg, effects)
 	if err != nil {
 		return nil, err
 	}
