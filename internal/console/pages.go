@@ -2,6 +2,7 @@ package console
 
 import (
 	"cmp"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -304,9 +305,57 @@ type objectView struct {
 	PeriodEnd int64
 	Data      string
 	Events    []event.Record
-	// Customer: the object is a customer, whose entitlement is shown.
+	// Customer: the object is a customer, whose entitlement is shown,
+	// and Events are every event that concerns it, newest first
+	// (MoreEvents: older ones are not shown); Reflected are the events
+	// its entitlement reflects.
 	Customer    bool
 	Entitlement mirror.Entitlement
+	MoreEvents  bool
+	Reflected   map[string]bool
+}
+
+// customerEventsShown bounds the events a customer's page lists, newest
+// first: each is a read of its record.
+const customerEventsShown = 200
+
+// customerEvents are the events that concern customer of account, newest
+// first, whatever their status and object (store.Events.ByCustomer), with
+// those of the subscriptions its entitlement names that an index of
+// customers does not hold (events stored before the receiver kept the
+// customer of each).
+func (s *Server) customerEvents(ctx context.Context, account, customer string, ent mirror.Entitlement) ([]event.Record, bool, error) {
+	got, err := s.cfg.Events.ByCustomer(ctx, account, customer, customerEventsShown)
+	if err != nil {
+		return nil, false, err
+	}
+	seen := map[string]bool{}
+	for _, r := range got.Records {
+		seen[r.ID] = true
+	}
+	out := got.Records
+	for _, sub := range ent.Subscriptions {
+		rs, err := s.cfg.Events.ByObject(ctx, sub.ID)
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range rs {
+			if r.Account == account && !seen[r.ID] {
+				seen[r.ID] = true
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b event.Record) int {
+		if a.Created != b.Created {
+			return cmp.Compare(b.Created, a.Created)
+		}
+		return strings.Compare(b.ID, a.ID)
+	})
+	if got.More && len(out) > customerEventsShown {
+		out = out[:customerEventsShown]
+	}
+	return out, got.More, nil
 }
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
@@ -332,22 +381,31 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			view.Data = pretty(snap.Data)
 		}
 	}
-	evs, err := s.cfg.Events.ByObject(ctx, id)
-	if err != nil {
-		s.backendError(w, r, err)
-		return
-	}
-	// An object id is unique only within its account.
-	for _, e := range evs {
-		if e.Account == account {
-			view.Events = append(view.Events, e)
-		}
-	}
 	view.Customer = strings.HasPrefix(id, "cus_") || (view.Snap != nil && view.Snap.Object == "customer")
 	if view.Customer {
 		if view.Entitlement, err = s.cfg.Mirror.Entitlement(ctx, mirror.Key(account, id)); err != nil {
 			s.backendError(w, r, err)
 			return
+		}
+		if view.Events, view.MoreEvents, err = s.customerEvents(ctx, account, id, view.Entitlement); err != nil {
+			s.backendError(w, r, err)
+			return
+		}
+		view.Reflected = map[string]bool{}
+		for _, sub := range view.Entitlement.Subscriptions {
+			view.Reflected[sub.EventID] = true
+		}
+	} else {
+		evs, err := s.cfg.Events.ByObject(ctx, id)
+		if err != nil {
+			s.backendError(w, r, err)
+			return
+		}
+		// An object id is unique only within its account.
+		for _, e := range evs {
+			if e.Account == account {
+				view.Events = append(view.Events, e)
+			}
 		}
 	}
 	if view.Snap == nil && len(view.Events) == 0 && len(view.Entitlement.Subscriptions) == 0 {
@@ -363,6 +421,9 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case id == "":
 		s.redirect(w, r, "/events", nil)
+	case strings.Contains(id, "@"):
+		s.fail(w, r, http.StatusBadRequest, id+" is an email: the mirror keeps no customer's email (no personal data is mirrored), "+
+			"so nothing here can be found by one. Find the customer id (cus_...) in Stripe's dashboard (Customers, search by email), then search for it.")
 	case strings.ContainsAny(id, "/?#% "):
 		s.fail(w, r, http.StatusBadRequest, "An id has no /, ?, #, % or space.")
 	case strings.HasPrefix(id, "evt_"):
