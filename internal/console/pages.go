@@ -2,7 +2,6 @@ package console
 
 import (
 	"cmp"
-	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -319,45 +319,6 @@ type objectView struct {
 // first: each is a read of its record.
 const customerEventsShown = 200
 
-// customerEvents are the events that concern customer of account, newest
-// first, whatever their status and object (store.Events.ByCustomer), with
-// those of the subscriptions its entitlement names that an index of
-// customers does not hold (events stored before the receiver kept the
-// customer of each).
-func (s *Server) customerEvents(ctx context.Context, account, customer string, ent mirror.Entitlement) ([]event.Record, bool, error) {
-	got, err := s.cfg.Events.ByCustomer(ctx, account, customer, customerEventsShown)
-	if err != nil {
-		return nil, false, err
-	}
-	seen := map[string]bool{}
-	for _, r := range got.Records {
-		seen[r.ID] = true
-	}
-	out := got.Records
-	for _, sub := range ent.Subscriptions {
-		rs, err := s.cfg.Events.ByObject(ctx, sub.ID)
-		if err != nil {
-			return nil, false, err
-		}
-		for _, r := range rs {
-			if r.Account == account && !seen[r.ID] {
-				seen[r.ID] = true
-				out = append(out, r)
-			}
-		}
-	}
-	slices.SortStableFunc(out, func(a, b event.Record) int {
-		if a.Created != b.Created {
-			return cmp.Compare(b.Created, a.Created)
-		}
-		return strings.Compare(b.ID, a.ID)
-	})
-	if got.More && len(out) > customerEventsShown {
-		out = out[:customerEventsShown]
-	}
-	return out, got.More, nil
-}
-
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	account := strings.TrimSpace(r.URL.Query().Get("account"))
@@ -387,7 +348,7 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			s.backendError(w, r, err)
 			return
 		}
-		if view.Events, view.MoreEvents, err = s.customerEvents(ctx, account, id, view.Entitlement); err != nil {
+		if view.Events, view.MoreEvents, err = ops.CustomerEvents(ctx, s.cfg.Events, account, id, view.Entitlement, customerEventsShown); err != nil {
 			s.backendError(w, r, err)
 			return
 		}
