@@ -18,20 +18,20 @@ import (
 // part of the stored format: operators query them and the template's
 // indexes name them. docs/data-model.md describes each item.
 const (
-	attrPK          = "pk"
-	attrProvider    = "provider"
-	attrID          = "id"
-	attrType        = "type"
-	attrCreated     = "created"
-	attrLivemode    = "livemode"
-	attrAPIVersion  = "api_version"
-	attrAccount     = "account"
-	attrObjectID    = "object_id"
-	attrObjectType  = "object_type"
+	attrPK         = "pk"
+	attrProvider   = "provider"
+	attrID         = "id"
+	attrType       = "type"
+	attrCreated    = "created"
+	attrLivemode   = "livemode"
+	attrAPIVersion = "api_version"
+	attrAccount    = "account"
+	attrObjectID   = "object_id"
+	attrObjectType = "object_type"
 	// attrCustomerID is the key of indexCustomer: the customer the event's
 	// object concerns, written only when that object is another than the
 	// customer itself (whose events by_object lists).
-	attrCustomerID = "customer_id"
+	attrCustomerID  = "customer_id"
 	attrStatus      = "status"
 	attrStatusAt    = "status_at"
 	attrSource      = "source"

@@ -109,7 +109,6 @@ func Send(ctx context.Context, webhookURL, secret string, stand Stand, now time.
 	type step struct {
 		name, typ, customer, status string
 		at                          int64 // seconds after start
-		objectID                    string
 		want                        event.Status
 		source                      event.Source
 		why                         string
