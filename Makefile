@@ -1,5 +1,6 @@
 # webhook-inbox. The two commands that matter on a fresh machine:
 #   make dev    run the whole pipeline locally (Ctrl-C stops it)
+#   make demo   the same, sent a realistic day with failures of every kind
 #   make test   run every test, starting and stopping what they need
 # Both install what they need (moto, cfn-lint and the SAM CLI in .venv, from
 # dev/requirements.lock: every package pinned, with its hashes).
@@ -53,7 +54,7 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
 
-.PHONY: install dev test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
+.PHONY: install dev demo test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -136,6 +137,13 @@ install:
 dev: venv
 	$(GO) build -o bin/devstack ./tools/cmd/devstack
 	exec bin/devstack $(DEV_FLAGS)
+
+## demo: make dev's stack with a Stripe stand-in and a downstream that
+## fails on purpose, sent a realistic day (tools/demo): the console then
+## shows every status (devstack -demo)
+demo: venv
+	$(GO) build -o bin/devstack ./tools/cmd/devstack
+	exec bin/devstack -demo $(DEV_FLAGS)
 
 ## test: unit, integration and end-to-end tests against the emulator (and
 ## the real bootstrap binaries under the Lambda runtime emulator)

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -406,6 +407,18 @@ func TestConsoleInChromium(t *testing.T) {
 	}
 	fits(t, ctx, "DLQ")
 	shot.save(ctx, "08_dlq")
+	// Meanwhile the customer's page lists the dead-lettered invoice among
+	// her events (never applied to the mirror, still hers), its status
+	// beside it, and nothing saying she has no events.
+	open(t, ctx, base+"/objects/cus_console")
+	waitFor(t, ctx, "the customer's dead-lettered invoice on her page", `[aria-label="Events of the customer"]`, redriven)
+	if page = bodyText(t, ctx); !regexp.MustCompile(redriven+`\s+invoice\.created\s+in_\S+\s+dead_lettered`).MatchString(page) ||
+		strings.Contains(page, "None stored") {
+		t.Errorf("customer page with a dead-lettered invoice: got\n%s", page)
+	}
+	shot.save(ctx, "08_customer_dead_lettered")
+	open(t, ctx, base+"/dlq")
+	waitFor(t, ctx, "the dead-lettered message in the DLQ", "table.dlq", redriven)
 	fx.set(redriven, false)
 	click(t, ctx, chromedp.CSS(`a[aria-label="Redrive the message of `+redriven+`"]`))
 	shot.save(ctx, "09_redrive_confirm")

@@ -8,9 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/spf13/cobra"
-
-	"github.com/webhook-inbox/webhook-inbox/internal/ops"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
 
 // refuseUnknownSubcommands makes every command that only groups others
@@ -112,23 +109,9 @@ func checkCustomerID(id string) error {
 	return usagef("%s is not a customer id: Stripe's start with cus_", id)
 }
 
-// neverSeen returns a neverSeenError when customer has no snapshot in the
-// mirror and no event about it (by_object): the stack never heard of it.
-func (a *app) neverSeen(ctx context.Context, s *ops.Stack, customer, account string) error {
-	_, err := s.Mirror.Object(ctx, mirror.Key(account, customer))
-	switch {
-	case err == nil:
-		return nil
-	case !errors.Is(err, mirror.ErrNotFound):
-		return a.tableHint(s.Mirror.Table, err)
-	}
-	recs, err := s.Events.ByObject(ctx, customer)
-	if err != nil {
-		return a.tableHint(s.Events.Table, err)
-	}
-	if len(ofAccount(recs, account)) > 0 {
-		return nil
-	}
+// neverSeen is the neverSeenError of customer of account: no snapshot
+// in the mirror, no entitlement and no event that concerns it.
+func neverSeen(customer, account string) error {
 	who := customer
 	if account != "" {
 		who += " of account " + account

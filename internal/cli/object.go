@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
@@ -44,11 +44,16 @@ type ObjectJSON struct {
 }
 
 // EntitlementJSON is the stable JSON shape of inboxctl entitlement --json:
-// the derived entitlement and the events of the customer's subscriptions,
-// oldest first.
+// the derived entitlement, whether the customer's own object is mirrored,
+// and every event that concerns the customer (its own, its
+// subscriptions', its invoices', ...), whatever its status, newest first.
 type EntitlementJSON struct {
 	mirror.Entitlement
-	Events []ObjectEventJSON `json:"events"`
+	// Mirrored: the mirror has a snapshot of the customer itself (from its
+	// customer.* events); the entitlement comes from its subscriptions'
+	// snapshots either way.
+	Mirrored bool              `json:"mirrored"`
+	Events   []ObjectEventJSON `json:"events"`
 }
 
 func objectEvents(rs []event.Record) []ObjectEventJSON {
@@ -209,8 +214,11 @@ func (a *app) entitlementCmd() *cobra.Command {
 		Short: "Show what a customer is entitled to, why, and the events behind it",
 		Long: `entitlement derives a customer's access from the mirrored states of all
 their subscriptions (active or trialing grants access; otherwise the most
-recent subscription's status says why not), and lists the events of those
-subscriptions, oldest first: the answer to "I paid but my account is locked".`,
+recent subscription's status says why not), and lists every event that
+concerns the customer, newest first, whatever its status and object: its
+own, its subscriptions', its invoices' (a failed or dead-lettered
+invoice.paid, never applied to the mirror, included): the answer to "I
+paid but my account is locked".`,
 		Example: `  inboxctl entitlement cus_NffrFeUfNV2Hib
   inboxctl entitlement cus_NffrFeUfNV2Hib --json | jq .active
   inboxctl entitlement cus_NffrFeUfNV2Hib --account acct_1Nv0FGQ9RKHgCVdK`,
@@ -238,25 +246,19 @@ func (a *app) entitlement(ctx context.Context, customer, account string, asJSON 
 		return a.tableHint(mr.Table, err)
 	}
 	out := EntitlementJSON{Entitlement: ent, Events: []ObjectEventJSON{}}
-	var recs []event.Record
-	for _, s := range ent.Subscriptions {
-		rs, err := events.ByObject(ctx, s.ID)
-		if err != nil {
-			return a.tableHint(events.Table, err)
-		}
-		recs = append(recs, ofAccount(rs, account)...)
+	switch _, err := mr.Object(ctx, mirror.Key(account, customer)); {
+	case err == nil:
+		out.Mirrored = true
+	case !errors.Is(err, mirror.ErrNotFound):
+		return a.tableHint(mr.Table, err)
 	}
-	sort.SliceStable(recs, func(i, j int) bool {
-		if recs[i].Created != recs[j].Created {
-			return recs[i].Created < recs[j].Created
-		}
-		return recs[i].ID < recs[j].ID
-	})
+	recs, _, err := ops.CustomerEvents(ctx, events, account, customer, ent, 0)
+	if err != nil {
+		return a.tableHint(events.Table, err)
+	}
 	out.Events = objectEvents(recs)
-	if len(ent.Subscriptions) == 0 {
-		if err := a.neverSeen(ctx, s, customer, account); err != nil {
-			return err
-		}
+	if !out.Mirrored && len(recs) == 0 && len(ent.Subscriptions) == 0 {
+		return neverSeen(customer, account)
 	}
 	if asJSON {
 		return writeJSON(a.stdout, out)
@@ -286,10 +288,19 @@ func (a *app) entitlement(ctx context.Context, customer, account string, asJSON 
 	for _, s := range ent.Subscriptions {
 		reflected[s.EventID] = true
 	}
+	if !out.Mirrored {
+		fmt.Fprintf(a.stdout, "\n%s has no snapshot in the mirror: none of its own events (customer.*) has been applied; ", mirror.Key(account, customer))
+		if len(ent.Subscriptions) > 0 {
+			fmt.Fprintln(a.stdout, "the entitlement above comes from the snapshots of the subscriptions that name it")
+		} else {
+			fmt.Fprintln(a.stdout, "no subscription that names it is in the mirror either, so it has no entitlement")
+		}
+	}
+	fmt.Fprintf(a.stdout, "\nevery event that concerns the customer (newest first, * = reflected in the entitlement)\n")
 	if len(out.Events) == 0 {
+		fmt.Fprintln(a.stdout, "none stored (older than the retention, or they arrived before the inbox)")
 		return nil
 	}
-	fmt.Fprintf(a.stdout, "\nevents (oldest first, * = reflected in the entitlement)\n")
 	var rows [][]string
 	for _, e := range out.Events {
 		mark := " "

@@ -176,7 +176,7 @@ func (a *app) send(ctx context.Context, types []string, o sendOpts) error {
 	client := &http.Client{Timeout: 35 * time.Second}
 	failed := 0
 	for _, d := range deliveries {
-		status, body, err := post(ctx, client, url, d.body, provider.SignStripe(d.body, secret, a.now()))
+		status, body, err := Deliver(ctx, client, url, d.body, secret, a.now())
 		if err != nil {
 			return fmt.Errorf("POST %s: %w\n(is the local stack running? start it with `make dev`, or pass --url)", url, err)
 		}
@@ -223,6 +223,14 @@ func (a *app) printSent(asJSON bool, r SendJSON) {
 		return
 	}
 	fmt.Fprintf(a.stdout, "%s  %-40s  %d %s\n", r.ID, r.Type, r.Status, r.Body)
+}
+
+// Deliver signs body as Stripe signs a delivery (Stripe-Signature, v1,
+// with secret at now) and POSTs it to url: send's delivery, which scripts
+// of the local stack (devstack -demo) make the same way. It returns the
+// answer's status and the start of its body.
+func Deliver(ctx context.Context, client *http.Client, url string, body []byte, secret string, now time.Time) (int, string, error) {
+	return post(ctx, client, url, body, provider.SignStripe(body, secret, now))
 }
 
 func post(ctx context.Context, client *http.Client, url string, body []byte, sig string) (int, string, error) {

@@ -30,6 +30,7 @@ type Events interface {
 	List(ctx context.Context, q store.Query) (store.Page, error)
 	Get(ctx context.Context, provider, id string) (event.Record, error)
 	ByObject(ctx context.Context, objectID string) ([]event.Record, error)
+	ByCustomer(ctx context.Context, account, customer string, limit int) (store.CustomerEvents, error)
 }
 
 // Mirror is what the console reads of the mirror; *mirror.Reader

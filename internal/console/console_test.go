@@ -72,6 +72,22 @@ func (f *fakeEvents) ByObject(_ context.Context, id string) ([]event.Record, err
 	return out, nil
 }
 
+// ByCustomer: the records whose customer is customer, of account,
+// newest first, as the store orders them.
+func (f *fakeEvents) ByCustomer(_ context.Context, account, customer string, limit int) (store.CustomerEvents, error) {
+	var out store.CustomerEvents
+	for _, r := range f.records {
+		if r.Customer == customer && r.Account == account {
+			out.Records = append(out.Records, r)
+		}
+	}
+	slices.SortFunc(out.Records, func(a, b event.Record) int { return int(b.Created - a.Created) })
+	if limit > 0 && len(out.Records) > limit {
+		out.Records, out.More = out.Records[:limit], true
+	}
+	return out, nil
+}
+
 type fakeMirror struct {
 	objects      map[string]mirror.Snapshot
 	entitlements map[string]mirror.Entitlement
@@ -187,7 +203,7 @@ func newWorld(t *testing.T) *world {
 	t.Helper()
 	failed := event.Record{
 		Provider: "stripe", ID: "evt_golden_failed", Type: "payment_intent.payment_failed", Created: 1777636800,
-		APIVersion: "2025-02-24.acacia", ObjectID: "pi_golden", ObjectType: "payment_intent",
+		APIVersion: "2025-02-24.acacia", ObjectID: "pi_golden", ObjectType: "payment_intent", Customer: "cus_golden",
 		Status: event.StatusFailed, StatusAt: at(3 * time.Minute), Source: event.SourceWebhook,
 		Payload: []byte(payload), PayloadHash: "9f2c0d5e",
 		ReceivedAt: at(10 * time.Minute), ClaimedAt: at(3*time.Minute + 2*time.Second), Attempts: 2,
@@ -195,7 +211,7 @@ func newWorld(t *testing.T) *world {
 	}
 	processed := event.Record{
 		Provider: "stripe", ID: "evt_golden_sub", Type: "customer.subscription.updated", Created: 1777636000,
-		ObjectID: "sub_golden", ObjectType: "subscription", Status: event.StatusProcessed, StatusAt: at(59 * time.Minute),
+		ObjectID: "sub_golden", ObjectType: "subscription", Customer: "cus_golden", Status: event.StatusProcessed, StatusAt: at(59 * time.Minute),
 		Source: event.SourceReconciler, Outcome: outcome.Applied, PayloadHash: "77aa", PayloadOmitted: false,
 		ReceivedAt: at(time.Hour), ClaimedAt: at(time.Hour - 500*time.Millisecond), ProcessedAt: at(59 * time.Minute), Attempts: 1,
 		MirrorKey: "sub_golden",
@@ -348,6 +364,19 @@ func newWorld(t *testing.T) *world {
 	for _, r := range all {
 		w.events.records[r.Provider+"#"+r.ID] = r
 	}
+	// cus_alice: no snapshot of her own, a subscription in the mirror,
+	// and her invoice.paid dead-lettered: never applied, but hers.
+	for _, r := range []event.Record{
+		{Provider: "stripe", ID: "evt_alice_sub", Type: "customer.subscription.created", Created: 1777500000, ObjectID: "sub_alice",
+			ObjectType: "subscription", Customer: "cus_alice", Status: event.StatusProcessed, Outcome: outcome.Applied, StatusAt: at(30 * time.Hour)},
+		{Provider: "stripe", ID: "evt_alice_paid", Type: "invoice.paid", Created: 1777500100, ObjectID: "in_alice",
+			ObjectType: "invoice", Customer: "cus_alice", Status: event.StatusDeadLettered, StatusAt: at(29 * time.Hour), Attempts: 5},
+	} {
+		w.events.records[r.Provider+"#"+r.ID] = r
+	}
+	w.mirror.entitlements["cus_alice"] = mirror.Entitlement{Customer: "cus_alice", Active: true, Price: "price_pro", Product: "prod_pro", Until: 1780228000,
+		Subscriptions: []mirror.SubscriptionEntry{{ID: "sub_alice", Status: "active", Price: "price_pro", Product: "prod_pro",
+			CurrentPeriodEnd: 1780228000, EventCreated: 1777500000, EventID: "evt_alice_sub"}}}
 	w.events.list = func(q store.Query) (store.Page, error) {
 		var out []event.Record
 		for _, r := range all {
@@ -452,6 +481,8 @@ func TestPages(t *testing.T) {
 		{"object_subscription", "/objects/sub_golden", 200},
 		{"object_customer", "/objects/cus_golden", 200},
 		{"object_unmirrored", "/objects/in_golden", 200},
+		{"object_customer_dead_lettered", "/objects/cus_alice", 200},
+		{"find_email", "/find?id=alice%40example.com", 400},
 		{"object_missing", "/objects/sub_nope", 404},
 		{"dlq", "/dlq", 200},
 		{"redrive_confirm_one", "/dlq/redrive?message=msg-1", 200},

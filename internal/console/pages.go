@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -304,13 +305,22 @@ type objectView struct {
 	PeriodEnd int64
 	Data      string
 	Events    []event.Record
-	// Customer: the object is a customer, whose entitlement is shown.
+	// Customer: the object is a customer, whose entitlement is shown,
+	// and Events are every event that concerns it, newest first
+	// (MoreEvents: older ones are not shown); Reflected are the events
+	// its entitlement reflects.
 	Customer    bool
 	Entitlement mirror.Entitlement
 	// Repairs are the audit's repairs of the object, newest first, from
 	// the kept audit runs.
-	Repairs []objectRepair
+	Repairs    []objectRepair
+	MoreEvents bool
+	Reflected  map[string]bool
 }
+
+// customerEventsShown bounds the events a customer's page lists, newest
+// first: each is a read of its record.
+const customerEventsShown = 200
 
 func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
@@ -335,22 +345,31 @@ func (s *Server) object(w http.ResponseWriter, r *http.Request) {
 			view.Data = pretty(snap.Data)
 		}
 	}
-	evs, err := s.cfg.Events.ByObject(ctx, id)
-	if err != nil {
-		s.backendError(w, r, err)
-		return
-	}
-	// An object id is unique only within its account.
-	for _, e := range evs {
-		if e.Account == account {
-			view.Events = append(view.Events, e)
-		}
-	}
 	view.Customer = strings.HasPrefix(id, "cus_") || (view.Snap != nil && view.Snap.Object == "customer")
 	if view.Customer {
 		if view.Entitlement, err = s.cfg.Mirror.Entitlement(ctx, mirror.Key(account, id)); err != nil {
 			s.backendError(w, r, err)
 			return
+		}
+		if view.Events, view.MoreEvents, err = ops.CustomerEvents(ctx, s.cfg.Events, account, id, view.Entitlement, customerEventsShown); err != nil {
+			s.backendError(w, r, err)
+			return
+		}
+		view.Reflected = map[string]bool{}
+		for _, sub := range view.Entitlement.Subscriptions {
+			view.Reflected[sub.EventID] = true
+		}
+	} else {
+		evs, err := s.cfg.Events.ByObject(ctx, id)
+		if err != nil {
+			s.backendError(w, r, err)
+			return
+		}
+		// An object id is unique only within its account.
+		for _, e := range evs {
+			if e.Account == account {
+				view.Events = append(view.Events, e)
+			}
 		}
 	}
 	audits, err := s.cfg.Reconciler.Audits(ctx)
@@ -372,6 +391,9 @@ func (s *Server) find(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case id == "":
 		s.redirect(w, r, "/events", nil)
+	case strings.Contains(id, "@"):
+		s.fail(w, r, http.StatusBadRequest, id+" is an email: the mirror keeps no customer's email (no personal data is mirrored), "+
+			"so nothing here can be found by one. Find the customer id (cus_...) in Stripe's dashboard (Customers, search by email), then search for it.")
 	case strings.ContainsAny(id, "/?#% "):
 		s.fail(w, r, http.StatusBadRequest, "An id has no /, ?, #, % or space.")
 	case strings.HasPrefix(id, "evt_"):

@@ -19,6 +19,35 @@ type Envelope struct {
 	Account    string
 	ObjectID   string
 	ObjectType string
+	// Customer is the customer data.object concerns (CustomerOf): its
+	// customer field, or its own id when it is a customer; empty for an
+	// object of no customer and for providers without one.
+	Customer string
+}
+
+// CustomerOf is the customer a Stripe object concerns: the object's own id
+// when it is a customer (objectType "customer"), otherwise its customer
+// field, an id string or an expanded object with an id; "" when there is
+// none, or the field is of another shape. The mirror keys a customer's
+// objects by it and the events table indexes a customer's events by it.
+func CustomerOf(objectType, id string, customer json.RawMessage) string {
+	if objectType == "customer" {
+		return id
+	}
+	if len(customer) == 0 || string(customer) == "null" {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(customer, &s) == nil {
+		return s
+	}
+	var obj struct {
+		ID string `json:"id"`
+	}
+	if json.Unmarshal(customer, &obj) == nil {
+		return obj.ID
+	}
+	return ""
 }
 
 // Errors returned by DecodeEnvelope.
@@ -49,6 +78,10 @@ type wire struct {
 type dataObject struct {
 	ID     string `json:"id"`
 	Object string `json:"object"`
+	// Customer is kept raw: an id string, an expanded customer, or null
+	// (CustomerOf); a shape of neither kind names no customer rather than
+	// refusing the event.
+	Customer json.RawMessage `json:"customer"`
 }
 
 // DecodeEnvelope reads the envelope of one JSON event with encoding/json. It
@@ -90,6 +123,6 @@ func DecodeEnvelope(payload []byte) (Envelope, error) {
 	return Envelope{
 		ID: w.ID, Type: w.Type, Created: w.Created, Livemode: w.Livemode,
 		APIVersion: w.APIVersion, Account: w.Account,
-		ObjectID: o.ID, ObjectType: o.Object,
+		ObjectID: o.ID, ObjectType: o.Object, Customer: CustomerOf(o.Object, o.ID, o.Customer),
 	}, nil
 }

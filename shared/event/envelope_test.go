@@ -31,7 +31,27 @@ func TestDecodeEnvelope(t *testing.T) {
 			name:    "sample subscription event",
 			payload: string(sample),
 			want: Envelope{ID: "evt_1", Type: "customer.subscription.updated", Created: 1700000000,
-				APIVersion: "2025-02-24.acacia", ObjectID: "sub_1Pgc6rB7WZ01zgkWNy0Cn5nw", ObjectType: "subscription"},
+				APIVersion: "2025-02-24.acacia", ObjectID: "sub_1Pgc6rB7WZ01zgkWNy0Cn5nw", ObjectType: "subscription", Customer: "cus_QXg1o8vcGmoR32"},
+		},
+		{
+			name:    "a customer's event: the customer is the object",
+			payload: `{"id":"evt_c","type":"customer.updated","data":{"object":{"id":"cus_1","object":"customer"}}}`,
+			want:    Envelope{ID: "evt_c", Type: "customer.updated", ObjectID: "cus_1", ObjectType: "customer", Customer: "cus_1"},
+		},
+		{
+			name:    "an expanded customer",
+			payload: `{"id":"evt_x","type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":{"id":"cus_2","object":"customer"}}}}`,
+			want:    Envelope{ID: "evt_x", Type: "invoice.paid", ObjectID: "in_1", ObjectType: "invoice", Customer: "cus_2"},
+		},
+		{
+			name:    "a customer of another shape names none",
+			payload: `{"id":"evt_n","type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":7}}}`,
+			want:    Envelope{ID: "evt_n", Type: "invoice.paid", ObjectID: "in_1", ObjectType: "invoice"},
+		},
+		{
+			name:    "a null customer",
+			payload: `{"id":"evt_0","type":"invoice.paid","data":{"object":{"id":"in_1","object":"invoice","customer":null}}}`,
+			want:    Envelope{ID: "evt_0", Type: "invoice.paid", ObjectID: "in_1", ObjectType: "invoice"},
 		},
 		{
 			name:    "other API version and connect account",
@@ -149,11 +169,15 @@ func stripeReading(payload []byte) (env Envelope, object string, hasData, ok boo
 	if e.Data == nil {
 		return env, e.Object, false, true
 	}
-	var o struct{ ID, Object string }
+	var o struct {
+		ID, Object string
+		Customer   json.RawMessage
+	}
 	if len(e.Data.Raw) > 0 && json.Unmarshal(e.Data.Raw, &o) != nil {
 		return Envelope{}, "", false, false
 	}
 	env.ObjectID, env.ObjectType = o.ID, o.Object
+	env.Customer = event.CustomerOf(o.Object, o.ID, o.Customer)
 	return env, e.Object, true, true
 }
 
@@ -211,7 +235,7 @@ func FuzzDecodeEnvelope(f *testing.F) {
 				if !hasData {
 					// stripe-go keeps no data for {"data":{...},"data":null},
 					// the mirror the first (checked below): compare the rest.
-					read.ObjectID, read.ObjectType = "", ""
+					read.ObjectID, read.ObjectType, read.Customer = "", "", ""
 				}
 				if read != ref {
 					t.Fatalf("%q: DecodeEnvelope reads %+v, stripe-go %+v", payload, read, ref)

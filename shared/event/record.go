@@ -18,6 +18,9 @@ type Record struct {
 	Account    string
 	ObjectID   string
 	ObjectType string
+	// Customer is the customer the event's object concerns (Envelope's
+	// Customer): the customer itself for a customer's events.
+	Customer string
 
 	Status   Status
 	StatusAt time.Time
@@ -70,6 +73,7 @@ func NewRecord(provider string, env Envelope, payload []byte, hash string, sourc
 		Account:     env.Account,
 		ObjectID:    env.ObjectID,
 		ObjectType:  env.ObjectType,
+		Customer:    env.Customer,
 		Status:      status,
 		StatusAt:    now,
 		Source:      source,

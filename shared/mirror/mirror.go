@@ -162,10 +162,7 @@ func (m *Mirror) plan(o object, raw json.RawMessage, deleted bool, v Version, g 
 			return Plan{}, &fault.Permanent{Err: fmt.Errorf("mirror: %s %s: %w", v.what(), v.ID, err)}
 		}
 	}
-	customer := idOf(o.Customer)
-	if o.Object == "customer" {
-		customer = o.ID
-	}
+	customer := event.CustomerOf(o.Object, o.ID, o.Customer)
 	// A connected account's objects are keyed by account and id, their
 	// customer too (the by_customer index and the entitlement's key).
 	key := Key(v.Account, o.ID)

@@ -18,16 +18,20 @@ import (
 // part of the stored format: operators query them and the template's
 // indexes name them. docs/data-model.md describes each item.
 const (
-	attrPK          = "pk"
-	attrProvider    = "provider"
-	attrID          = "id"
-	attrType        = "type"
-	attrCreated     = "created"
-	attrLivemode    = "livemode"
-	attrAPIVersion  = "api_version"
-	attrAccount     = "account"
-	attrObjectID    = "object_id"
-	attrObjectType  = "object_type"
+	attrPK         = "pk"
+	attrProvider   = "provider"
+	attrID         = "id"
+	attrType       = "type"
+	attrCreated    = "created"
+	attrLivemode   = "livemode"
+	attrAPIVersion = "api_version"
+	attrAccount    = "account"
+	attrObjectID   = "object_id"
+	attrObjectType = "object_type"
+	// attrCustomerID is the key of indexCustomer: the customer the event's
+	// object concerns, written only when that object is another than the
+	// customer itself (whose events by_object lists).
+	attrCustomerID  = "customer_id"
 	attrStatus      = "status"
 	attrStatusAt    = "status_at"
 	attrSource      = "source"
@@ -72,6 +76,11 @@ const (
 	// indexObject lists the events about one object in the provider's
 	// order (object_id, created).
 	indexObject = "by_object"
+	// indexCustomer is sparse: it lists the events about a customer's
+	// other objects (its subscriptions, invoices, checkout sessions), by
+	// customer id and the provider's created time. A customer's own events
+	// are by_object's (ByCustomer reads both).
+	indexCustomer = "by_customer_id"
 )
 
 // Shards is how many values each index key that all events share is split
@@ -175,7 +184,7 @@ func (e *PayloadError) Unwrap() error { return e.Err }
 
 // newItemAttrs is the most attributes a new record's item has; sizing the
 // map once saves rehashing it on every delivery.
-const newItemAttrs = 20
+const newItemAttrs = 22
 
 // marshalRecord builds the item of a new record: everything but the
 // payload, which has an item of its own (marshalPayload). It runs on
@@ -213,6 +222,9 @@ func (e *Events) marshalRecord(r *event.Record) map[string]types.AttributeValue 
 	optional(item, attrAccount, r.Account)
 	optional(item, attrObjectID, r.ObjectID)
 	optional(item, attrObjectType, r.ObjectType)
+	if r.Customer != r.ObjectID {
+		optional(item, attrCustomerID, r.Customer)
+	}
 	return item
 }
 
@@ -274,6 +286,10 @@ func Unmarshal(item map[string]types.AttributeValue) event.Record {
 	r.Account = ddbattr.GetS(item, attrAccount)
 	r.ObjectID = ddbattr.GetS(item, attrObjectID)
 	r.ObjectType = ddbattr.GetS(item, attrObjectType)
+	r.Customer = ddbattr.GetS(item, attrCustomerID)
+	if r.Customer == "" && r.ObjectType == "customer" {
+		r.Customer = r.ObjectID
+	}
 	r.Status = event.Status(ddbattr.GetS(item, attrStatus))
 	r.StatusAt = ddbattr.GetMillis(item, attrStatusAt)
 	r.Source = event.Source(ddbattr.GetS(item, attrSource))

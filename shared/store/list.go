@@ -452,3 +452,90 @@ func sortByCreated(rs []event.Record) {
 		return rs[i].ID < rs[j].ID
 	})
 }
+
+// CustomerEvents is the answer of ByCustomer.
+type CustomerEvents struct {
+	// Records are newest first by the provider's created time (then id),
+	// whole, without payloads.
+	Records []event.Record
+	// More: the customer has more events than the limit asked for.
+	More bool
+}
+
+// ByCustomer returns the events that concern customer of account ("" for
+// the platform's own), whatever their status (a dead-lettered or failed
+// event, never applied to the mirror, included) and their object: the
+// customer's own events (by_object, keyed by the customer's id) and those
+// of its other objects (by_customer_id, written by the receiver from
+// data.object.customer). At most limit records (every one when limit is
+// zero or less), newest first by the provider's created time.
+//
+// It never scans: it reads both indexes' entries for the customer id
+// (keys only: a few hundred entries per read unit) and sorts them by
+// created, then reads the records by key, newest first, at most
+// maxBatchGet at a time, until limit records of account are found. A
+// customer id is unique only within its account, so records of another
+// account are passed over (the indexes do not hold the account).
+func (e *Events) ByCustomer(ctx context.Context, account, customer string, limit int) (CustomerEvents, error) {
+	var entries []map[string]types.AttributeValue
+	for _, ix := range []struct{ index, attr string }{{indexObject, attrObjectID}, {indexCustomer, attrCustomerID}} {
+		var start map[string]types.AttributeValue
+		for {
+			res, err := e.DB.Query(ctx, &dynamodb.QueryInput{
+				TableName:                 aws.String(e.Table),
+				IndexName:                 aws.String(ix.index),
+				KeyConditionExpression:    aws.String("#k = :id"),
+				ExpressionAttributeNames:  map[string]string{"#k": ix.attr},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":id": ddbattr.S(customer)},
+				ScanIndexForward:          aws.Bool(false),
+				ExclusiveStartKey:         start,
+			})
+			if err != nil {
+				return CustomerEvents{}, fmt.Errorf("store: list events of customer %s: %w", customer, err)
+			}
+			entries = append(entries, res.Items...)
+			if start = res.LastEvaluatedKey; len(start) == 0 {
+				break
+			}
+		}
+	}
+	// Newest first; equal times by key, so that a page is stable.
+	sort.SliceStable(entries, func(i, j int) bool {
+		ci, cj := ddbattr.GetN(entries[i], attrCreated), ddbattr.GetN(entries[j], attrCreated)
+		if ci != cj {
+			return ci > cj
+		}
+		return ddbattr.GetS(entries[i], attrPK) > ddbattr.GetS(entries[j], attrPK)
+	})
+	var out CustomerEvents
+	for start := 0; start < len(entries); start += maxBatchGet {
+		if limit > 0 && len(out.Records) >= limit {
+			out.More = true
+			break
+		}
+		chunk := entries[start:min(start+maxBatchGet, len(entries))]
+		recs, err := e.records(ctx, chunk, false)
+		if err != nil {
+			return CustomerEvents{}, fmt.Errorf("store: list events of customer %s: %w", customer, err)
+		}
+		for _, it := range chunk {
+			r, ok := recs[ddbattr.GetS(it, attrPK)]
+			if !ok || r.Account != account {
+				continue
+			}
+			delete(recs, ddbattr.GetS(it, attrPK)) // an event in both indexes counts once
+			if limit > 0 && len(out.Records) == limit {
+				out.More = true
+				break
+			}
+			out.Records = append(out.Records, r)
+		}
+	}
+	sort.SliceStable(out.Records, func(i, j int) bool {
+		if out.Records[i].Created != out.Records[j].Created {
+			return out.Records[i].Created > out.Records[j].Created
+		}
+		return out.Records[i].ID > out.Records[j].ID
+	})
+	return out, nil
+}

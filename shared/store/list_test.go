@@ -151,6 +151,72 @@ func TestByObjectListsEventsInTheProvidersOrder(t *testing.T) {
 	}
 }
 
+// TestByCustomerListsEveryEventThatConcernsTheCustomer: a customer's own
+// events (by_object) and its other objects' (by_customer_id), whatever
+// their status, a dead-lettered invoice.paid that never reached the
+// mirror included, newest first; another customer's and another
+// account's are not its; a limit keeps the newest and says more follow.
+func TestByCustomerListsEveryEventThatConcernsTheCustomer(t *testing.T) {
+	ev, _ := newEvents(t)
+	ctx := context.Background()
+	now := time.Now()
+	for _, c := range []struct {
+		id, typ, obj, objType, customer, account string
+		created                                  int64
+		status                                   event.Status
+	}{
+		{"evt_cus", "customer.created", "cus_alice", "customer", "cus_alice", "", 100, event.StatusProcessed},
+		{"evt_sub", "customer.subscription.created", "sub_a", "subscription", "cus_alice", "", 200, event.StatusProcessed},
+		{"evt_inv", "invoice.paid", "in_a", "invoice", "cus_alice", "", 300, event.StatusDeadLettered},
+		{"evt_fail", "invoice.payment_failed", "in_b", "invoice", "cus_alice", "", 250, event.StatusFailedPermanent},
+		{"evt_bob", "invoice.paid", "in_c", "invoice", "cus_bob", "", 400, event.StatusProcessed},
+		{"evt_acct", "invoice.paid", "in_d", "invoice", "cus_alice", "acct_1", 500, event.StatusProcessed},
+	} {
+		r := record(c.id, now)
+		r.Type, r.ObjectID, r.ObjectType, r.Customer, r.Account, r.Created, r.Status = c.typ, c.obj, c.objType, c.customer, c.account, c.created, c.status
+		if _, err := ev.Create(ctx, &r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ids := func(rs []event.Record) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.ID+":"+string(r.Status))
+		}
+		return out
+	}
+	got, err := ev.ByCustomer(ctx, "", "cus_alice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"evt_inv:dead_lettered", "evt_fail:failed_permanent", "evt_sub:processed", "evt_cus:processed"}
+	if !slices.Equal(ids(got.Records), want) || got.More {
+		t.Errorf("ByCustomer(cus_alice): got %v (more %t), want %v", ids(got.Records), got.More, want)
+	}
+	for _, r := range got.Records {
+		if r.Customer != "cus_alice" {
+			t.Errorf("%s: customer %q, want cus_alice", r.ID, r.Customer)
+		}
+	}
+	got, err = ev.ByCustomer(ctx, "", "cus_alice", 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := want[:2]; !slices.Equal(ids(got.Records), want) || !got.More {
+		t.Errorf("ByCustomer(cus_alice, limit 2): got %v (more %t), want %v and more", ids(got.Records), got.More, want)
+	}
+	got, err = ev.ByCustomer(ctx, "acct_1", "cus_alice", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"evt_acct:processed"}; !slices.Equal(ids(got.Records), want) {
+		t.Errorf("ByCustomer(acct_1/cus_alice): got %v, want %v", ids(got.Records), want)
+	}
+	if got, err := ev.ByCustomer(ctx, "", "cus_nobody", 0); err != nil || len(got.Records) != 0 {
+		t.Errorf("a customer with no events: got %v, %v; want none", got, err)
+	}
+}
+
 func TestReopenMovesOnlyFailedPermanentBackToFailed(t *testing.T) {
 	ev, _ := newEvents(t)
 	ctx := context.Background()

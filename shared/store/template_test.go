@@ -45,6 +45,7 @@ func TestTemplateDeclaresTheStoresKeysAndIndexes(t *testing.T) {
 		indexUnprocessed: attrLane + "/" + attrReceivedAt + " KEYS_ONLY []",
 		indexDay:         attrDayKey + "/" + attrReceivedAt + " INCLUDE [" + attrType + "]",
 		indexObject:      attrObjectID + "/" + attrCreated + " KEYS_ONLY []",
+		indexCustomer:    attrCustomerID + "/" + attrCreated + " KEYS_ONLY []",
 	}
 	got := map[string]string{}
 	for _, ix := range p["GlobalSecondaryIndexes"].([]any) {

@@ -139,6 +139,7 @@ var writes = []struct {
 // (an item of its own). A new method must be one of these or a write
 // above.
 var notStatusWrites = []string{
+	"ByCustomer",
 	"ByObject",
 	"ClaimBody",
 	"ErasePayload",

@@ -23,15 +23,20 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/cli"
 	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/tools/demo"
 	"github.com/webhook-inbox/webhook-inbox/tools/devconsole"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
 
 func main() {
@@ -49,6 +54,8 @@ func run() int {
 		0,
 		"run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set",
 	)
+	demoDay := flag.Bool("demo", false,
+		"the demo day (make demo): a Stripe stand-in, a downstream that fails on purpose for chosen customers, and a realistic day of events sent once the stack is up")
 	flag.Parse()
 
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))
@@ -112,6 +119,27 @@ func run() int {
 			env[k] = v
 		}
 	}
+	var effects *effect.Registry
+	var fake *stripefake.Server
+	if *demoDay {
+		fake = stripefake.New()
+		defer fake.Close()
+		env["STRIPE_API_BASE"] = fake.URL
+		for k, v := range demo.Env {
+			if _, set := env[k]; !set {
+				env[k] = v
+			}
+		}
+		for k, v := range demo.Overrides {
+			if _, set := overrides[k]; !set {
+				overrides[k] = v
+			}
+		}
+		effects = demo.Registry(hooks.Registry())
+		if *reconcileEvery == 0 {
+			*reconcileEvery = demo.ReconcileEvery
+		}
+	}
 	stack, err := devstack.Start(ctx, devstack.Options{
 		Template:      filepath.Join(root, "template.yaml"),
 		Overrides:     overrides,
@@ -128,6 +156,7 @@ func run() int {
 		// own, each served with its <NAME>_WEBHOOK_SECRET.
 		Senders:        os.Getenv(provider.SendersVariable),
 		Env:            env,
+		Effects:        effects,
 		ReconcileEvery: *reconcileEvery,
 		AWS:            cfg,
 		Logger:         log,
@@ -148,6 +177,24 @@ func run() int {
 		}
 	}
 	banner(stack, emu, consoleLine)
+	if *demoDay {
+		secret := os.Getenv("STRIPE_WEBHOOK_SECRET")
+		if secret == "" {
+			secret = devstack.DefaultWebhookSecret
+		}
+		secret, _, _ = strings.Cut(secret, ",") // the current one, listed first
+		fmt.Fprintln(os.Stderr, "devstack: sending the demo day")
+		day, err := demo.Send(ctx, stack.URL+"/webhooks/stripe", secret, fake, time.Now(), os.Stderr)
+		if err != nil {
+			fail(err)
+		} else {
+			fmt.Fprintf(os.Stderr, "\ndemo day sent: in a few seconds the console (%s) shows each status:\n", consoleLine)
+			for _, e := range day.Events {
+				fmt.Fprintf(os.Stderr, "  %-40s %-16s %s\n", e.ID, e.Status, e.Why)
+			}
+			fmt.Fprintf(os.Stderr, "  the duplicate delivery's answer: %s\n\n", day.Duplicate)
+		}
+	}
 	<-ctx.Done()
 	fmt.Fprintln(os.Stderr, "devstack: stopping")
 	if con != nil {
