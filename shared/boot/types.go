@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror/handled"
 )
 
@@ -33,9 +34,22 @@ func HandledTypeList(env Env, effects *effect.Registry) []string {
 }
 
 // HandledTypes returns the event-type allowlist of HandledTypeList as a
-// predicate.
+// predicate, which also accepts Stripe's thin events: the list names
+// snapshot types, and a thin event of an API v1 resource is accepted when
+// its snapshot type is ("v1.invoice.paid" when "invoice.paid" is listed),
+// so one list serves both kinds and a migration from one to the other
+// changes no setting; a thin type listed as such is accepted too.
+// event.TypeEventGenerationFailureResolved is always accepted: it asks the
+// inbox to repair the mirror.
 func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
-	return predicate(HandledTypeList(env, effects))
+	listed := predicate(HandledTypeList(env, effects))
+	return func(t string) bool {
+		if listed(t) || t == event.TypeEventGenerationFailureResolved {
+			return true
+		}
+		snapshot, thin := event.SnapshotType(t)
+		return thin && listed(snapshot)
+	}
 }
 
 // ProviderTypesVariable is the variable holding the allowlist of a

@@ -149,6 +149,12 @@ const (
 	// repair runs the team's effects as, when it is asked to
 	// (audit.RepairEvent).
 	SourceAudit Source = "audit"
+	// SourceTwin: a Stripe snapshot event whose record was made by the
+	// commit of its thin twin (the thin event naming it in
+	// snapshot_event), processed before it arrived: the pair's business
+	// effect was the thin event's, so the snapshot event's own delivery
+	// is a duplicate. Its payload is not stored.
+	SourceTwin Source = "twin"
 )
 
 // ProviderStripe is the first provider and the default; keys carry the

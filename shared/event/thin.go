@@ -3,6 +3,7 @@ package event
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -55,7 +56,7 @@ func DecodeThinEnvelope(payload []byte) (Envelope, error) {
 		return Envelope{}, fmt.Errorf("%w: created %q is not an RFC 3339 date-time", ErrMalformed, short(w.Created))
 	}
 	return Envelope{
-		ID: w.ID, Type: w.Type, Created: created.Unix(), Livemode: w.Livemode,
+		ID: w.ID, Type: w.Type, Created: CreatedSecond(created), Livemode: w.Livemode,
 		Account: w.Context, ObjectID: w.RelatedObject.ID, ObjectType: w.RelatedObject.Type,
 	}, nil
 }
@@ -84,4 +85,124 @@ func short(s string) string {
 		return s[:32] + "…"
 	}
 	return s
+}
+
+// Thin event types and names.
+const (
+	// ThinV1Prefix starts the type of a thin event about an API v1
+	// resource: "v1.customer.subscription.updated" is the thin form of
+	// "customer.subscription.updated".
+	ThinV1Prefix = "v1."
+	// TypeEventGenerationFailureResolved is the thin event Stripe sends
+	// when it failed to generate events for an object (they are absent
+	// from the Events API too): the inbox reads the object it names from
+	// the API and repairs the mirror.
+	TypeEventGenerationFailureResolved = "v2.core.health.event_generation_failure.resolved"
+)
+
+// SnapshotType returns the snapshot event type a thin event type is the
+// thin form of ("v1.invoice.paid" → "invoice.paid"), and false for a type
+// without the v1. prefix (an API v2 event's own, such as
+// TypeEventGenerationFailureResolved).
+func SnapshotType(thinType string) (string, bool) {
+	t, ok := strings.CutPrefix(thinType, ThinV1Prefix)
+	return t, ok && t != ""
+}
+
+// IsThin reports whether payload is a thin event (its "object" is
+// ObjectThinEvent). A payload that does not decode is not.
+func IsThin(payload []byte) bool {
+	var kind struct {
+		Object string `json:"object"`
+	}
+	return json.Unmarshal(payload, &kind) == nil && kind.Object == ObjectThinEvent
+}
+
+// Thin is what the processor reads of a thin event, as delivered or as
+// GET /v2/core/events/{id} serves it.
+type Thin struct {
+	ID       string
+	Type     string
+	Created  time.Time
+	Livemode bool
+	// Context is the connected account (Stripe Connect), "" for the
+	// platform's own.
+	Context string
+	// Related is the object the event is about: its id, its type (the
+	// API v1 object type, "subscription") and the API path to read it
+	// from ("/v1/subscriptions/sub_...").
+	Related RelatedObject
+	// SnapshotEvent is the id of the snapshot event Stripe sends for the
+	// same change during a migration from snapshot to thin events (the
+	// pair's twin); "" when there is none.
+	SnapshotEvent string
+}
+
+// RelatedObject is a thin event's related_object.
+type RelatedObject struct {
+	ID   string `json:"id"`
+	Type string `json:"type"`
+	URL  string `json:"url"`
+}
+
+// DecodeThin reads a thin event whole (the part the processor needs),
+// with DecodeThinEnvelope's errors.
+func DecodeThin(payload []byte) (Thin, error) {
+	if _, err := DecodeThinEnvelope(payload); err != nil {
+		return Thin{}, err
+	}
+	var w struct {
+		ID            string        `json:"id"`
+		Type          string        `json:"type"`
+		Created       string        `json:"created"`
+		Livemode      bool          `json:"livemode"`
+		Context       string        `json:"context"`
+		RelatedObject RelatedObject `json:"related_object"`
+		SnapshotEvent string        `json:"snapshot_event"`
+	}
+	if err := json.Unmarshal(payload, &w); err != nil {
+		return Thin{}, fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	created, _ := time.Parse(time.RFC3339Nano, w.Created) // checked by DecodeThinEnvelope
+	return Thin{
+		ID: w.ID, Type: w.Type, Created: created, Livemode: w.Livemode, Context: w.Context,
+		Related: w.RelatedObject, SnapshotEvent: w.SnapshotEvent,
+	}, nil
+}
+
+// CreatedSecond is a thin event's created time at the resolution of a
+// snapshot event's (Unix seconds, truncated): the ordering guard compares
+// every event at that resolution, so a thin event at 12:00:00.500 is of
+// the same second as a snapshot event created at 12:00:00, and neither is
+// later than the other (the guard's rule for one second applies).
+func CreatedSecond(t time.Time) int64 { return t.Unix() }
+
+// Snapshot returns the snapshot event a thin event stands for, with obj
+// (the related object as the API served it) as its data.object: id, type
+// (SnapshotType), created (CreatedSecond), livemode and account as a
+// snapshot event carries them. id is the id it is given: the thin
+// event's own, or its twin's (SnapshotEvent), whose business effect it
+// is. A team's effect reads it as it reads the snapshot twin.
+func (t Thin) Snapshot(id string, obj json.RawMessage) ([]byte, error) {
+	typ, ok := SnapshotType(t.Type)
+	if !ok {
+		return nil, fmt.Errorf("event: thin event %s: type %q names no API v1 event", t.ID, short(t.Type))
+	}
+	type data struct {
+		Object json.RawMessage `json:"object"`
+	}
+	out := struct {
+		ID       string `json:"id"`
+		Object   string `json:"object"`
+		Type     string `json:"type"`
+		Created  int64  `json:"created"`
+		Livemode bool   `json:"livemode"`
+		Account  string `json:"account,omitempty"`
+		Data     data   `json:"data"`
+	}{id, "event", typ, CreatedSecond(t.Created), t.Livemode, t.Context, data{obj}}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("event: thin event %s: %w", t.ID, err)
+	}
+	return b, nil
 }

@@ -21,6 +21,13 @@ const (
 	SourceAPI = "api"
 	// SourceAudit: the audit found the mirror differing from the API.
 	SourceAudit = "audit"
+	// SourceThin: the object a thin event names (it carries no state),
+	// read from the API when the event was processed.
+	SourceThin = "thin"
+	// SourceHealth: Stripe reported it failed to generate events for the
+	// object (event.TypeEventGenerationFailureResolved); it was read from
+	// the API to repair the mirror.
+	SourceHealth = "health"
 )
 
 // Version is what orders a write of the mirror: the created time (Unix
@@ -39,12 +46,16 @@ type Version struct {
 	// Changes, for a repair, says what differed (Differences); the
 	// snapshot keeps it (Snapshot.Changes).
 	Changes []string
+	// Deleted, for a state read from the API on an event that says its
+	// object was deleted (a thin "*.deleted" event), writes the object as
+	// deleted (a tombstone), as the snapshot event would.
+	Deleted bool
 }
 
 // what names v's origin in errors.
 func (v Version) what() string {
-	if v.Source == SourceAudit {
-		return "audit"
+	if v.Source == SourceAudit || v.Source == SourceHealth {
+		return v.Source
 	}
 	return "event"
 }
@@ -112,7 +123,10 @@ func (m *Mirror) Settle(ctx context.Context, api ObjectReader, r event.Record, p
 // state of v.Created or earlier, and loses to a later one and to a
 // tombstone (a deleted object stays deleted). It is the one guarded write
 // of a state read from the API, for Settle and the audit. obj must be of
-// a type the mirror keeps (ObjectTypes).
+// a type the mirror keeps (ObjectTypes). A thin event's object
+// (SourceThin) and a health event's (SourceHealth) are written here too:
+// read after their event, the state is at least as new as every event of
+// its second.
 func (m *Mirror) PlanState(obj json.RawMessage, v Version) (Plan, error) {
 	var o object
 	if err := json.Unmarshal(obj, &o); err != nil || o.ID == "" {
@@ -124,7 +138,8 @@ func (m *Mirror) PlanState(obj json.RawMessage, v Version) (Plan, error) {
 	if o.Livemode {
 		v.Livemode = true
 	}
-	return m.plan(o, obj, o.Deleted, v, guard{created: v.Created, id: v.ID, deleted: o.Deleted, rule: notEarlier})
+	deleted := o.Deleted || v.Deleted
+	return m.plan(o, obj, deleted, v, guard{created: v.Created, id: v.ID, deleted: deleted, rule: notEarlier})
 }
 
 func keeps(objectType string) bool {

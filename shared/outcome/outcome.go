@@ -105,6 +105,17 @@ const (
 	// so the snapshot was left alone; the event's effects were committed and
 	// it is processed.
 	Superseded Outcome = "superseded"
+	// Twinned: a Stripe event of a snapshot/thin pair (a thin event and
+	// the snapshot event it names as its twin, snapshot_event) whose twin
+	// had the pair's business effect already: the mirror was updated
+	// under the ordering guard, no effect was committed, and it is
+	// processed. A snapshot twin that arrives after its thin event finds
+	// its record made processed, twinned, by that event's commit.
+	Twinned Outcome = "twinned"
+	// Repaired: a Stripe event_generation_failure.resolved event: the
+	// object it names was read from the API and written to the mirror
+	// under the ordering guard; no effect ran, and it is processed.
+	Repaired Outcome = "repaired"
 	// Backfilled: history ingested by a backfill (source backfill): its
 	// snapshot was applied to the mirror if newer than what it holds, no
 	// effect ran, and it is processed.
@@ -171,7 +182,7 @@ var Bridge = []Outcome{
 // Processor lists the processor's outcomes of a message, in the order its
 // batch line counts them.
 var Processor = []Outcome{
-	Applied, Superseded, Backfilled, Duplicate, Leased, LeaseWait, Missing, BadMessage, LeaseLost,
+	Applied, Superseded, Twinned, Repaired, Backfilled, Duplicate, Leased, LeaseWait, Missing, BadMessage, LeaseLost,
 	Retry, Permanent, DeadLettered,
 }
 

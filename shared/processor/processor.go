@@ -45,6 +45,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -185,6 +186,10 @@ type Config struct {
 	// mirror.Tie); it needs a Mirror that is a Settler, with
 	// mirror.Mirror.TiesByAPI set. nil: the mirror breaks ties itself.
 	API mirror.ObjectReader
+	// Thin reads what Stripe's thin events name (the event whole, the
+	// object it is about); nil: a thin event fails, retryably
+	// (ErrNoThinReader).
+	Thin ThinReader
 	// Visibility and QueueURL enable backoff of retries; nil keeps the
 	// queue's visibility timeout.
 	Visibility Visibility
@@ -416,54 +421,83 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 	// effect: the effects of events from before this deployment were the
 	// business of whatever handled them then.
 	backfill := rec.Source == event.SourceBackfill
-	plan, effects, err := p.handlers(ctx, rec, payload, !backfill)
+	var ev prepared
+	if isStripe(rec) && event.IsThin(payload) {
+		ev, err = p.thin(ctx, rec, payload, !backfill)
+	} else {
+		ev = prepared{outcome: outcome.Applied, settleRecord: rec, settlePayload: payload}
+		ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, !backfill)
+	}
 	if err != nil {
 		return "", err
 	}
-	c := store.Completion{
-		Outcome:   outcome.Applied,
-		MirrorKey: plan.Key,
-		Writes:    append(append([]types.TransactWriteItem(nil), plan.Writes...), effects...),
-	}
 	if backfill {
-		c.Outcome = outcome.Backfilled
+		ev.outcome = outcome.Backfilled
 	}
-	err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
-	var conflict *store.ConflictError
-	if errors.As(err, &conflict) && conflict.Index < len(plan.Writes) {
-		if settler, ok := p.cfg.Mirror.(Settler); ok && p.cfg.API != nil && mirror.Tie(rec, plan.Key, conflict.Item) {
-			// Another event of this object in the same second was applied:
-			// their created times cannot order them, so the API's state
-			// replaces it, under the guard (a later event still wins).
-			if reads != nil {
-				reads.Add(1)
-			}
-			settled, err := settler.Settle(ctx, p.cfg.API, rec, payload)
+	return p.commit(ctx, rec, owner, ev, reads)
+}
+
+// commit writes ev with the record's status processed (store.Complete)
+// and returns the outcome committed. The transaction's items are the
+// mirror's writes, then the effects', then a thin event's twin's record;
+// a failed condition among them is resolved and the commit made again:
+//
+//   - the twin's record exists already: the snapshot twin is in hand and
+//     has the pair's effect, so the effects are dropped (twinned);
+//   - a mirror write lost to another event of the same second (a tie,
+//     mirror.Tie): the API's state replaces it (Settle), once;
+//   - a mirror write lost to a later event: the snapshot stays, the
+//     effects still happen, exactly once (superseded).
+func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, ev prepared, reads *atomic.Int64) (outcome.Outcome, error) {
+	backfill := rec.Source == event.SourceBackfill
+	writes := ev.plan.Writes
+	c := store.Completion{Outcome: ev.outcome, MirrorKey: ev.plan.Key}
+	settled := false
+	for {
+		c.Writes = slices.Concat(writes, ev.effects, ev.twin)
+		err := p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
+		var conflict *store.ConflictError
+		if !errors.As(err, &conflict) {
 			if err != nil {
 				return "", err
 			}
-			c.Writes = append(append([]types.TransactWriteItem(nil), settled.Writes...), effects...)
-			err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
-			if !errors.As(err, &conflict) || conflict.Index >= len(settled.Writes) {
+			return c.Outcome, nil
+		}
+		switch {
+		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects):
+			ev.effects, ev.twin = nil, nil
+			if !backfill {
+				c.Outcome = outcome.Twinned
+			}
+		case conflict.Index < len(writes):
+			settler, ok := p.cfg.Mirror.(Settler)
+			if !settled && ok && p.cfg.API != nil && mirror.Tie(rec, ev.plan.Key, conflict.Item) {
+				// Another event of this object in the same second was
+				// applied: their created times cannot order them, so the
+				// API's state replaces it, under the guard (a later event
+				// still wins).
+				settled = true
+				if reads != nil {
+					reads.Add(1)
+				}
+				s, err := settler.Settle(ctx, p.cfg.API, ev.settleRecord, ev.settlePayload)
 				if err != nil {
 					return "", err
 				}
-				return c.Outcome, nil
+				writes = s.Writes
+				continue
 			}
-			// A later event was applied meanwhile: it wins.
+			// A newer event of this object was applied first. The
+			// snapshot stays; the event's own effects still happen,
+			// exactly once.
+			if !backfill && c.Outcome == outcome.Applied {
+				c.Outcome = outcome.Superseded
+			}
+			writes = nil
+		default:
+			return "", err
 		}
-		// A newer event of this object was applied first. The snapshot
-		// stays; the event's own effects still happen, exactly once.
-		if !backfill {
-			c.Outcome = outcome.Superseded
-		}
-		c.Writes = effects
-		err = p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 	}
-	if err != nil {
-		return "", err
-	}
-	return c.Outcome, nil
 }
 
 // ErrPayloadMissing: a record's payload is not stored and no provider API is

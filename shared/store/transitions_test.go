@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
@@ -106,6 +109,13 @@ var writes = []struct {
 		r := record(id, now)
 		r.Status = event.StatusIgnored
 		_, err := ev.Create(context.Background(), &r)
+		return err
+	}},
+	{"TwinWrite", func(ev *store.Events, id string, now time.Time) error {
+		thin := record("evtthin_"+id, now)
+		_, err := ev.DB.TransactWriteItems(context.Background(), &dynamodb.TransactWriteItemsInput{
+			TransactItems: []types.TransactWriteItem{ev.TwinWrite(thin, id, "customer.subscription.updated", now)},
+		})
 		return err
 	}},
 	{"Claim", func(ev *store.Events, id string, now time.Time) error {

@@ -1,6 +1,9 @@
 // Package stripefake is a stateful stand-in for Stripe's Events API, for
 // tests and the local stack: GET /v1/events with the filters, cursors and
-// ordering Stripe applies, and GET /v1/events/{id}.
+// ordering Stripe applies, and GET /v1/events/{id}; GET /v2/core/events/{id}
+// for thin events (AddV2, per account by the Stripe-Context header); the
+// mirror's objects by their retrieve paths (PutObject, per account by
+// Stripe-Account), which thin events' related_object.url name.
 //
 // stripe-mock cannot serve reconciliation tests: it answers every list with
 // one fixed event and ignores filters and cursors. This server keeps the
@@ -50,8 +53,8 @@ type Request struct {
 	Status int
 	At     time.Time
 	// Account is the request's Stripe-Account header; Version its
-	// Stripe-Version.
-	Account, Version string
+	// Stripe-Version; Context its Stripe-Context (API v2's account).
+	Account, Version, Context string
 }
 
 // Created returns the request's created[op] filter ("gte", "lt", ...; "" for
@@ -94,6 +97,28 @@ type Server struct {
 	// key in the order first put, for lists.
 	objects map[objectKey]json.RawMessage
 	order   []objectKey
+	// v2 holds API v2 events (AddV2) by account and id.
+	v2 map[[2]string]json.RawMessage
+}
+
+// AddV2 stores an API v2 event (a thin event's full form, served by GET
+// /v2/core/events/{id}) of account ("" for the platform's own): a request
+// acting for another account (Stripe-Context) is answered 404, as Stripe
+// does. raw is served byte for byte.
+func (s *Server) AddV2(account string, raw []byte) error {
+	var head struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil || head.ID == "" {
+		return fmt.Errorf("stripefake: add v2 event: not an event with an id")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.v2 == nil {
+		s.v2 = map[[2]string]json.RawMessage{}
+	}
+	s.v2[[2]string{account, head.ID}] = append(json.RawMessage(nil), raw...)
+	return nil
 }
 
 // objectKey names a stored object: its collection's path, the account
@@ -341,7 +366,10 @@ func (s *Server) ResetRequests() {
 	s.requests = nil
 }
 
-var eventPath = regexp.MustCompile(`^/v1/events/([^/]+)$`)
+var (
+	eventPath   = regexp.MustCompile(`^/v1/events/([^/]+)$`)
+	v2EventPath = regexp.MustCompile(`^/v2/core/events/([^/]+)$`)
+)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
@@ -353,7 +381,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	status, body := s.answer(r)
 	s.mu.Lock()
 	s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Status: status, At: time.Now(),
-		Account: r.Header.Get("Stripe-Account"), Version: r.Header.Get("Stripe-Version")})
+		Account: r.Header.Get("Stripe-Account"), Version: r.Header.Get("Stripe-Version"), Context: r.Header.Get("Stripe-Context")})
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Request-Id", fmt.Sprintf("req_fake%d", time.Now().UnixNano()))
@@ -386,6 +414,13 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	}
 	if r.URL.Path == collections["subscription"] {
 		return s.listSubscriptions(r)
+	}
+	if m := v2EventPath.FindStringSubmatch(r.URL.Path); m != nil {
+		raw, ok := s.v2[[2]string{r.Header.Get("Stripe-Context"), m[1]}]
+		if !ok {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such event: '%s'", m[1]), "id")
+		}
+		return http.StatusOK, raw
 	}
 	if m := eventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		i, ok := s.byID[m[1]]

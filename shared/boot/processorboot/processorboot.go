@@ -91,15 +91,16 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 
 	var fetcher processor.Fetcher
 	var api mirror.ObjectReader
+	var thin processor.ThinReader
 	if apiKey != nil {
 		f, err := newFetcher(apiKey, apiBase)
 		if err != nil {
 			return nil, fmt.Errorf("boot processor: %w", err)
 		}
-		fetcher, api = f, f
+		fetcher, api, thin = f, f, f
 	} else {
 		logger.WarnContext(ctx, "no Stripe API key configured (STRIPE_API_KEY_PARAMETER): events too large to store will fail permanently, "+
-			"and events of one object in the same second are ordered by their ids, not by Stripe's API")
+			"events of one object in the same second are ordered by their ids, not by Stripe's API, and thin events are retried until one is")
 	}
 	var eff processor.Effects
 	if effects != nil {
@@ -124,6 +125,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		Effects:         eff,
 		Fetcher:         fetcher,
 		API:             api,
+		Thin:            thin,
 		Visibility:      sqsClient,
 		QueueURL:        c.QueueURL,
 		MaxReceiveCount: maxReceive,

@@ -1,0 +1,183 @@
+package processor
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+)
+
+// ThinReader reads what a Stripe thin event names from Stripe's API, with
+// the read-only key; *stripeapi.Client implements it. account is the
+// event's context (Stripe Connect), "" for the platform's own. Errors
+// keep their class (fault): a fetch that fails for a reason that passes
+// fails the event retryably, never settles it on a guess.
+type ThinReader interface {
+	// ThinEvent reads the event whole (GET /v2/core/events/{id}).
+	ThinEvent(ctx context.Context, account, id string) ([]byte, error)
+	// Related reads the object at a thin event's related_object.url.
+	Related(ctx context.Context, account, url, wantID string) (json.RawMessage, error)
+}
+
+// StatePlanner plans writing an object read from the provider's API under
+// the ordering guard (mirror.Mirror.PlanState): a Mirror that implements
+// it applies thin events' objects.
+type StatePlanner interface {
+	PlanState(obj json.RawMessage, v mirror.Version) (mirror.Plan, error)
+}
+
+var _ StatePlanner = (*mirror.Mirror)(nil)
+
+// TwinWriter makes the record of a thin event's snapshot twin in the
+// thin event's commit (store.Events.TwinWrite); *store.Events implements
+// it.
+type TwinWriter interface {
+	TwinWrite(thin event.Record, twin, twinType string, now time.Time) types.TransactWriteItem
+}
+
+// ErrNoThinReader: a thin event met a processor with no API to read what
+// it names. It is retried: a deployment configured with the API key
+// processes it.
+var ErrNoThinReader = errors.New("processor: a thin event needs Stripe's API (STRIPE_API_KEY) to read what it names")
+
+// prepared is an event made ready to commit: the mirror's plan, the
+// team's effects, the write of a thin event's snapshot twin, the outcome
+// of a clean commit, and the record and payload a tie is settled from
+// (mirror.Mirror.Settle).
+type prepared struct {
+	plan          mirror.Plan
+	effects       []types.TransactWriteItem
+	twin          []types.TransactWriteItem
+	outcome       outcome.Outcome
+	settleRecord  event.Record
+	settlePayload []byte
+}
+
+// thin prepares a Stripe thin event: it reads the event whole
+// (ThinReader.ThinEvent) and the object it is about (its
+// related_object.url), as the event's account, then plans what its
+// snapshot twin would: the object applied to the mirror under the
+// ordering guard (mirror.SourceThin: read after the event, it replaces
+// states of the event's second or earlier), and the team's effects of
+// the snapshot type run on the snapshot form of the event
+// (event.Thin.Snapshot). A thin event naming its snapshot twin runs the
+// effects as the twin (its id, so their idempotency keys are the twin's)
+// and commits the twin's record with them (TwinWriter): one business
+// effect for the pair. An event_generation_failure.resolved event repairs
+// the object it names and runs no effect.
+func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (prepared, error) {
+	if p.cfg.Thin == nil {
+		return prepared{}, fmt.Errorf("event %s: %w", rec.ID, ErrNoThinReader)
+	}
+	delivered, err := event.DecodeThin(payload)
+	if err != nil {
+		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: %w", rec.ID, err)}
+	}
+	full, err := p.cfg.Thin.ThinEvent(ctx, delivered.Context, rec.ID)
+	if err != nil {
+		return prepared{}, fmt.Errorf("processor: fetch thin event %s: %w", rec.ID, err)
+	}
+	t, err := event.DecodeThin(full)
+	if err != nil {
+		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s as the API serves it: %w", rec.ID, err)}
+	}
+	if t.Context != delivered.Context {
+		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: the API's event is of account %q, the delivery's of %q", rec.ID, t.Context, delivered.Context)}
+	}
+	if t.Related.ID == "" {
+		t.Related = delivered.Related
+	}
+	if t.SnapshotEvent == "" {
+		t.SnapshotEvent = delivered.SnapshotEvent
+	}
+	health := t.Type == event.TypeEventGenerationFailureResolved
+	snapshotType, v1 := event.SnapshotType(t.Type)
+	out := prepared{outcome: outcome.Applied, settleRecord: rec, settlePayload: payload}
+	if health {
+		out.outcome = outcome.Repaired
+	}
+	if t.Related.URL == "" || (!v1 && !health) {
+		// Nothing to read: an API v2 event of its own, whose effects (if
+		// any) read the event as the API serves it.
+		if runEffects && !health {
+			out.effects, err = p.effects(ctx, rec, full)
+		}
+		return out, err
+	}
+	obj, err := p.cfg.Thin.Related(ctx, t.Context, t.Related.URL, t.Related.ID)
+	if err != nil {
+		return prepared{}, fmt.Errorf("processor: thin event %s: fetch its %s %s: %w", rec.ID, t.Related.Type, t.Related.ID, err)
+	}
+	var head struct {
+		Object string `json:"object"`
+	}
+	_ = json.Unmarshal(obj, &head) // Related checked it is an object with an id
+	if sp, ok := p.cfg.Mirror.(StatePlanner); ok && slices.Contains(mirror.ObjectTypes, head.Object) {
+		v := mirror.Version{
+			Created: rec.Created, ID: rec.ID, Type: snapshotType, Livemode: rec.Livemode, Source: mirror.SourceThin,
+			Account: t.Context, Deleted: strings.HasSuffix(snapshotType, ".deleted"),
+		}
+		if health {
+			v.Type, v.Source, v.Deleted = t.Type, mirror.SourceHealth, false
+		}
+		if out.plan, err = sp.PlanState(obj, v); err != nil {
+			return prepared{}, err
+		}
+	}
+	if health {
+		return out, nil
+	}
+	effectID := rec.ID
+	if t.SnapshotEvent != "" {
+		effectID = t.SnapshotEvent
+	}
+	snapshot, err := t.Snapshot(effectID, obj)
+	if err != nil {
+		return prepared{}, &fault.Permanent{Err: err}
+	}
+	// A tie is settled from the snapshot form, as the event's own.
+	out.settleRecord = rec
+	out.settleRecord.Type = snapshotType
+	out.settlePayload = snapshot
+	// The effects see the event as its snapshot twin: its id, type and
+	// body.
+	as := rec
+	as.ID, as.Type, as.Payload = effectID, snapshotType, snapshot
+	if t.SnapshotEvent != "" {
+		tw, ok := p.cfg.Store.(TwinWriter)
+		if !ok {
+			return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s names a snapshot twin and the store cannot record it", rec.ID)}
+		}
+		out.twin = []types.TransactWriteItem{tw.TwinWrite(rec, t.SnapshotEvent, snapshotType, p.cfg.Now())}
+	}
+	if runEffects {
+		if out.effects, err = p.effects(ctx, as, snapshot); err != nil {
+			return prepared{}, err
+		}
+	}
+	return out, nil
+}
+
+// effects runs the team's effects for rec; a panic becomes a *PanicError.
+func (p *Processor) effects(ctx context.Context, rec event.Record, payload []byte) (writes []types.TransactWriteItem, err error) {
+	if p.cfg.Effects == nil {
+		return nil, nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			writes, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return p.cfg.Effects.Run(ctx, rec, payload)
+}
