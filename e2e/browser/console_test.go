@@ -204,7 +204,7 @@ func TestConsoleInChromium(t *testing.T) {
 
 	alloc, cancel := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(browserPath),
-		// The flags: this machine's closed network refuses the
+		// The flags it needs: this machine's closed network refuses the
 		// browser's background connections.
 		chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck,
 		chromedp.Flag("disable-background-networking", true),

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestTheAuditRunsOnItsOwnScheduleThroughTheReconciler: issue 23's
+// TestTheAuditRunsOnItsOwnScheduleThroughTheReconciler: the
 // scheduled audit is a second schedule of the reconciler function (its
 // key, rate limit and one run at a time), on the AuditRate parameter
 // (daily by default, overridable), with the payload the function reads as

@@ -58,7 +58,7 @@ func (e *env) apiReads() int {
 	return n
 }
 
-// TestStaleSameSecondUpdateArrivingLastEndsInTheAPIsState is the issue's
+// TestStaleSameSecondUpdateArrivingLastEndsInTheAPIsState is the reported
 // case: an active and an unpaid update of one subscription in the same
 // second, the unpaid one with the larger id, arriving last. Ordered by id,
 // the mirror would keep unpaid and lock the customer out; Stripe's API
