@@ -39,8 +39,8 @@ func eventBridgeBody(src, account, detailType, detail string) string {
 // TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt: the bridge's real
 // bootstrap under the runtime emulator, given one batch of the ingress
 // queue as the SQS event source hands it over: a handled snapshot event
-// (stored and queued), a thin event (stored, ignored: no thin type is
-// handled), a malformed detail and an event of another account (each
+// (stored and queued), a thin event of a handled type (stored and queued
+// as any event: the processor reads it whole from Stripe), a malformed detail and an event of another account (each
 // moved to the ingress dead-letter queue). Its init makes no AWS call,
 // and its calls are exactly what its policy in template.yaml grants.
 func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
@@ -104,8 +104,8 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 	got := names(s.rec.Calls(mark))
 	slices.Sort(got)
 	// Init reads nothing. Two puts (record, payload) per stored event, one
-	// pointer for the handled one, one dead letter per rejection.
-	want := []string{"dynamodb:PutItem", "dynamodb:PutItem", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage", "sqs:SendMessage", "sqs:SendMessage"}
+	// pointer for each, one dead letter per rejection.
+	want := []string{"dynamodb:PutItem", "dynamodb:PutItem", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage", "sqs:SendMessage", "sqs:SendMessage", "sqs:SendMessage"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("AWS calls of the cold start and the batch: got %v, want %v", got, want)
 	}
@@ -122,19 +122,27 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 		)
 	}
 	th, err := events.Get(ctx, event.ProviderStripe, thinID)
-	if err != nil || th.Status != event.StatusIgnored || th.Source != event.SourceEventBridge ||
+	if err != nil || th.Status != event.StatusReceived || th.Source != event.SourceEventBridge ||
 		th.Created != time.Date(2027, 1, 15, 8, 0, 0, 0, time.UTC).Unix() ||
 		th.ObjectID != "in_rie" ||
 		string(th.Payload) != thin {
 		t.Errorf(
-			"the thin event's record: got %+v (%v), want ignored, from eventbridge, created from its RFC 3339 time, about in_rie, the detail as payload",
+			"the thin event's record: got %+v (%v), want received, from eventbridge, created from its RFC 3339 time, about in_rie, the detail as payload",
 			th,
 			err,
 		)
 	}
-	m := receive(t, s, s.stack.Queue("WebhookQueue").URL)
-	if ptr, err := queue.Decode(aws.ToString(m.Body)); err != nil || ptr.ID != snap.ID {
-		t.Errorf("queued pointer: got %+v (%v), want one to %s", ptr, err, snap.ID)
+	queued := map[string]bool{}
+	for range 2 {
+		m := receive(t, s, s.stack.Queue("WebhookQueue").URL)
+		ptr, err := queue.Decode(aws.ToString(m.Body))
+		if err != nil {
+			t.Fatalf("queued pointer: %v", err)
+		}
+		queued[ptr.ID] = true
+	}
+	if !queued[snap.ID] || !queued[thinID] {
+		t.Errorf("queued pointers: got %v, want one to %s and one to %s", queued, snap.ID, thinID)
 	}
 	dead, err := client.ReceiveMessage(
 		ctx,
@@ -150,12 +158,20 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 	if len(dead.Messages) != 2 || outcomes[string(outcome.RejectedMalformed)] != bodies[2] || outcomes[string(outcome.RejectedWrongAccount)] != bodies[3] {
 		t.Errorf("ingress dead letters: got %v, want the malformed one and the other account's, bodies unchanged", outcomes)
 	}
-	for _, tc := range []struct{ outcome, level string }{
-		{"stored", "INFO"}, {"ignored", "INFO"}, {"rejected_malformed", "WARN"}, {"rejected_wrong_account", "WARN"},
+	for _, tc := range []struct {
+		outcome, level string
+		n              int
+	}{
+		{"stored", "INFO", 2}, {"ignored", "INFO", 0}, {"rejected_malformed", "WARN", 1}, {"rejected_wrong_account", "WARN", 1},
 	} {
 		lines := fn.logLines(map[string]string{"message": "eventbridge event", "outcome": tc.outcome})
-		if len(lines) != 1 || lines[0]["level"] != tc.level || !strings.Contains(mustJSON(lines[0]["_aws"]), `"Namespace":"WebhookInbox"`) {
-			t.Errorf("%s: log lines %v, want one at %s with EMF metrics\n%s", tc.outcome, lines, tc.level, fn.out.String())
+		if len(lines) != tc.n {
+			t.Errorf("%s: log lines %v, want %d at %s with EMF metrics\n%s", tc.outcome, lines, tc.n, tc.level, fn.out.String())
+		}
+		for _, l := range lines {
+			if l["level"] != tc.level || !strings.Contains(mustJSON(l["_aws"]), `"Namespace":"WebhookInbox"`) {
+				t.Errorf("%s: log line %v, want it at %s with EMF metrics", tc.outcome, l, tc.level)
+			}
 		}
 	}
 	if lines := fn.logLines(map[string]string{"message": "cold start"}); len(lines) != 1 || lines[0]["version"] != version.Version {
