@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/internal/devsecret"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
@@ -70,9 +71,12 @@ const n8nSender = `[{"name":"n8n","algorithm":"sha256","encoding":"hex","prefix"
 
 // gatewayCases are every provider's of the table and the declared
 // sender's. Stripe's events are built from Stripe's own sample objects
-// (stripefixture), not read from a sample file.
+// (stripefixture), not read from a sample file. Stripe's secret is the
+// local stack's own: every local stack on the emulator stores Stripe's
+// secrets in the template's default parameter, so the stacks of the
+// packages make test runs beside this one would overwrite any other.
 var gatewayCases = map[string]gatewayCase{
-	provider.Stripe:   {secret: "whsec_stripe_e2e_gateway", typ: "customer.subscription.created", unknownTyp: "charge.refunded", signsTime: true},
+	provider.Stripe:   {secret: devsecret.Webhook, typ: "customer.subscription.created", unknownTyp: "charge.refunded", signsTime: true},
 	provider.GitHub:   {secret: "github e2e secret", typ: "issues.opened", sample: "github/issues.opened.json", unknownTyp: "pull_request.opened", unknownSample: "github/pull_request.opened.json"},
 	provider.Shopify:  {secret: "shopify e2e secret", typ: "orders/create", sample: "shopify/orders/create.json", unknownTyp: "customers/create", unknownSample: "shopify/customers/create.json"},
 	provider.Standard: {secret: "whsec_ZTJlIHN0YW5kYXJkIGtleQ==", typ: "invoice.paid", sample: "standard/invoice.paid.json", unknownTyp: "user.created", unknownSample: "standard/user.created.json", signsTime: true},
