@@ -21,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite template.yaml's EventBridge rul
 
 // TestEventBridgeRuleRoutesTheHandledTypes holds the rule of Stripe's
 // EventBridge destination to the receiver's allowlist, the one source of
-// the handled types (boot.HandledTypeList with the team's effects, as a
+// the types the receiver accepts (boot.AcceptedTypeList: the handled
+// types of boot.HandledTypeList with the team's effects, and their thin forms, as a
 // deployed function reads it: the template sets no EVENT_TYPES): the rule
 // routes exactly those to the ingress queue, and only Stripe's partner
 // sources. With -update it rewrites the rule's list in template.yaml.
@@ -31,7 +32,7 @@ func TestEventBridgeRuleRoutesTheHandledTypes(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(root, "template.yaml")
-	want := boot.HandledTypeList(func(string) string { return "" }, hooks.Registry())
+	want := boot.AcceptedTypeList(func(string) string { return "" }, hooks.Registry())
 	if len(want) == 0 {
 		t.Fatal("the allowlist is empty")
 	}

@@ -52,6 +52,23 @@ func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
 	}
 }
 
+// AcceptedTypeList lists every Stripe type HandledTypes accepts, sorted: the
+// HandledTypeList's snapshot types, each one's thin form ("v1.invoice.paid"
+// beside "invoice.paid") and event.TypeEventGenerationFailureResolved.
+// It is what the template's EventBridge rule routes, since a Stripe event
+// destination to Amazon EventBridge may send either kind.
+func AcceptedTypeList(env Env, effects *effect.Registry) []string {
+	out := []string{event.TypeEventGenerationFailureResolved}
+	for _, t := range HandledTypeList(env, effects) {
+		out = append(out, t)
+		if _, thin := event.SnapshotType(t); !thin && t != event.TypeEventGenerationFailureResolved {
+			out = append(out, event.ThinV1Prefix+t)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // ProviderTypesVariable is the variable holding the allowlist of a
 // provider other than Stripe: GITHUB_EVENT_TYPES, SHOPIFY_EVENT_TYPES,
 // STANDARD_EVENT_TYPES. EVENT_TYPES stays Stripe's.
