@@ -55,6 +55,15 @@
 // webhooks, and come in as always. A new set of handled types is a new
 // group, which starts the same way.
 //
+// # Thin events
+//
+// Stripe's thin events (event destinations) are not listed: the API v1
+// Events API this package lists holds every thin v1. event's snapshot
+// twin, so a missed thin event is found, ingested and applied as its twin,
+// and one already processed is held by the twin's record its commit made
+// (store.Events.TwinWrite), which Existing finds. API v2 events of their
+// own (the health event) are not listed.
+//
 // # Stuck events
 //
 // Records still received, failed or processing a while after their last
