@@ -53,8 +53,10 @@ SAM := SAM_CLI_TELEMETRY=0 $(VENV)/bin/sam
 # The Lambda runtime interface emulator, pinned; installed into .bin/.
 RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 RIE := .bin/aws-lambda-rie
+STRIPE_MOCK_VERSION := v0.203.0
+STRIPE_MOCK := .bin/stripe-mock
 
-.PHONY: install dev demo test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie clean drills loadtest failpoints \
+.PHONY: install dev demo test test-localstack test-browser lint fuzz bench bench-coldstart cost venv checkov-venv localstack-venv lock lock-localstack build validate rie stripe-mock clean drills loadtest failpoints \
 	build-ReceiverFunction build-ProcessorFunction build-ReconcilerFunction build-BridgeFunction build-HelloFunction
 
 ## venv: the project's virtualenv with the pinned emulator and validators
@@ -147,7 +149,7 @@ demo: venv
 
 ## test: unit, integration and end-to-end tests against the emulator (and
 ## the real bootstrap binaries under the Lambda runtime emulator)
-test: venv rie
+test: venv rie stripe-mock
 	$(GO) run ./tools/cmd/withemulator -- $(GO) test $(TEST_FLAGS) ./...
 
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
@@ -255,6 +257,11 @@ bench-coldstart: venv rie
 rie: $(RIE)
 $(RIE):
 	GOBIN=$(CURDIR)/.bin $(GO) install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
+
+## stripe-mock: Stripe's pinned API mock, in .bin/ (checks the requests the inbox sends Stripe)
+stripe-mock: $(STRIPE_MOCK)
+$(STRIPE_MOCK):
+	GOBIN=$(CURDIR)/.bin $(GO) install github.com/stripe/stripe-mock@$(STRIPE_MOCK_VERSION)
 
 ## build: the template's Lambda binaries for linux/arm64, as sam build makes them
 build: $(addprefix build-,$(FUNCTIONS))

@@ -58,3 +58,10 @@ func skip(t testing.TB, short bool, what string) {
 		t.Skipf("needs %s: skipped under -short; make test runs it", what)
 	}
 }
+
+// StripeMock marks a test that runs stripe-mock, Stripe's API mock (make
+// stripe-mock), to check the requests the inbox sends Stripe.
+func StripeMock(t testing.TB) {
+	t.Helper()
+	skip(t, Short(), "stripe-mock, Stripe's API mock (make stripe-mock)")
+}
