@@ -65,7 +65,8 @@ type Options struct {
 	Template string
 	// Overrides replace template parameter defaults.
 	Overrides map[string]string
-	// Prefix names the provisioned resources.
+	// Prefix names the provisioned resources; DefaultPrefix is make
+	// dev's.
 	Prefix string
 	// Addr is the gateway's listen address, like 127.0.0.1:3000; port 0
 	// picks a free one.
@@ -464,10 +465,17 @@ const (
 // endpoint's secrets parameter.
 const connectSecretsParameter = "StripeConnectWebhookSecretsParameter"
 
+// DefaultPrefix is the prefix of make dev's stack.
+const DefaultPrefix = "webhook-inbox-local"
+
 // providerOverrides returns opts.Overrides with the secrets parameter of
 // each provider that has secrets set to the stage's own name, unless it
 // is set already: the template's conditions then serve it, as a
-// deployment with the parameter set would.
+// deployment with the parameter set would. A stack of another prefix
+// than DefaultPrefix (a test's) keeps every secret it stores, Stripe's
+// signing secrets and API key included, under a path of its own
+// (/webhook-inbox/<stage>/<prefix>/...): stacks sharing one emulator then
+// never overwrite each other's secrets.
 func providerOverrides(opts Options) map[string]string {
 	out := maps.Clone(opts.Overrides)
 	if out == nil {
@@ -477,14 +485,23 @@ func providerOverrides(opts Options) map[string]string {
 	if stage == "" {
 		stage = "dev"
 	}
+	base := "/webhook-inbox/" + stage + "/"
+	if opts.Prefix != "" && opts.Prefix != DefaultPrefix {
+		base += opts.Prefix + "/"
+		for param, name := range map[string]string{"WebhookSecretsParameter": "stripe/webhook-secrets", "ApiKeyParameter": "stripe/api-key"} {
+			if out[param] == "" {
+				out[param] = base + name
+			}
+		}
+	}
 	if opts.ConnectWebhookSecret != "" && out[connectSecretsParameter] == "" {
-		out[connectSecretsParameter] = "/webhook-inbox/" + stage + "/stripe/connect-webhook-secrets"
+		out[connectSecretsParameter] = base + "stripe/connect-webhook-secrets"
 	}
 	if opts.Senders != "" && out[sendersParameter] == "" {
 		out[sendersParameter] = opts.Senders
 	}
 	if out[sendersParameter] != "" && out[sendersSecretsPath] == "" {
-		out[sendersSecretsPath] = "/webhook-inbox/" + stage + "/senders"
+		out[sendersSecretsPath] = base + "senders"
 	}
 	for _, name := range provider.Names {
 		if name == provider.Stripe {
@@ -492,7 +509,7 @@ func providerOverrides(opts Options) map[string]string {
 		}
 		param := ProviderSecretsParameter(name)
 		if opts.ProviderSecrets[name] != "" && out[param] == "" {
-			out[param] = "/webhook-inbox/" + stage + "/" + name + "/webhook-secrets"
+			out[param] = base + name + "/webhook-secrets"
 		}
 	}
 	return out

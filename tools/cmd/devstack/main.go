@@ -45,7 +45,7 @@ func main() {
 
 func run() int {
 	addr := flag.String("addr", "127.0.0.1:3000", "gateway listen address")
-	prefix := flag.String("prefix", "webhook-inbox-local", "name prefix of the provisioned tables and queues")
+	prefix := flag.String("prefix", devstack.DefaultPrefix, "name prefix of the provisioned tables and queues")
 	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
 	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
 	consoleAddr := flag.String("console-addr", cli.DefaultConsoleAddr, "loopback address of the operator console (inboxctl console); \"off\" turns it off")
