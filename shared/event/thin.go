@@ -109,6 +109,14 @@ func SnapshotType(thinType string) (string, bool) {
 	return t, ok && t != ""
 }
 
+// IsThinType reports whether a Stripe event type is a thin event's: an
+// API v1 resource's thin form (ThinV1Prefix) or an API v2 event's own
+// ("v2."). No snapshot event's type starts with either, so a record's
+// type says which kind it is without its payload.
+func IsThinType(t string) bool {
+	return strings.HasPrefix(t, ThinV1Prefix) || strings.HasPrefix(t, "v2.")
+}
+
 // IsThin reports whether payload is a thin event (its "object" is
 // ObjectThinEvent). A payload that does not decode is not.
 func IsThin(payload []byte) bool {

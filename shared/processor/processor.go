@@ -516,7 +516,7 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 	case rec.PayloadErased:
 		return nil, &fault.Permanent{Err: fmt.Errorf("processor: event %s: its payload was erased", rec.ID)}
 	case rec.PayloadOmitted:
-		if p.cfg.Fetcher == nil || !isStripe(rec) {
+		if !p.canFetch(rec) {
 			return nil, &fault.Permanent{Err: errors.New("payload not stored and no provider API configured")}
 		}
 		return p.fetch(ctx, rec)
@@ -527,7 +527,7 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 	case errors.As(err, &pe):
 		// Damaged, or inflating past store.MaxPayloadBytes.
 		return nil, &fault.Permanent{Err: err}
-	case errors.Is(err, store.ErrNoPayload) && p.cfg.Fetcher != nil && isStripe(rec):
+	case errors.Is(err, store.ErrNoPayload) && p.canFetch(rec):
 		return p.fetch(ctx, rec)
 	case errors.Is(err, store.ErrNoPayload):
 		return nil, fmt.Errorf("event %s: %w", rec.ID, ErrPayloadMissing)
@@ -537,9 +537,31 @@ func (p *Processor) payload(ctx context.Context, rec event.Record) ([]byte, erro
 	return payload, nil
 }
 
+// canFetch reports whether rec's payload can be read from the provider's
+// API: a Stripe snapshot event's with a Fetcher (GET /v1/events/{id}), a
+// thin event's with a ThinReader (GET /v2/core/events/{id}, which serves
+// the thin event as it was delivered).
+func (p *Processor) canFetch(rec event.Record) bool {
+	if !isStripe(rec) {
+		return false
+	}
+	if event.IsThinType(rec.Type) {
+		return p.cfg.Thin != nil
+	}
+	return p.cfg.Fetcher != nil
+}
+
 func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error) {
 	var payload []byte
 	var err error
+	if event.IsThinType(rec.Type) {
+		// A thin event is not in the v1 Events API: its v2 form is what
+		// was delivered.
+		if payload, err = p.cfg.Thin.ThinEvent(ctx, rec.Account, rec.ID); err != nil {
+			return nil, fmt.Errorf("processor: fetch thin event %s from the provider: %w", rec.ID, err)
+		}
+		return payload, nil
+	}
 	if af, ok := p.cfg.Fetcher.(AccountFetcher); ok && rec.Account != "" {
 		payload, err = af.FetchOf(ctx, rec.Account, rec.ID)
 	} else {

@@ -30,6 +30,14 @@ type ThinReader interface {
 	Related(ctx context.Context, account, url, wantID string) (json.RawMessage, error)
 }
 
+// TwinChecker says which of ids have a record (store.Events.Existing, an
+// eventually consistent read of keys): a thin event asks it whether its
+// snapshot twin is in hand before running effects. A Store that does not
+// implement it leaves the question to the commit's condition.
+type TwinChecker interface {
+	Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+}
+
 // StatePlanner plans writing an object read from the provider's API under
 // the ordering guard (mirror.Mirror.PlanState): a Mirror that implements
 // it applies thin events' objects.
@@ -160,6 +168,19 @@ func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, 
 			return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s names a snapshot twin and the store cannot record it", rec.ID)}
 		}
 		out.twin = []types.TransactWriteItem{tw.TwinWrite(rec, t.SnapshotEvent, snapshotType, p.cfg.Now())}
+		// The twin in hand already (delivered first): it has the pair's
+		// effect, so the thin event runs none. The commit's condition on
+		// the twin's record decides it anyway; asking first keeps an
+		// effect's outside call from being made a second time.
+		if tc, ok := p.cfg.Store.(TwinChecker); ok && runEffects {
+			have, err := tc.Existing(ctx, rec.Provider, []string{t.SnapshotEvent})
+			if err != nil {
+				return prepared{}, fmt.Errorf("processor: thin event %s: look for its twin %s: %w", rec.ID, t.SnapshotEvent, err)
+			}
+			if have[t.SnapshotEvent] {
+				runEffects, out.twin, out.outcome = false, nil, outcome.Twinned
+			}
+		}
 	}
 	if runEffects {
 		if out.effects, err = p.effects(ctx, as, snapshot); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
@@ -342,4 +343,48 @@ func TestAThinEventWhoseFetchFailsIsRetried(t *testing.T) {
 		t.Errorf("snapshot: got %q, want active", st)
 	}
 	e.exactlyOnce(t, r.ID)
+}
+
+// TestAThinEventStoredWithoutItsPayloadIsReadFromTheAPI: a thin event's
+// record whose payload item was never written (its receiver died between
+// the two puts) is not in the API v1 Events API; the processor reads it
+// from GET /v2/core/events/{id}, which serves it as it was delivered, and
+// applies it, instead of failing it for good on the v1 event's 404.
+func TestAThinEventStoredWithoutItsPayloadIsReadFromTheAPI(t *testing.T) {
+	e := newEnv(t, nil)
+	fake := stripefake.New()
+	defer fake.Close()
+	ctx := context.Background()
+	sub, cus := "sub_thin_half", "cus_thin_half"
+	if err := fake.PutObject("", subscriptionObject(t, sub, cus, "active")); err != nil {
+		t.Fatal(err)
+	}
+	body := thinEvent{ID: "evt_thin_half", Type: "v1.customer.subscription.updated", Created: "2026-12-01T12:00:00Z", Related: subscriptionRef(sub)}.body(t)
+	if err := fake.AddV2("", body); err != nil {
+		t.Fatal(err)
+	}
+	envl, err := event.DecodeAnyEnvelope(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := event.NewRecord(event.ProviderStripe, envl, body, ingest.Hash(body), event.SourceWebhook, event.StatusReceived, time.Now())
+	half := &store.Events{DB: &recordOnly{DynamoDB: e.stack.DynamoDB}, Table: e.events.Table}
+	if _, err := half.Create(ctx, &r); err == nil {
+		t.Fatal("Create: got nil error, want the lost payload put")
+	}
+	p := e.processorAt(t, nil, nil, withThin(t, fake))
+	handleOne(t, p, r, 1)
+	if got := e.record(t, r.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Applied {
+		t.Errorf("record: %s %s (%s), want processed, applied", got.Status, got.Outcome, got.LastError)
+	}
+	if st, by := e.status(t, sub); st != "active" || by != mirror.SourceThin {
+		t.Errorf("snapshot: got %q settled by %q, want active, thin", st, by)
+	}
+	var paths []string
+	for _, q := range fake.Requests() {
+		paths = append(paths, q.Method+" "+q.Path)
+	}
+	if want := []string{"GET /v2/core/events/evt_thin_half", "GET /v2/core/events/evt_thin_half", "GET /v1/subscriptions/" + sub}; !slices.Equal(paths, want) {
+		t.Errorf("API requests: got %v, want %v (the payload, then the event and its object)", paths, want)
+	}
 }
