@@ -87,7 +87,20 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		res.Err = err.Error()
 		return res
 	}
-	if w.Provider == event.ProviderStripe {
+	switch {
+	case w.Thin:
+		// Stripe's API serves the thin event whole and its object; it
+		// lists no thin event.
+		err = s.stripe.AddV2("", d.body)
+		if err == nil {
+			err = s.stripe.PutObject("", d.object)
+		}
+		if err != nil {
+			s.stop()
+			res.Err = err.Error()
+			return res
+		}
+	case w.Provider == event.ProviderStripe:
 		if err := s.stripe.Add(d.body); err != nil {
 			s.stop()
 			res.Err = err.Error()

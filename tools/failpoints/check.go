@@ -107,7 +107,9 @@ func (e *env) check(res *Result, s *stack, snd *sender, d delivery) {
 		return
 	}
 	acked := snd.acked()
-	repaired := s.w.Sender.Redelivers || s.w.APIKey
+	// The reconciler repairs what it lists: GitHub's deliveries, Stripe's
+	// snapshot events with a key; no thin event is listed.
+	repaired := s.w.Sender.Redelivers || (s.w.APIKey && !s.w.Thin)
 
 	// Doubled: an effect committed twice, or two keys for one effect.
 	keyPrefix := d.id + ":"

@@ -38,6 +38,12 @@ type World struct {
 	// Without it the reconciler's listing is refused (401) every run: a
 	// deployment whose key is missing still sweeps stuck records.
 	APIKey bool
+	// Thin: the delivery is a Stripe thin event (an event destination's),
+	// which the processor reads whole from Stripe's API (the event and its
+	// object). The reconciler lists no thin event: a lost one is found
+	// only as its snapshot twin, and this world's has none, so only the
+	// sender's retries repair it.
+	Thin   bool
 	Sender Sender
 }
 
@@ -88,7 +94,8 @@ var DefaultSender = Sender{
 }
 
 // Worlds are the worlds enumerated: one per provider the tables may hold
-// (event.Providers), Stripe's twice, with and without an API key. A
+// (event.Providers), Stripe's three times: with and without an API key,
+// and sending thin events. A
 // provider added to that list joins with its sender's model (Senders,
 // else DefaultSender) and its first sample delivery (Samples).
 func Worlds() []World {
@@ -101,6 +108,7 @@ func Worlds() []World {
 		if p == event.ProviderStripe {
 			out = append(out, World{Name: p, Provider: p, APIKey: true, Sender: s})
 			out = append(out, World{Name: p + "-no-api-key", Provider: p, Sender: s})
+			out = append(out, World{Name: p + "-thin", Provider: p, APIKey: true, Thin: true, Sender: s})
 			continue
 		}
 		out = append(out, World{Name: p, Provider: p, Sender: s})
@@ -117,12 +125,19 @@ var Samples = filepath.Join("internal", "cli", "testdata", "samples")
 type delivery struct {
 	id, typ string
 	body    []byte
+	// object is the object a thin event names, as Stripe's API serves it.
+	object []byte
 }
 
 // sample returns a delivery of w's provider with id, created now: Stripe's
 // from Stripe's own sample objects, the others' the first sample (by
 // name) of the provider's directory under root.
 func (w World) sample(root, id string, now time.Time) (delivery, error) {
+	if w.Provider == event.ProviderStripe && w.Thin {
+		const typ = "customer.subscription.updated"
+		body, obj, err := stripefixture.Thin(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id}, stripefixture.ThinOptions{})
+		return delivery{id: id, typ: event.ThinV1Prefix + typ, body: body, object: obj}, err
+	}
 	if w.Provider == event.ProviderStripe {
 		const typ = "customer.subscription.updated"
 		body, err := stripefixture.Build(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id})
