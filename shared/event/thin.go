@@ -63,9 +63,9 @@ func DecodeThinEnvelope(payload []byte) (Envelope, error) {
 
 // DecodeAnyEnvelope reads a Stripe event of either kind: a thin event (its
 // "object" is ObjectThinEvent) with DecodeThinEnvelope, anything else with
-// DecodeEnvelope, whose errors it returns. It is for a way in that may
-// carry both kinds (an event destination); the webhook endpoint reads
-// snapshot events only.
+// DecodeEnvelope, whose errors it returns. Every way in that Stripe's
+// events take (the webhook endpoint, the EventBridge bridge) may carry
+// both kinds: an event destination sends either.
 func DecodeAnyEnvelope(payload []byte) (Envelope, error) {
 	var kind struct {
 		Object string `json:"object"`
