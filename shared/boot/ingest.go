@@ -26,5 +26,8 @@ func NewIngesterOn(events *store.Events, cfg aws.Config, c Common, handled func(
 		Queue:    &queue.Queue{Client: sqs.NewFromConfig(cfg), URL: c.QueueURL},
 		Provider: event.ProviderStripe,
 		Handled:  handled,
+		// Each connected account an event is stored of, once per
+		// container, for the reconciler to list.
+		Accounts: &ingest.AccountRecorder{Store: &store.Accounts{DB: events.DB, Table: events.Table}},
 	}
 }
