@@ -68,10 +68,10 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		slog.Int("groups", len(rn.groups)),
 	}
 	if r.cfg.SeenAccounts != nil || r.cfg.ListAccounts != nil {
-		attrs = append(attrs, slog.Int("accounts", res.Accounts))
+		attrs = append(attrs, slog.Int("connect_accounts", res.Accounts))
 	}
 	if len(rn.accountErrs) > 0 {
-		attrs = append(attrs, slog.String("accounts_error", errors.Join(rn.accountErrs...).Error()))
+		attrs = append(attrs, slog.String("connect_accounts_error", errors.Join(rn.accountErrs...).Error()))
 	}
 	if res.Stopped != stopNone {
 		attrs = append(attrs, slog.String("stopped", res.Stopped))
