@@ -486,10 +486,9 @@ type run struct {
 	groups []Group
 	// accountErrs are the failures to find the run's accounts.
 	accountErrs []error
-
-	opts   RunOptions
-	res    Result
-	stopAt time.Time // zero: no deadline
+	opts        RunOptions
+	res         Result
+	stopAt      time.Time // zero: no deadline
 	// throttles counts 429s in a row.
 	throttles int
 	// oldest is the least advanced done_through over the groups.
