@@ -81,4 +81,52 @@ func TestReadCommandsByAccount(t *testing.T) {
 		t.Errorf("events --account acct_b: got %+v; want evt_acct_b only", list.Events)
 	}
 	c.run(ctx, "object", sub, "--account", "acct_nobody").must(t, 1)
+
+	// erase --account acct_a erases acct_a's customer only: acct_b's
+	// and the platform's customer of the same id keep their snapshot,
+	// entitlement and payloads.
+	var erased EraseJSON
+	if err := json.Unmarshal([]byte(c.run(ctx, "erase", "--customer", customer, "--account", "acct_a", "--yes", "--json").must(t, 0).stdout), &erased); err != nil {
+		t.Fatal(err)
+	}
+	if erased.Account != "acct_a" || len(erased.Events) != 1 || erased.Events[0].ID != "evt_acct_a" || erased.Events[0].Action != "erased" {
+		t.Errorf("erase --account acct_a: got %+v; want acct_a's one event erased", erased)
+	}
+	var entitlementDeleted bool
+	for _, it := range erased.Mirror {
+		if it.Object == "entitlement" && it.Action == "deleted" {
+			entitlementDeleted = true
+		}
+	}
+	if !entitlementDeleted {
+		t.Errorf("erase --account acct_a: got mirror %+v; want its entitlement deleted", erased.Mirror)
+	}
+	for _, e := range []struct{ account, event string }{{"acct_b", "evt_acct_b"}, {"", "evt_platform"}} {
+		args := []string{"object", sub, "--json"}
+		if e.account != "" {
+			args = append(args, "--account", e.account)
+		}
+		var obj ObjectJSON
+		if err := json.Unmarshal([]byte(c.run(ctx, args...).must(t, 0).stdout), &obj); err != nil {
+			t.Fatal(err)
+		}
+		if !obj.Mirrored || obj.Snapshot.Erased {
+			t.Errorf("after erasing acct_a's: %v got %+v; want its snapshot kept", args, obj.Snapshot)
+		}
+		rec, err := w.events.Get(ctx, event.ProviderStripe, e.event)
+		if err != nil || rec.PayloadErased || len(rec.Payload) == 0 {
+			t.Errorf("after erasing acct_a's: %s's payload: got %d bytes, erased %v (%v); want kept", e.event, len(rec.Payload), rec.PayloadErased, err)
+		}
+	}
+	if rec, err := w.events.Get(ctx, event.ProviderStripe, "evt_acct_a"); err != nil || !rec.PayloadErased {
+		t.Errorf("evt_acct_a: got erased %v (%v); want its payload erased", rec.PayloadErased, err)
+	}
+	// acct_b's entitlement is still there.
+	var ent EntitlementJSON
+	if err := json.Unmarshal([]byte(c.run(ctx, "entitlement", customer, "--account", "acct_b", "--json").must(t, 0).stdout), &ent); err != nil {
+		t.Fatal(err)
+	}
+	if len(ent.Subscriptions) != 1 || ent.Subscriptions[0].Status != "past_due" {
+		t.Errorf("acct_b's entitlement after erasing acct_a's: got %+v; want kept", ent)
+	}
 }

@@ -31,23 +31,29 @@ type EraseItemJSON struct {
 
 // EraseJSON is the stable JSON shape of inboxctl erase --json.
 type EraseJSON struct {
-	Customer string          `json:"customer"`
-	DryRun   bool            `json:"dry_run"`
-	Mirror   []EraseItemJSON `json:"mirror"`
-	Events   []EraseItemJSON `json:"events"`
+	Customer string `json:"customer"`
+	// Account is the connected account the customer is of (--account),
+	// absent for the platform's own.
+	Account string          `json:"account,omitempty"`
+	DryRun  bool            `json:"dry_run"`
+	Mirror  []EraseItemJSON `json:"mirror"`
+	Events  []EraseItemJSON `json:"events"`
 	// Skipped counts events still pending, whose payloads were left: run
 	// erase again once they are settled. Failed counts errors.
 	Skipped int `json:"skipped"`
 	Failed  int `json:"failed"`
 }
 
-var customerID = regexp.MustCompile(`^cus_[A-Za-z0-9]+$`)
+var (
+	customerID = regexp.MustCompile(`^cus_[A-Za-z0-9]+$`)
+	accountID  = regexp.MustCompile(`^acct_[A-Za-z0-9]+$`)
+)
 
 func (a *app) eraseCmd() *cobra.Command {
-	var customer string
+	var customer, account string
 	var yes, asJSON bool
 	cmd := &cobra.Command{
-		Use:   "erase --customer <customer-id> [--yes]",
+		Use:   "erase --customer <customer-id> [--account <account-id>] [--yes]",
 		Short: "Erase a customer's personal data from the mirror and the stored payloads of their events",
 		Long: `erase removes what the inbox keeps about one customer, for an erasure
 request. Without --yes it only lists what it would erase.
@@ -65,31 +71,41 @@ request. Without --yes it only lists what it would erase.
                       processing, failed, dead_lettered) are skipped: their
                       processing needs the payload
 
+For a Stripe Connect platform, --account names the connected account the
+customer is of: a customer id is unique only within its account, so only
+that account's snapshots, entitlement and events are erased (without it,
+the platform's own customer).
+
 Exit code 1 when events were skipped or a write failed: run it again once
 they are settled. Backups (point-in-time recovery, 35 days) are out of its
 reach: see docs/security.md, Personal data.`,
 		Example: `  inboxctl erase --customer cus_NffrFeUfNV2Hib          # dry run: what would go
-  inboxctl erase --customer cus_NffrFeUfNV2Hib --yes`,
+  inboxctl erase --customer cus_NffrFeUfNV2Hib --yes
+  inboxctl erase --customer cus_NffrFeUfNV2Hib --account acct_1Nv0FGQ9RKHgCVdK --yes`,
 		Args: args(cobra.NoArgs),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !customerID.MatchString(customer) {
 				return usagef("--customer %q: want a Stripe customer id, cus_...", customer)
 			}
-			return a.erase(cmd.Context(), customer, !yes, asJSON)
+			if account != "" && !accountID.MatchString(account) {
+				return usagef("--account %q: want a connected account's id, acct_...", account)
+			}
+			return a.erase(cmd.Context(), customer, account, !yes, asJSON)
 		},
 	}
+	accountFlag(cmd, &account, "the customer")
 	cmd.Flags().StringVar(&customer, "customer", "", "the Stripe customer id (cus_...) whose data to erase")
 	cmd.Flags().BoolVar(&yes, "yes", false, "erase; without it, only list what would be erased")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print as JSON (EraseJSON in docs/cli.md)")
 	return cmd
 }
 
-func (a *app) erase(ctx context.Context, customer string, dryRun, asJSON bool) error {
+func (a *app) erase(ctx context.Context, customer, account string, dryRun, asJSON bool) error {
 	s, err := a.open(ctx, withEvents|withMirror)
 	if err != nil {
 		return err
 	}
-	plan, err := s.PlanErasure(ctx, customer)
+	plan, err := s.PlanErasure(ctx, customer, account)
 	var nothing *ops.NothingStoredError
 	if errors.As(err, &nothing) {
 		return fmt.Errorf("%w: check the id, and --stage or the table flags", err)
@@ -106,8 +122,12 @@ func (a *app) erase(ctx context.Context, customer string, dryRun, asJSON bool) e
 		return err
 	}
 	if out.Skipped+out.Failed > 0 && !dryRun {
+		again := "--customer " + customer
+		if account != "" {
+			again += " --account " + account
+		}
 		return failedError{fmt.Sprintf("erasure of %s incomplete: %d event(s) skipped, %d error(s) (see above); "+
-			"run `inboxctl erase --customer %s --yes` again once they are settled", customer, out.Skipped, out.Failed, customer)}
+			"run `inboxctl erase %s --yes` again once they are settled", customer, out.Skipped, out.Failed, again)}
 	}
 	return nil
 }
@@ -123,7 +143,7 @@ func eraseJSON(e ops.Erasure) EraseJSON {
 		}
 		return out
 	}
-	return EraseJSON{Customer: e.Customer, DryRun: e.DryRun, Mirror: items(e.Mirror), Events: items(e.Events), Skipped: e.Skipped, Failed: e.Failed}
+	return EraseJSON{Customer: e.Customer, Account: e.Account, DryRun: e.DryRun, Mirror: items(e.Mirror), Events: items(e.Events), Skipped: e.Skipped, Failed: e.Failed}
 }
 
 func (a *app) eraseAction(act string) string {
@@ -140,7 +160,11 @@ func (a *app) printErase(out EraseJSON) error {
 	if out.DryRun {
 		fmt.Fprintf(a.stdout, "dry run: nothing was changed; run again with --yes to erase what is listed\n\n")
 	}
-	fmt.Fprintf(a.stdout, "mirror of %s (snapshots become erased tombstones: ids and ordering kept, data removed)\n", out.Customer)
+	who := out.Customer
+	if out.Account != "" {
+		who += " of account " + out.Account
+	}
+	fmt.Fprintf(a.stdout, "mirror of %s (snapshots become erased tombstones: ids and ordering kept, data removed)\n", who)
 	if len(out.Mirror) == 0 {
 		fmt.Fprintln(a.stdout, "nothing")
 	} else {

@@ -26,7 +26,11 @@ const (
 // ErasurePlan is what the inbox keeps about one customer: their mirrored
 // objects, their entitlement, and the events about them.
 type ErasurePlan struct {
-	Customer  string
+	Customer string
+	// Account is the connected account the customer is of (Stripe
+	// Connect), "" for the platform's own: a customer id is unique only
+	// within its account.
+	Account   string
 	Snapshots []mirror.Snapshot
 	// Entitlement: the customer has an entitlement item.
 	Entitlement bool
@@ -52,6 +56,7 @@ type ErasedItem struct {
 // Erasure is what an erasure did, or would do in a dry run.
 type Erasure struct {
 	Customer string
+	Account  string
 	DryRun   bool
 	Mirror   []ErasedItem
 	Events   []ErasedItem
@@ -62,38 +67,49 @@ type Erasure struct {
 
 // NothingStoredError: an erasure found nothing about the customer.
 type NothingStoredError struct {
-	Customer, MirrorTable, EventsTable string
+	Customer, Account, MirrorTable, EventsTable string
 }
 
 func (e *NothingStoredError) Error() string {
+	who := e.Customer
+	if e.Account != "" {
+		who += " of account " + e.Account
+	}
 	return fmt.Sprintf("nothing stored about %s: no snapshot in the mirror (%s), no entitlement, no event in %s that names it",
-		e.Customer, e.MirrorTable, e.EventsTable)
+		who, e.MirrorTable, e.EventsTable)
 }
 
-// PlanErasure finds what there is about customer: the customer's
+// PlanErasure finds what there is about customer of account ("" for the
+// platform's own; another account's customer of the same id is left
+// alone): the customer's
 // snapshots (the mirror's by_customer index), their entitlement, and the
 // events that are about the customer: every stored payload that names the
 // customer's id (a scan: no index knows an event's customer), and every
 // event about the customer's mirrored objects (their payloads name the
 // customer too, unless already erased). It changes nothing; a customer
 // with none of these is a *NothingStoredError.
-func (s *Stack) PlanErasure(ctx context.Context, customer string) (ErasurePlan, error) {
+func (s *Stack) PlanErasure(ctx context.Context, customer, account string) (ErasurePlan, error) {
 	mr, events := s.Mirror, s.Events
-	plan := ErasurePlan{Customer: customer}
+	plan := ErasurePlan{Customer: customer, Account: account}
+	key := mirror.Key(account, customer)
 	var err error
-	if plan.Snapshots, err = mr.CustomerObjects(ctx, customer, ""); err != nil {
+	if plan.Snapshots, err = mr.CustomerObjects(ctx, key, ""); err != nil {
 		return plan, s.explain(mr.Table, err)
 	}
-	if plan.Entitlement, err = mr.HasEntitlement(ctx, customer); err != nil {
+	if plan.Entitlement, err = mr.HasEntitlement(ctx, key); err != nil {
 		return plan, s.explain(mr.Table, err)
 	}
-	ent, err := mr.Entitlement(ctx, customer)
+	ent, err := mr.Entitlement(ctx, key)
 	if err != nil {
 		return plan, s.explain(mr.Table, err)
 	}
-	if plan.Events, err = events.Mentioning(ctx, []byte(`"`+customer+`"`)); err != nil {
+	mentioning, err := events.Mentioning(ctx, []byte(`"`+customer+`"`))
+	if err != nil {
 		return plan, s.explain(events.Table, err)
 	}
+	// A payload names the customer's id, never its account's key: only
+	// the account's own events are its customer's.
+	plan.Events = ofAccount(mentioning, account)
 	seen := map[string]bool{}
 	for _, r := range plan.Events {
 		seen[r.ID] = true
@@ -115,7 +131,7 @@ func (s *Stack) PlanErasure(ctx context.Context, customer string) (ErasurePlan, 
 		if err != nil {
 			return plan, s.explain(events.Table, err)
 		}
-		for _, r := range rs {
+		for _, r := range ofAccount(rs, account) {
 			if !seen[r.ID] {
 				seen[r.ID] = true
 				plan.Events = append(plan.Events, r)
@@ -130,9 +146,21 @@ func (s *Stack) PlanErasure(ctx context.Context, customer string) (ErasurePlan, 
 		return a.ID < b.ID
 	})
 	if len(plan.Snapshots) == 0 && !plan.Entitlement && len(plan.Events) == 0 {
-		return plan, &NothingStoredError{Customer: customer, MirrorTable: mr.Table, EventsTable: events.Table}
+		return plan, &NothingStoredError{Customer: customer, Account: account, MirrorTable: mr.Table, EventsTable: events.Table}
 	}
 	return plan, nil
+}
+
+// ofAccount keeps the records of account's events ("" for the platform's
+// own).
+func ofAccount(rs []event.Record, account string) []event.Record {
+	var out []event.Record
+	for _, r := range rs {
+		if r.Account == account {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // Erase erases what plan found, or with dryRun says what it would erase.
@@ -143,12 +171,12 @@ func (s *Stack) PlanErasure(ctx context.Context, customer string) (ErasurePlan, 
 // record stays, so a duplicate delivery is still recognised); an event
 // still pending is skipped, since its processing needs its payload.
 func (s *Stack) Erase(ctx context.Context, plan ErasurePlan, dryRun bool) Erasure {
-	out := Erasure{Customer: plan.Customer, DryRun: dryRun, Mirror: []ErasedItem{}, Events: []ErasedItem{}}
+	out := Erasure{Customer: plan.Customer, Account: plan.Account, DryRun: dryRun, Mirror: []ErasedItem{}, Events: []ErasedItem{}}
 	for _, sn := range plan.Snapshots {
 		out.Mirror = append(out.Mirror, s.eraseSnapshot(ctx, sn, dryRun))
 	}
 	if plan.Entitlement {
-		out.Mirror = append(out.Mirror, s.eraseEntitlement(ctx, plan.Customer, dryRun))
+		out.Mirror = append(out.Mirror, s.eraseEntitlement(ctx, mirror.Key(plan.Account, plan.Customer), dryRun))
 	}
 	for _, r := range plan.Events {
 		out.Events = append(out.Events, s.erasePayload(ctx, r, dryRun))
@@ -186,6 +214,8 @@ func (s *Stack) eraseSnapshot(ctx context.Context, sn mirror.Snapshot, dryRun bo
 	return item
 }
 
+// eraseEntitlement deletes the entitlement of customer, the mirror's key
+// of the customer (mirror.Key).
 func (s *Stack) eraseEntitlement(ctx context.Context, customer string, dryRun bool) ErasedItem {
 	item := ErasedItem{ID: mirror.EntitlementKey(customer), Object: "entitlement", Action: EraseWouldDelete}
 	if dryRun {

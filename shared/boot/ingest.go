@@ -17,6 +17,14 @@ func NewIngester(cfg aws.Config, c Common, handled func(string) bool) *ingest.In
 	return NewIngesterOn(c.Events(dynamodb.NewFromConfig(cfg)), cfg, c, handled)
 }
 
+// RecordAccounts makes in record each connected account it stores an
+// event of (once per account and container), for the reconciler to list:
+// for a function that is given connected accounts' events, whose role may
+// update the events table's accounts item.
+func RecordAccounts(in *ingest.Ingester, events *store.Events) {
+	in.Accounts = &ingest.AccountRecorder{Store: &store.Accounts{DB: events.DB, Table: events.Table}}
+}
+
 // NewIngesterOn is NewIngester storing into events, for a function that
 // uses the events table for more than ingesting (the receiver's body
 // claims).

@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -29,6 +30,12 @@ type Store interface {
 	Create(ctx context.Context, r *event.Record) (existing *event.Record, err error)
 	// StorePayload stores r's payload unless one is stored already.
 	StorePayload(ctx context.Context, r *event.Record) error
+}
+
+// Accounts remembers the connected accounts events are stored of, for the
+// reconciler to list; *store.Accounts implements it.
+type Accounts interface {
+	Record(ctx context.Context, provider, account string) error
 }
 
 // Queue sends pointers to the processor; *queue.Queue implements it.
@@ -53,6 +60,10 @@ type Result struct {
 	// HashConflict is set when a record with the same id, from the same
 	// source, exists with a different payload. The original is kept.
 	HashConflict bool
+	// AccountErr is set when the event's connected account could not be
+	// recorded (Ingester.Accounts). The event is in the pipeline all the
+	// same; the next event of the account records it again.
+	AccountErr error
 }
 
 // Ingester puts events into the pipeline.
@@ -64,6 +75,42 @@ type Ingester struct {
 	// are recorded as ignored. Nil handles every type.
 	Handled func(eventType string) bool
 	Now     func() time.Time
+	// Accounts, when set, is told each connected account (Stripe
+	// Connect) an event is stored of, the first time this process sees
+	// it: one write per account and container, never one per event.
+	// Copies of an Ingester share it.
+	Accounts *AccountRecorder
+}
+
+// AccountRecorder records each connected account once per process.
+type AccountRecorder struct {
+	Store Accounts
+
+	mu   sync.Mutex
+	done map[[2]string]bool
+}
+
+// Record records provider's account unless this recorder did already. A
+// failure is returned and not remembered, so the account's next event
+// tries again.
+func (a *AccountRecorder) Record(ctx context.Context, provider, account string) error {
+	k := [2]string{provider, account}
+	a.mu.Lock()
+	done := a.done[k]
+	a.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := a.Store.Record(ctx, provider, account); err != nil {
+		return fmt.Errorf("ingest: account %s: %w", account, err)
+	}
+	a.mu.Lock()
+	if a.done == nil {
+		a.done = map[[2]string]bool{}
+	}
+	a.done[k] = true
+	a.mu.Unlock()
+	return nil
 }
 
 // Ingest stores the event env, whose raw body is payload, and enqueues it
@@ -83,6 +130,15 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 	if err != nil {
 		return Result{Record: rec}, fmt.Errorf("%w: %w", ErrPersist, err)
 	}
+	res, err := in.store(ctx, rec, existing, hash, source)
+	// After the record is stored, whatever became of the rest: an event
+	// whose queue write failed is still the account's.
+	res.AccountErr = in.recordAccount(ctx, env.Account)
+	return res, err
+}
+
+func (in *Ingester) store(ctx context.Context, rec event.Record, existing *event.Record, hash string, source event.Source) (Result, error) {
+	status := rec.Status
 	if existing == nil {
 		if status == event.StatusIgnored {
 			return Result{Outcome: outcome.Ignored, Record: rec}, nil
@@ -116,6 +172,15 @@ func (in *Ingester) Ingest(ctx context.Context, env event.Envelope, payload []by
 		return res, fmt.Errorf("%w: %w", ErrEnqueue, err)
 	}
 	return res, nil
+}
+
+// recordAccount records the event's connected account. A failure never
+// fails the event, which is stored already.
+func (in *Ingester) recordAccount(ctx context.Context, account string) error {
+	if in.Accounts == nil || account == "" {
+		return nil
+	}
+	return in.Accounts.Record(ctx, in.Provider, account)
 }
 
 func (in *Ingester) now() time.Time {

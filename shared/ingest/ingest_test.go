@@ -3,6 +3,8 @@ package ingest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -203,5 +205,53 @@ func TestARetryLeavesAPayloadItCannotStoreAlone(t *testing.T) {
 				t.Errorf("got %d payloads stored and %d pointers sent, want 0 and %d", len(st.Payloads), len(q.Sent), tc.wantSent)
 			}
 		})
+	}
+}
+
+// accountsFake records Record calls and answers them with err.
+type accountsFake struct {
+	calls []string
+	err   error
+}
+
+func (f *accountsFake) Record(_ context.Context, provider, account string) error {
+	f.calls = append(f.calls, provider+"/"+account)
+	return f.err
+}
+
+// TestIngestRecordsEachAccountOnce: an account is written once per
+// process, however many events it sends, and an event of the platform
+// (no account) writes nothing; a failed write fails no event, and the
+// account's next event writes it again.
+func TestIngestRecordsEachAccountOnce(t *testing.T) {
+	ctx := context.Background()
+	acc := &accountsFake{err: errors.New("dynamodb unavailable")}
+	st, q := &ingesttest.Store{}, &ingesttest.Queue{}
+	rec := &AccountRecorder{Store: acc}
+	in := &Ingester{Store: st, Queue: q, Provider: "stripe", Accounts: rec}
+	copied := *in // the receiver's providers each take a copy
+	ingestOf := func(in *Ingester, id, account string) Result {
+		t.Helper()
+		res, err := in.Ingest(ctx, event.Envelope{ID: id, Type: "invoice.paid", Account: account}, []byte(`{"id":"`+id+`"}`), event.SourceWebhook)
+		if err != nil || res.Outcome != outcome.Stored {
+			t.Fatalf("%s: got %s, %v; want stored", id, res.Outcome, err)
+		}
+		return res
+	}
+	if res := ingestOf(in, "evt_1", "acct_a"); res.AccountErr == nil {
+		t.Fatal("failed write: got no AccountErr, want one")
+	}
+	acc.err = nil
+	for i, a := range []string{"acct_a", "acct_a", "", "acct_b"} {
+		if res := ingestOf(in, fmt.Sprintf("evt_%d", i+2), a); res.AccountErr != nil {
+			t.Fatalf("event %d: %v", i+2, res.AccountErr)
+		}
+	}
+	ingestOf(&copied, "evt_9", "acct_b")
+	if want := []string{"stripe/acct_a", "stripe/acct_a", "stripe/acct_b"}; !slices.Equal(acc.calls, want) {
+		t.Errorf("writes: got %v, want %v", acc.calls, want)
+	}
+	if len(st.Created) != 6 || len(q.Sent) != 6 {
+		t.Errorf("got %d stored, %d sent; want every event's 6", len(st.Created), len(q.Sent))
 	}
 }

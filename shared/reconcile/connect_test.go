@@ -2,6 +2,8 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -9,8 +11,11 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
@@ -89,5 +94,135 @@ func TestAConnectedAccountsMissedEventIsFound(t *testing.T) {
 	})
 	if ent, err := reader.Entitlement(context.Background(), customer); err != nil || len(ent.Subscriptions) != 0 {
 		t.Errorf("the platform's customer %s: got %+v, %v; want none (the accounts' are their own)", customer, ent, err)
+	}
+}
+
+// TestAnAccountSeenByTheReceiverIsListed: no account configured; an event
+// of acct_seen stored through the receiver's ingest path records the
+// account, and the next run lists acct_seen's events with its
+// Stripe-Account header and finds the one its webhook lost.
+func TestAnAccountSeenByTheReceiverIsListed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, oneGroup)
+	created := h.now.Add(-reconcile.DefaultSettle - time.Hour).Unix()
+	build := func(id string) []byte {
+		b, err := stripefixture.Build("customer.subscription.updated",
+			stripefixture.Options{ID: id, Account: "acct_seen", Created: created, ObjectID: "sub_" + id, Customer: "cus_seen", Status: "active"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	delivered, missed := build("evt_seen_delivered"), build("evt_seen_missed")
+	if err := h.fake.Add(delivered, missed); err != nil {
+		t.Fatal(err)
+	}
+	accounts := &store.Accounts{DB: h.db, Table: h.stack.Table("EventsTable")}
+	receiver := *h.ingester
+	receiver.Accounts = &ingest.AccountRecorder{Store: accounts}
+	env, err := event.DecodeEnvelope(delivered)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := receiver.Ingest(context.Background(), env, delivered, event.SourceWebhook); err != nil || res.AccountErr != nil {
+		t.Fatalf("webhook: %v, %v", err, res.AccountErr)
+	}
+	r := h.reconciler("sk_test_seen", func(c *reconcile.Config) { c.SeenAccounts = accounts })
+	res, err := r.Run(context.Background(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Missing != 1 || res.Accounts < 1 {
+		t.Fatalf("run: got %+v, want acct_seen listed and its 1 missing event found", res)
+	}
+	var asked bool
+	for _, l := range h.fake.Lists() {
+		asked = asked || l.Account == "acct_seen"
+	}
+	if !asked {
+		t.Error("no list request with Stripe-Account acct_seen")
+	}
+	rec := h.records([]string{"evt_seen_missed"})["evt_seen_missed"]
+	if rec == nil || rec.Source != event.SourceReconciler || rec.Account != "acct_seen" {
+		t.Fatalf("the missed event's record: got %+v, want stored by the reconciler, of acct_seen", rec)
+	}
+}
+
+// TestAListedAccountIsReconciled: with the platform's accounts listed, an
+// account that never sent an event, and is not configured, has its
+// missed event found.
+func TestAListedAccountIsReconciled(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, oneGroup)
+	b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: "evt_listed_missed", Account: "acct_listed",
+		Created: h.now.Add(-reconcile.DefaultSettle - time.Hour).Unix(), ObjectID: "sub_listed", Customer: "cus_listed", Status: "active"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.fake.Add(b); err != nil {
+		t.Fatal(err)
+	}
+	h.fake.AddAccount("acct_listed")
+	r := h.reconciler("sk_test_listed", func(c *reconcile.Config) { c.ListAccounts = c.Stripe.(*stripeapi.Client) })
+	res, err := r.Run(context.Background(), reconcile.RunOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Missing != 1 || res.Accounts != 1 || res.AccountFailures != 0 {
+		t.Fatalf("run: got %+v, want acct_listed listed and its 1 missing event found", res)
+	}
+	rec := h.records([]string{"evt_listed_missed"})["evt_listed_missed"]
+	if rec == nil || rec.Account != "acct_listed" {
+		t.Fatalf("the missed event's record: got %+v, want one of acct_listed", rec)
+	}
+}
+
+// failingUpdates fails every UpdateItem: the accounts item cannot be
+// written.
+type failingUpdates struct{ store.DynamoDB }
+
+func (failingUpdates) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
+	return nil, errors.New("injected: accounts item unwritable")
+}
+
+// TestARecordingFailureLosesNoEvent: when the account cannot be recorded,
+// the event is stored and enqueued all the same; the account's next event
+// records it.
+func TestARecordingFailureLosesNoEvent(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, oneGroup)
+	table := h.stack.Table("EventsTable")
+	ingestOne := func(db store.DynamoDB, id string) ingest.Result {
+		t.Helper()
+		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: id, Account: "acct_unrecorded",
+			Created: h.now.Add(-time.Hour).Unix(), ObjectID: "sub_" + id, Customer: "cus_unrecorded", Status: "active"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		env, err := event.DecodeEnvelope(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := *h.ingester
+		in.Accounts = &ingest.AccountRecorder{Store: &store.Accounts{DB: db, Table: table}}
+		res, err := in.Ingest(context.Background(), env, b, event.SourceWebhook)
+		if err != nil {
+			t.Fatalf("%s: %v; want stored and enqueued", id, err)
+		}
+		return res
+	}
+	if res := ingestOne(failingUpdates{h.db}, "evt_unrecorded_1"); res.AccountErr == nil {
+		t.Fatal("got no AccountErr, want the failed write reported")
+	}
+	rec := h.records([]string{"evt_unrecorded_1"})["evt_unrecorded_1"]
+	if rec == nil || rec.Account != "acct_unrecorded" || len(rec.Payload) == 0 {
+		t.Fatalf("the event whose account was not recorded: got %+v, want stored with its payload", rec)
+	}
+	if res := ingestOne(h.db, "evt_unrecorded_2"); res.AccountErr != nil {
+		t.Fatal(res.AccountErr)
+	}
+	seen, err := (&store.Accounts{DB: h.db, Table: table}).Seen(context.Background(), event.ProviderStripe)
+	if err != nil || !slices.Contains(seen, "acct_unrecorded") {
+		t.Fatalf("after the next event: got %v (%v), want acct_unrecorded recorded", seen, err)
 	}
 }

@@ -53,6 +53,18 @@ type Ingester interface {
 	Ingest(ctx context.Context, env event.Envelope, payload []byte, source event.Source) (ingest.Result, error)
 }
 
+// SeenAccounts returns the connected accounts the inbox has stored an
+// event of; *store.Accounts implements it.
+type SeenAccounts interface {
+	Seen(ctx context.Context, provider string) ([]string, error)
+}
+
+// AccountLister lists every connected account of the platform;
+// *stripeapi.Client implements it.
+type AccountLister interface {
+	ListAccounts(ctx context.Context) ([]string, error)
+}
+
 // Runs keeps the last runs for operators (the console's reconciler page);
 // *store.Runs implements it.
 type Runs interface {
@@ -117,6 +129,16 @@ type Config struct {
 	// (AccountGroups), sharing the run's page budget and the client's rate
 	// limit with the platform's groups, least advanced first.
 	ConnectAccounts []string
+	// SeenAccounts, when set, adds the connected accounts the inbox has
+	// stored an event of, read at the start of each run; ListAccounts,
+	// when set, every account the platform lists (Stripe's account
+	// list), also at the start of each run. A failure of either is
+	// logged and counted (Result.AccountFailures) and the run goes on
+	// with the accounts it knows. An account first listed late starts
+	// where the deployment's reconciliation started, as every account
+	// does: what came before is history.
+	SeenAccounts SeenAccounts
+	ListAccounts AccountLister
 	// Livemode is the mode this deployment serves; listing events of the
 	// other mode (the wrong API key) fails the run.
 	Livemode bool
@@ -258,8 +280,50 @@ func New(cfg Config) (*Reconciler, error) {
 	return &Reconciler{cfg: cfg, groups: groups}, nil
 }
 
-// Groups returns the groups of types the reconciler lists, in order.
+// Groups returns the groups of types the reconciler lists, in order: those
+// of the platform and of Config.ConnectAccounts; a run adds those of the
+// accounts it finds (Config.SeenAccounts, Config.ListAccounts).
 func (r *Reconciler) Groups() []Group { return r.groups }
+
+// accounts returns the run's groups: the configured ones, then those of
+// every connected account seen or listed at its start. A source that
+// fails is noted in rn and leaves the others' accounts listed.
+func (r *Reconciler) accounts(ctx context.Context, rn *run) []Group {
+	if r.cfg.SeenAccounts == nil && r.cfg.ListAccounts == nil {
+		rn.res.Accounts = len(uniqueAccounts(r.cfg.ConnectAccounts))
+		return r.groups
+	}
+	accounts := slices.Clone(r.cfg.ConnectAccounts)
+	if r.cfg.SeenAccounts != nil {
+		seen, err := r.cfg.SeenAccounts.Seen(ctx, r.cfg.Provider)
+		if err != nil {
+			rn.accountErrs = append(rn.accountErrs, fmt.Errorf("reconcile: accounts seen: %w", err))
+		}
+		accounts = append(accounts, seen...)
+	}
+	if r.cfg.ListAccounts != nil {
+		listed, err := r.cfg.ListAccounts.ListAccounts(ctx)
+		if err != nil {
+			rn.accountErrs = append(rn.accountErrs, fmt.Errorf("reconcile: accounts listed: %w", err))
+		}
+		accounts = append(accounts, listed...)
+	}
+	rn.res.AccountFailures = len(rn.accountErrs)
+	accounts = uniqueAccounts(accounts)
+	rn.res.Accounts = len(accounts)
+	return AccountGroups(r.cfg.Provider, r.cfg.Types, accounts)
+}
+
+// uniqueAccounts returns accounts without blanks or repeats, in order.
+func uniqueAccounts(accounts []string) []string {
+	var out []string
+	for _, a := range accounts {
+		if a = strings.TrimSpace(a); a != "" && !slices.Contains(out, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
 
 // GitHubHooks returns the GitHub hooks whose deliveries a run sweeps.
 func (r *Reconciler) GitHubHooks() []githubapi.Hook { return r.cfg.GitHubHooks }
@@ -369,6 +433,10 @@ type Result struct {
 	// (githubapi.Retention for a hook that never completed one).
 	CheckpointAge, GitHubCheckpointAge time.Duration
 	Duration                           time.Duration
+	// Accounts counts the connected accounts listed; AccountFailures the
+	// sources of accounts (Config.SeenAccounts, Config.ListAccounts) that
+	// failed this run, whose accounts wait for a later one.
+	Accounts, AccountFailures int
 }
 
 // Input is the scheduled invocation's payload: EventBridge Scheduler
@@ -412,10 +480,15 @@ func (r *Reconciler) Handle(ctx context.Context, payload json.RawMessage) error 
 
 // run is one run's state.
 type run struct {
-	r      *Reconciler
-	opts   RunOptions
-	res    Result
-	stopAt time.Time // zero: no deadline
+	r *Reconciler
+	// groups are this run's: the configured ones and those of the
+	// accounts found at its start (accounts).
+	groups []Group
+	// accountErrs are the failures to find the run's accounts.
+	accountErrs []error
+	opts        RunOptions
+	res         Result
+	stopAt      time.Time // zero: no deadline
 	// throttles counts 429s in a row.
 	throttles int
 	// oldest is the least advanced done_through over the groups.
@@ -459,7 +532,8 @@ type run struct {
 func (r *Reconciler) Run(ctx context.Context, opts RunOptions) (Result, error) {
 	rn := &run{r: r, opts: opts, startedAt: r.cfg.Now(), delivered: map[string]bool{}}
 	rn.res.RunID = newRunID()
-	rn.progress.Groups = len(r.groups)
+	rn.groups = r.accounts(ctx, rn)
+	rn.progress.Groups = len(rn.groups)
 	if dl, ok := ctx.Deadline(); ok {
 		rn.stopAt = dl.Add(-r.cfg.DeadlineMargin)
 	}
@@ -503,7 +577,7 @@ func (rn *run) do(ctx context.Context) error {
 	if err := rn.requeueStuck(ctx); err != nil {
 		return err
 	}
-	groups := rn.r.groups
+	groups := rn.groups
 	cps := make([]store.Checkpoint, len(groups))
 	for i, g := range groups {
 		cp, err := rn.r.LoadCheckpoint(ctx, g)

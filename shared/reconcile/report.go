@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 
@@ -58,13 +59,19 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
 		ended = outcome.RunPartial
 	}
-	if (res.Missing > 0 || res.Redelivered > 0) && level < slog.LevelWarn {
+	if (res.Missing > 0 || res.Redelivered > 0 || res.AccountFailures > 0) && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
 		slog.String("run_id", res.RunID),
 		slog.String("outcome", string(ended)),
-		slog.Int("groups", len(r.groups)),
+		slog.Int("groups", len(rn.groups)),
+	}
+	if r.cfg.SeenAccounts != nil || r.cfg.ListAccounts != nil {
+		attrs = append(attrs, slog.Int("connect_accounts", res.Accounts))
+	}
+	if len(rn.accountErrs) > 0 {
+		attrs = append(attrs, slog.String("connect_accounts_error", errors.Join(rn.accountErrs...).Error()))
 	}
 	if res.Stopped != stopNone {
 		attrs = append(attrs, slog.String("stopped", res.Stopped))
@@ -99,6 +106,11 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 		metrics.Ms(MetricDuration, res.Duration),
 		{Name: MetricCheckpointAge, Unit: metrics.Seconds, Value: res.CheckpointAge.Seconds()},
 	}
+	if res.AccountFailures > 0 {
+		// Only when one failed: a line without found accounts stays as
+		// it was.
+		ms = append(ms, metrics.C(MetricAccountFailures, res.AccountFailures))
+	}
 	// GitHub's metrics only where it is configured: a Stripe-only
 	// deployment's line stays as it was, in bytes too.
 	if len(r.cfg.GitHubHooks) > 0 {
@@ -129,6 +141,9 @@ const (
 	MetricThrottled     = "throttled"
 	MetricDuration      = "run_duration"
 	MetricCheckpointAge = "checkpoint_age"
+	// MetricAccountFailures counts the sources of connected accounts
+	// that failed a run (Result.AccountFailures).
+	MetricAccountFailures = "account_failures"
 	// GitHub's, on the line only when it is configured.
 	MetricDeliveries        = "github_deliveries_listed"
 	MetricRedelivered       = "github_redelivered"

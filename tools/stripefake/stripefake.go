@@ -1,7 +1,8 @@
 // Package stripefake is a stateful stand-in for Stripe's Events API, for
 // tests and the local stack: GET /v1/events with the filters, cursors and
 // ordering Stripe applies, and GET /v1/events/{id}; GET /v2/core/events/{id}
-// for thin events (AddV2, per account by the Stripe-Context header); the
+// for thin events (AddV2, per account by the Stripe-Context header); GET
+// /v1/accounts, the platform's connected accounts (AddAccount); the
 // mirror's objects by their retrieve paths (PutObject, per account by
 // Stripe-Account), which thin events' related_object.url name.
 //
@@ -99,6 +100,61 @@ type Server struct {
 	order   []objectKey
 	// v2 holds API v2 events (AddV2) by account and id.
 	v2 map[[2]string]json.RawMessage
+	// accounts are the platform's connected accounts (AddAccount), in
+	// the order added.
+	accounts []string
+}
+
+// AddAccount adds a connected account of the platform, listed by GET
+// /v1/accounts (newest first); one added before is left as it is.
+func (s *Server) AddAccount(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !slices.Contains(s.accounts, id) {
+		s.accounts = append(s.accounts, id)
+	}
+}
+
+// listAccounts answers GET /v1/accounts as Stripe does for a platform:
+// newest first (here: the last added first), limit, starting_after,
+// has_more. A request acting for a connected account is refused: only
+// the platform lists its accounts.
+func (s *Server) listAccounts(r *http.Request) (int, []byte) {
+	if r.Header.Get("Stripe-Account") != "" {
+		return http.StatusForbidden, errorBody("invalid_request_error", "", "Only a platform can list its connected accounts.", "")
+	}
+	q := r.URL.Query()
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
+		}
+		limit = n
+	}
+	ids := slices.Clone(s.accounts)
+	slices.Reverse(ids)
+	if after := q.Get("starting_after"); after != "" {
+		i := slices.Index(ids, after)
+		if i < 0 {
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such account: '%s'", after), "starting_after")
+		}
+		ids = ids[i+1:]
+	}
+	hasMore := len(ids) > limit
+	if hasMore {
+		ids = ids[:limit]
+	}
+	var b bytes.Buffer
+	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, "\n    {\"id\": %q, \"object\": \"account\"}", id)
+	}
+	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/accounts\"\n}", hasMore)
+	return http.StatusOK, b.Bytes()
 }
 
 // AddV2 stores an API v2 event (a thin event's full form, served by GET
@@ -414,6 +470,9 @@ func (s *Server) answer(r *http.Request) (int, []byte) {
 	}
 	if r.URL.Path == collections["subscription"] {
 		return s.listSubscriptions(r)
+	}
+	if r.URL.Path == "/v1/accounts" {
+		return s.listAccounts(r)
 	}
 	if m := v2EventPath.FindStringSubmatch(r.URL.Path); m != nil {
 		raw, ok := s.v2[[2]string{r.Header.Get("Stripe-Context"), m[1]}]

@@ -78,6 +78,11 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	events := c.Events(dynamodb.NewFromConfig(cfg))
 	base := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(env, effects))
+	if connect != nil {
+		// Only a Connect endpoint's secrets admit connected accounts'
+		// events: each account is recorded for the reconciler to list.
+		boot.RecordAccounts(base, events)
+	}
 	providers := map[string]receiver.Provider{}
 	for _, name := range provider.Names {
 		s, ok := keys[name]

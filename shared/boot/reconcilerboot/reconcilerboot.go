@@ -48,7 +48,9 @@ const (
 // unset), RECONCILE_RATE_LIMIT (requests/s, shared by every account's
 // listings) and RECONCILE_DEADLINE_MARGIN, and STRIPE_CONNECT_ACCOUNTS (a
 // Connect platform's connected accounts, acct_..., comma-separated, each
-// listed with the Stripe-Account header).
+// listed with the Stripe-Account header, beside those the inbox has stored
+// an event of) and STRIPE_CONNECT_LIST_ACCOUNTS ("true": every account the
+// platform lists too, read at the start of each run; "false" by default).
 //
 // GitHub's missed deliveries are redelivered when GITHUB_HOOKS lists hooks
 // (repo:OWNER/REPO/HOOK_ID, org:ORG/HOOK_ID, app:APP_ID; see
@@ -91,6 +93,12 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	key := r.Secret("STRIPE_API_KEY", true)
 	rc.StuckProviders = stuckProviders(r)
+	listAccounts := r.Checked("STRIPE_CONNECT_LIST_ACCOUNTS", "false", func(v string) error {
+		if v != "true" && v != "false" {
+			return fmt.Errorf("STRIPE_CONNECT_LIST_ACCOUNTS=%q: want true or false", v)
+		}
+		return nil
+	}) == "true"
 	gh := readGitHub(r)
 	if err := r.Err("reconciler"); err != nil {
 		return nil, err
@@ -104,9 +112,13 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			return nil, fmt.Errorf("boot reconciler: %w", err)
 		}
 	}
-	rc.Stripe, err = newLister(key, apiBase, limit)
+	client, err := newLister(key, apiBase, limit)
 	if err != nil {
 		return nil, fmt.Errorf("boot reconciler: %w", err)
+	}
+	rc.Stripe = client
+	if listAccounts {
+		rc.ListAccounts = client
 	}
 	in := boot.NewIngester(cfg, c, boot.HandledTypes(env, effects))
 	rc.Ingester = in
@@ -115,6 +127,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	rc.Events = c.Events(db)
 	rc.Checkpoints = &store.Checkpoints{DB: db, Table: c.EventsTable}
 	rc.Runs = &store.Runs{DB: db, Table: c.EventsTable}
+	// The connected accounts the inbox has stored an event of (the
+	// ingest path records each), listed without being configured.
+	rc.SeenAccounts = &store.Accounts{DB: db, Table: c.EventsTable}
 	if len(gh.hooks) > 0 {
 		rc.Redeliveries = &store.Redeliveries{DB: db, Table: c.EventsTable, Keep: githubapi.Retention}
 	}

@@ -148,6 +148,13 @@ func TestConnectAccountsAreListedToo(t *testing.T) {
 	if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err == nil {
 		t.Error("a customer id among the accounts: got no error")
 	}
+	env["STRIPE_CONNECT_ACCOUNTS"] = "acct_a"
+	for v, ok := range map[string]bool{"true": true, "false": true, "yes": false} {
+		env["STRIPE_CONNECT_LIST_ACCOUNTS"] = v
+		if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); (err == nil) != ok {
+			t.Errorf("STRIPE_CONNECT_LIST_ACCOUNTS=%s: got %v, want accepted %v", v, err, ok)
+		}
+	}
 }
 
 // TestTheStuckSweepReadsTheDeclaredSenders: unset, the sweep reads every
