@@ -11,8 +11,9 @@ import (
 )
 
 // TestStripeAcceptsEveryRequestShape sends each API v1 request the inbox
-// makes of Stripe, as the platform and as a connected account
-// (Stripe-Account), to stripe-mock, which validates a request's path,
+// makes of Stripe (the platform's account listing, and each read as the
+// platform and as a connected account with Stripe-Account) to
+// stripe-mock, which validates a request's path,
 // method and parameters against Stripe's OpenAPI specification and
 // answers 400 to one Stripe would refuse. The stand-in (tools/stripefake)
 // tests what the answers mean; this test, that Stripe would take the
@@ -35,6 +36,10 @@ func TestStripeAcceptsEveryRequestShape(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadRequest {
 		t.Fatalf("stripe-mock answered %d to a parameter Stripe refuses; want 400, or this test proves nothing", resp.StatusCode)
+	}
+	// The platform's own: its connected accounts.
+	if ids, err := c.ListAccounts(ctx); err != nil || len(ids) == 0 {
+		t.Errorf("ListAccounts: %v, %v; want the mock's account", ids, err)
 	}
 	for _, account := range []string{"", "acct_1"} {
 		name := "the platform"
