@@ -247,7 +247,11 @@ func (s *sender) post(ctx context.Context) int {
 	now := time.Now()
 	headers := map[string]string{}
 	if s.w.Provider == event.ProviderStripe {
-		headers["Stripe-Signature"] = provider.SignStripe(s.d.body, stripeSecret, now)
+		secret := stripeSecret
+		if s.w.Connect != "" {
+			secret = connectSecret
+		}
+		headers["Stripe-Signature"] = provider.SignStripe(s.d.body, secret, now)
 	} else {
 		h, err := provider.Sign(s.w.Provider, secretOf(s.w.Provider), provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", URL: signedURL(s.w.Provider), Body: s.d.body, Now: now})
 		if err != nil {

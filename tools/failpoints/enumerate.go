@@ -351,7 +351,7 @@ func (e *env) seed(ctx context.Context) error {
 			Type: ssmtypes.ParameterTypeSecureString, Overwrite: aws.Bool(true)})
 		return err
 	}
-	errs := []error{put(secretsParameter(event.ProviderStripe), stripeSecret), put(apiKeyParameter, apiKey)}
+	errs := []error{put(secretsParameter(event.ProviderStripe), stripeSecret), put(connectSecretsParameter, connectSecret), put(apiKeyParameter, apiKey)}
 	for _, p := range event.Providers {
 		if p != event.ProviderStripe {
 			errs = append(errs, put(secretsParameter(p), secretOf(p)))

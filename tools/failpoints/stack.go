@@ -90,7 +90,15 @@ const (
 	revokedAPIKey = "sk_test_failpoints_revoked"
 	githubToken   = "ghp_failpoints_local_only"
 	githubHook    = "repo:acme/shop/1"
+	// connectSecret signs the connected account's events (the Connect
+	// endpoint's secret); connectAccount is that account.
+	connectSecret  = "whsec_failpoints_connect_local_only"
+	connectAccount = "acct_failpoints"
 )
+
+// connectSecretsParameter is where the Connect endpoint's secret is
+// stored.
+const connectSecretsParameter = "/webhook-inbox/dev/failpoints/stripe/connect-webhook-secrets"
 
 // providerSecret is the signing secret of a provider other than Stripe: a
 // whsec_ value, which every provider's verifier takes (Standard Webhooks'
@@ -196,6 +204,9 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	}
 	if w.Provider != event.ProviderStripe {
 		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
+	}
+	if w.Connect != "" {
+		over["StripeConnectWebhookSecretsParameter"] = connectSecretsParameter
 	}
 	if spec, err := provider.Lookup(w.Provider); err == nil && slices.Contains(spec.Settings, provider.SettingURL) {
 		over[strings.ToUpper(w.Provider[:1])+w.Provider[1:]+"WebhookUrl"] = signedURL(w.Provider)

@@ -43,8 +43,12 @@ type World struct {
 	// object). The reconciler lists no thin event: a lost one is found
 	// only as its snapshot twin, and this world's has none, so only the
 	// sender's retries repair it.
-	Thin   bool
-	Sender Sender
+	Thin bool
+	// Connect is the connected account whose event the world's delivery
+	// is (Stripe Connect), signed with the Connect endpoint's secret; the
+	// reconciler knows the account once the receiver has recorded it.
+	Connect string
+	Sender  Sender
 }
 
 // Sender is the model of a provider's sender: what it does after an
@@ -94,8 +98,8 @@ var DefaultSender = Sender{
 }
 
 // Worlds are the worlds enumerated: one per provider the tables may hold
-// (event.Providers), Stripe's three times: with and without an API key,
-// and sending thin events. A
+// (event.Providers), Stripe's four times: with and without an API key,
+// sending thin events, and a connected account's. A
 // provider added to that list joins with its sender's model (Senders,
 // else DefaultSender) and its first sample delivery (Samples).
 func Worlds() []World {
@@ -109,6 +113,7 @@ func Worlds() []World {
 			out = append(out, World{Name: p, Provider: p, APIKey: true, Sender: s})
 			out = append(out, World{Name: p + "-no-api-key", Provider: p, Sender: s})
 			out = append(out, World{Name: p + "-thin", Provider: p, APIKey: true, Thin: true, Sender: s})
+			out = append(out, World{Name: p + "-connect", Provider: p, APIKey: true, Connect: connectAccount, Sender: s})
 			continue
 		}
 		out = append(out, World{Name: p, Provider: p, Sender: s})
@@ -140,7 +145,7 @@ func (w World) sample(root, id string, now time.Time) (delivery, error) {
 	}
 	if w.Provider == event.ProviderStripe {
 		const typ = "customer.subscription.updated"
-		body, err := stripefixture.Build(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id})
+		body, err := stripefixture.Build(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id, Account: w.Connect})
 		return delivery{id: id, typ: typ, body: body}, err
 	}
 	dir := filepath.Join(root, Samples, w.Provider)
