@@ -107,7 +107,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			}
 			p.Verifier = endpoints
 		} else {
-			in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
+			// Another provider's account (a Shopify shop, a Razorpay
+			// account) is no Stripe connected account to reconcile.
+			in.Provider, in.Handled, in.Accounts = name, boot.ProviderTypes(env, name, effects), nil
 		}
 		providers[name] = p
 	}
@@ -119,7 +121,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			}
 		}
 		in := *base
-		in.Provider, in.Handled = s.Name, boot.ProviderTypes(env, s.Name, effects)
+		in.Provider, in.Handled, in.Accounts = s.Name, boot.ProviderTypes(env, s.Name, effects), nil
 		providers[s.Name] = receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
 	}
 	return receiver.New(receiver.Config{
