@@ -62,6 +62,9 @@ func TestAConnectedAccountsEventThroughTheGateway(t *testing.T) {
 			return err == nil && r.Status == event.StatusProcessed
 		})
 	}
+	testenv.Eventually(t, 10*time.Second, "the refused delivery's line", func() bool {
+		return len(stack.Lines(map[string]string{"msg": "webhook", "outcome": "rejected_wrong_endpoint"})) >= 1
+	})
 	if len(stack.Lines(map[string]string{"msg": "webhook", "outcome": "rejected_wrong_endpoint"})) != 1 {
 		t.Error("the refused delivery's line: want one with outcome rejected_wrong_endpoint")
 	}

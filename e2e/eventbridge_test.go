@@ -190,6 +190,11 @@ func TestStripeEventBridgeDestination(t *testing.T) {
 		if status, resp := deliver(t, stack.URL, body, devstack.DefaultWebhookSecret); status != 200 {
 			t.Fatalf("webhook after EventBridge: got %d %s", status, resp)
 		}
+		// The stack's log is read as its process writes it: the line may
+		// come a moment after the answer.
+		testenv.Eventually(t, 10*time.Second, "the receiver's duplicate line", func() bool {
+			return len(stack.Lines(map[string]string{"msg": "webhook", "event_id": env.ID, "outcome": "duplicate"})) >= 1
+		})
 		if n := len(stack.Lines(map[string]string{"msg": "webhook", "event_id": env.ID, "outcome": "duplicate"})); n != 1 {
 			t.Errorf("receiver's duplicate lines: got %d, want 1", n)
 		}
