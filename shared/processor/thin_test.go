@@ -3,10 +3,13 @@ package processor_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -386,5 +389,51 @@ func TestAThinEventStoredWithoutItsPayloadIsReadFromTheAPI(t *testing.T) {
 	}
 	if want := []string{"GET /v2/core/events/evt_thin_half", "GET /v2/core/events/evt_thin_half", "GET /v1/subscriptions/" + sub}; !slices.Equal(paths, want) {
 		t.Errorf("API requests: got %v, want %v (the payload, then the event and its object)", paths, want)
+	}
+}
+
+// noBatchGet fails every BatchGetItem: the look for a thin event's twin.
+type noBatchGet struct{ store.DynamoDB }
+
+func (noBatchGet) BatchGetItem(context.Context, *dynamodb.BatchGetItemInput, ...func(*dynamodb.Options)) (*dynamodb.BatchGetItemOutput, error) {
+	return nil, errors.New("throttled")
+}
+
+// TestAThinEventThatCannotLookForItsTwinIsRetried: the snapshot twin is
+// processed; the thin event's look for it fails, so the event fails
+// retryably before any effect is called, and its retry finds the twin
+// and runs none: the pair's effect stays one call, one commit.
+func TestAThinEventThatCannotLookForItsTwinIsRetried(t *testing.T) {
+	e := newEnv(t, nil)
+	fake := stripefake.New()
+	defer fake.Close()
+	sub, cus := "sub_twin_look", "cus_twin_look"
+	if err := fake.PutObject("", subscriptionObject(t, sub, cus, "active")); err != nil {
+		t.Fatal(err)
+	}
+	snap := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ID: "evt_look_snapshot", ObjectID: sub, Customer: cus, Created: 1796126400}))
+	p := e.processorAt(t, nil, nil, withThin(t, fake))
+	handleOne(t, p, snap, 1)
+	r := e.storeThin(t, fake, thinEvent{ID: "evt_look_thin", Type: "v1.customer.subscription.updated", Created: "2026-12-01T12:00:00Z",
+		Snapshot: "evt_look_snapshot", Related: subscriptionRef(sub)})
+
+	blind := e.processorAt(t, noBatchGet{e.stack.DynamoDB}, nil, withThin(t, fake))
+	resp, err := blind.Handle(context.Background(), batch(message(r, 1)))
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("the look failing: %v %+v; want the message retried", err, resp)
+	}
+	if got := e.record(t, r.ID); got.Status != event.StatusFailed {
+		t.Errorf("the thin event: %s; want failed (retryable)", got.Status)
+	}
+	if got := len(e.effect.keys["evt_look_snapshot"]); got != 1 {
+		t.Errorf("the pair's effect called %d times, want 1 (the snapshot's)", got)
+	}
+
+	handleOne(t, p, r, 2)
+	if got := e.record(t, r.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Twinned {
+		t.Errorf("the retry: %s %s; want processed, twinned", got.Status, got.Outcome)
+	}
+	if calls, commits := len(e.effect.keys["evt_look_snapshot"]), e.commits(t, "evt_look_snapshot"); calls != 1 || commits != 1 {
+		t.Errorf("the pair's effect: %d calls, %d commits; want 1 and 1", calls, commits)
 	}
 }
