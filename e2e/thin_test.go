@@ -47,19 +47,11 @@ func thinBody(t *testing.T, id, typ, created, account, snapshot string, related 
 // API's retrieve call would serve it.
 func sampleObject(t *testing.T, typ string, opts stripefixture.Options) []byte {
 	t.Helper()
-	b, err := stripefixture.Build(typ, opts)
+	obj, err := stripefixture.Object(typ, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev struct {
-		Data struct {
-			Object json.RawMessage `json:"object"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(b, &ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev.Data.Object
+	return obj
 }
 
 // thinStack is a local stack whose processor reads Stripe's API from the

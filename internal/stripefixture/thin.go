@@ -3,6 +3,7 @@ package stripefixture
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"time"
 )
 
@@ -15,8 +16,10 @@ type ThinOptions struct {
 	SnapshotEvent string
 }
 
-// collections maps the sample objects' types to their API v1 paths, as a
-// related_object's url names them.
+// Collections maps the sample objects' types to their API v1 paths, as a
+// related_object's url names them and the Stripe stand-in serves them.
+func Collections() map[string]string { return maps.Clone(collections) }
+
 var collections = map[string]string{
 	"subscription":     "/v1/subscriptions",
 	"invoice":          "/v1/invoices",
@@ -40,18 +43,19 @@ func Thin(eventType string, o Options, t ThinOptions) (thin, object []byte, err 
 	var ev struct {
 		ID      string `json:"id"`
 		Created int64  `json:"created"`
-		Data    struct {
-			Object json.RawMessage `json:"object"`
-		} `json:"data"`
 	}
 	if err := json.Unmarshal(snapshot, &ev); err != nil {
+		return nil, nil, fmt.Errorf("stripefixture: thin %s: %w", eventType, err)
+	}
+	obj, err := objectOf(snapshot)
+	if err != nil {
 		return nil, nil, fmt.Errorf("stripefixture: thin %s: %w", eventType, err)
 	}
 	var head struct {
 		ID     string `json:"id"`
 		Object string `json:"object"`
 	}
-	if err := json.Unmarshal(ev.Data.Object, &head); err != nil {
+	if err := json.Unmarshal(obj, &head); err != nil {
 		return nil, nil, fmt.Errorf("stripefixture: thin %s: %w", eventType, err)
 	}
 	path, ok := collections[head.Object]
@@ -71,5 +75,30 @@ func Thin(eventType string, o Options, t ThinOptions) (thin, object []byte, err 
 		m["snapshot_event"] = t.SnapshotEvent
 	}
 	thin, err = json.Marshal(m)
-	return thin, ev.Data.Object, err
+	return thin, obj, err
+}
+
+// Object returns the data.object of the event Build(eventType, o) makes:
+// the object as its retrieve call serves it.
+func Object(eventType string, o Options) ([]byte, error) {
+	body, err := Build(eventType, o)
+	if err != nil {
+		return nil, err
+	}
+	return objectOf(body)
+}
+
+func objectOf(event []byte) ([]byte, error) {
+	var ev struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(event, &ev); err != nil {
+		return nil, err
+	}
+	if len(ev.Data.Object) == 0 {
+		return nil, fmt.Errorf("stripefixture: an event without data.object")
+	}
+	return ev.Data.Object, nil
 }

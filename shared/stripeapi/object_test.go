@@ -19,19 +19,11 @@ import (
 // objectOf returns the data.object of a sample event of eventType.
 func objectOf(t *testing.T, eventType string, o stripefixture.Options) json.RawMessage {
 	t.Helper()
-	body, err := stripefixture.Build(eventType, o)
+	obj, err := stripefixture.Object(eventType, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev struct {
-		Data struct {
-			Object json.RawMessage `json:"object"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(body, &ev); err != nil {
-		t.Fatal(err)
-	}
-	return ev.Data.Object
+	return obj
 }
 
 func TestRetrieveReadsEachTypeThroughItsOwnCall(t *testing.T) {

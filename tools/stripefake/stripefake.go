@@ -37,6 +37,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 )
 
 // Limits of Stripe's list API.
@@ -124,37 +126,13 @@ func (s *Server) listAccounts(r *http.Request) (int, []byte) {
 		return http.StatusForbidden, errorBody("invalid_request_error", "", "Only a platform can list its connected accounts.", "")
 	}
 	q := r.URL.Query()
-	limit := DefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxLimit {
-			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
-		}
-		limit = n
-	}
 	ids := slices.Clone(s.accounts)
 	slices.Reverse(ids)
-	if after := q.Get("starting_after"); after != "" {
-		i := slices.Index(ids, after)
-		if i < 0 {
-			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such account: '%s'", after), "starting_after")
-		}
-		ids = ids[i+1:]
-	}
-	hasMore := len(ids) > limit
-	if hasMore {
-		ids = ids[:limit]
-	}
-	var b bytes.Buffer
-	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
+	items := make([]json.RawMessage, len(ids))
 	for i, id := range ids {
-		if i > 0 {
-			b.WriteString(",")
-		}
-		fmt.Fprintf(&b, "\n    {\"id\": %q, \"object\": \"account\"}", id)
+		items[i] = json.RawMessage(fmt.Sprintf("    {\"id\": %q, \"object\": \"account\"}", id))
 	}
-	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/accounts\"\n}", hasMore)
-	return http.StatusOK, b.Bytes()
+	return listPage(ids, items, q, "account", "/v1/accounts")
 }
 
 // AddV2 stores an API v2 event (a thin event's full form, served by GET
@@ -182,14 +160,7 @@ func (s *Server) AddV2(account string, raw []byte) error {
 type objectKey struct{ collection, account, id string }
 
 // collections maps the objects' types to their API paths.
-var collections = map[string]string{
-	"subscription":     "/v1/subscriptions",
-	"invoice":          "/v1/invoices",
-	"customer":         "/v1/customers",
-	"checkout.session": "/v1/checkout/sessions",
-	"product":          "/v1/products",
-	"price":            "/v1/prices",
-}
+var collections = stripefixture.Collections()
 
 // PutObject stores (or replaces) an object that its retrieve call serves
 // byte for byte: raw is its JSON, with id and object (the type, one of
@@ -227,15 +198,7 @@ func (s *Server) PutObject(account string, raw []byte) error {
 // left out, "all" lists every one, another value only that status.
 func (s *Server) listSubscriptions(r *http.Request) (int, []byte) {
 	q := r.URL.Query()
-	limit := DefaultLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxLimit {
-			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
-		}
-		limit = n
-	}
-	status, after, account := q.Get("status"), q.Get("starting_after"), r.Header.Get("Stripe-Account")
+	status, account := q.Get("status"), r.Header.Get("Stripe-Account")
 	var matched []json.RawMessage
 	var ids []string
 	for i := len(s.order) - 1; i >= 0; i-- {
@@ -257,32 +220,44 @@ func (s *Server) listSubscriptions(r *http.Request) (int, []byte) {
 		}
 		matched, ids = append(matched, raw), append(ids, k.id)
 	}
-	if after != "" {
+	return listPage(ids, matched, q, "subscription", "/v1/subscriptions")
+}
+
+// listPage answers one page of a list as Stripe does: items (ids[i] is
+// items[i]'s id), newest first, after the one named by starting_after
+// (404, naming noun, when none is), at most limit (DefaultLimit; 400
+// outside 1..MaxLimit), with has_more and url (path). Each item is written as
+// is, on a line of its own.
+func listPage(ids []string, items []json.RawMessage, q url.Values, noun, path string) (int, []byte) {
+	limit := DefaultLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return http.StatusBadRequest, errorBody("invalid_request_error", "parameter_invalid", "Invalid limit: must be between 1 and 100", "limit")
+		}
+		limit = n
+	}
+	if after := q.Get("starting_after"); after != "" {
 		i := slices.Index(ids, after)
 		if i < 0 {
-			return http.StatusNotFound, errorBody(
-				"invalid_request_error",
-				"resource_missing",
-				fmt.Sprintf("No such subscription: '%s'", after),
-				"starting_after",
-			)
+			return http.StatusNotFound, errorBody("invalid_request_error", "resource_missing", fmt.Sprintf("No such %s: '%s'", noun, after), "starting_after")
 		}
-		matched = matched[i+1:]
+		items = items[i+1:]
 	}
-	hasMore := len(matched) > limit
+	hasMore := len(items) > limit
 	if hasMore {
-		matched = matched[:limit]
+		items = items[:limit]
 	}
 	var b bytes.Buffer
 	b.WriteString("{\n  \"object\": \"list\",\n  \"data\": [")
-	for i, raw := range matched {
+	for i, raw := range items {
 		if i > 0 {
 			b.WriteString(",")
 		}
 		b.WriteString("\n")
 		b.Write(raw)
 	}
-	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": \"/v1/subscriptions\"\n}", hasMore)
+	fmt.Fprintf(&b, "\n  ],\n  \"has_more\": %t,\n  \"url\": %q\n}", hasMore, path)
 	return http.StatusOK, b.Bytes()
 }
 

@@ -78,11 +78,6 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	events := c.Events(dynamodb.NewFromConfig(cfg))
 	base := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(env, effects))
-	if connect != nil {
-		// Only a Connect endpoint's secrets admit connected accounts'
-		// events: each account is recorded for the reconciler to list.
-		boot.RecordAccounts(base, events)
-	}
 	providers := map[string]receiver.Provider{}
 	for _, name := range provider.Names {
 		s, ok := keys[name]
@@ -104,12 +99,14 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 				if endpoints.Connect, err = keyring(ctx, name, connect, opts); err != nil {
 					return nil, err
 				}
+				// Only a Connect endpoint's secrets admit connected
+				// accounts' events: each account is recorded for the
+				// reconciler to list.
+				boot.RecordAccounts(&in, events)
 			}
 			p.Verifier = endpoints
 		} else {
-			// Another provider's account (a Shopify shop, a Razorpay
-			// account) is no Stripe connected account to reconcile.
-			in.Provider, in.Handled, in.Accounts = name, boot.ProviderTypes(env, name, effects), nil
+			in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
 		}
 		providers[name] = p
 	}
@@ -121,7 +118,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 			}
 		}
 		in := *base
-		in.Provider, in.Handled, in.Accounts = s.Name, boot.ProviderTypes(env, s.Name, effects), nil
+		in.Provider, in.Handled = s.Name, boot.ProviderTypes(env, s.Name, effects)
 		providers[s.Name] = receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
 	}
 	return receiver.New(receiver.Config{
