@@ -401,8 +401,11 @@ func (s Sender) verifier(secrets []string, opts Options) *sender {
 // Verify checks the MAC under every secret, each in constant time, then
 // the signed timestamp against the window, then reads the id (the signed
 // header's, or the body's field) and the type (the body's field, or the
-// sender's name). Every part it trusts is signed, so no ReplayKey: a
-// replay is its id's duplicate, or outside the window.
+// sender's name). Every part it trusts is signed: a replay is its id's
+// duplicate, or outside the window. Without a signed timestamp, a capture
+// verifies for good, after the event's record has expired too:
+// Verified.ReplayKey is then the hash of the signed message, whose claim
+// is kept for good, so it stays a replay.
 func (v *sender) Verify(_ context.Context, r Request) (Verified, error) {
 	h, err := v.s.read(r)
 	if err != nil {
@@ -445,6 +448,9 @@ func (v *sender) Verify(_ context.Context, r Request) (Verified, error) {
 	}
 	if env.ID == "" || env.Type == "" {
 		return Verified{}, event.ErrMissingID
+	}
+	if v.s.TimestampHeader == "" {
+		return Verified{Envelope: env, ReplayKey: replayKey(msg)}, nil
 	}
 	return Verified{Envelope: env}, nil
 }

@@ -287,6 +287,12 @@ func TestSenderSignIsVerified(t *testing.T) {
 			if err != nil || env.ID != "id-1" || env.Type != "workflow.completed" {
 				t.Errorf("got %+v, %v; want id-1 workflow.completed", env, err)
 			}
+			// A key to claim exactly when no time is signed: then the
+			// claim, kept for good, outlives the record.
+			out, err := v.Verify(t.Context(), Request{Body: body, Headers: h})
+			if err != nil || (out.ReplayKey == "") != (s.TimestampHeader != "") {
+				t.Errorf("replay key %q, %v; want one exactly when no timestamp is signed (timestamp header %q)", out.ReplayKey, err, s.TimestampHeader)
+			}
 		})
 	}
 }

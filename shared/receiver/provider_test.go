@@ -220,21 +220,21 @@ type memBodies struct {
 	err    error
 }
 
-func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, error) {
+func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
-		return "", b.err
+		return "", false, b.err
 	}
 	if b.owners == nil {
 		b.owners = map[string]string{}
 	}
 	k := provider + "#" + key
 	if owner, ok := b.owners[k]; ok {
-		return owner, nil
+		return owner, false, nil
 	}
 	b.owners[k] = id
-	return id, nil
+	return id, false, nil
 }
 
 // TestProviderBodyClaims: a provider whose signature does not cover the
