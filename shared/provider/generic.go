@@ -356,10 +356,13 @@ func (s Sender) read(r Request) (senderHeaders, error) {
 		if h.id = strings.TrimSpace(r.Header(s.IDHeader)); h.id == "" {
 			return h, event.ErrMissingID
 		}
-		if i := strings.IndexAny(h.id, s.idSeparators); i >= 0 {
-			// parseTemplate's proof needs it: such an id could be a
-			// captured delivery's bytes moved from its body.
-			return h, fmt.Errorf("%w: %s holds %q, which the template puts beside {id}", event.ErrMalformed, s.IDHeader, h.id[i])
+		// parseTemplate's proof needs it, byte by byte (a separator
+		// may be UTF-8): such an id could be a captured delivery's bytes
+		// moved from its body.
+		for i := range len(h.id) {
+			if strings.IndexByte(s.idSeparators, h.id[i]) >= 0 {
+				return h, fmt.Errorf("%w: %s holds %q, a byte the template puts beside {id}", event.ErrMalformed, s.IDHeader, h.id[i])
+			}
 		}
 	}
 	return h, nil

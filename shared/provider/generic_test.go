@@ -380,4 +380,14 @@ func TestSenderForgeryByShiftingBytes(t *testing.T) {
 	if err := s.Spec().Check(Request{Body: []byte(forgedBody), Headers: map[string]string{"x-sig": sig, "x-ts": ts, "x-id": forgedID}}); !errors.Is(err, event.ErrMalformed) {
 		t.Errorf("Check of the forgery: got %v, want it malformed before any secret", err)
 	}
+	t.Run("a UTF-8 separator, byte by byte", func(t *testing.T) {
+		// "→" is E2 86 92, "€" E2 82 AC: an id holding "€" holds the
+		// separator's first byte, so the split would not be unique.
+		u := declared(t, `{"name":"u","signature_header":"x-sig","id_header":"x-id","template":"{id}→{body}"}`)
+		msg := "a€b→" + body
+		_, err := senderVerify(t, u, []string{"k"}, now, body, map[string]string{"x-sig": hex.EncodeToString(mac("sha256", "k", msg)), "x-id": "a€b"})
+		if !errors.Is(err, event.ErrMalformed) {
+			t.Errorf("an id sharing a byte with a UTF-8 separator: got %v, want malformed", err)
+		}
+	})
 }
