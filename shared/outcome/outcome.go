@@ -37,11 +37,13 @@ const (
 	RejectedFutureTimestamp Outcome = "rejected_future_timestamp"
 	// RejectedReplay: the delivery carries a signature made for another
 	// one: a body already accepted under another event id, from a provider
-	// whose signature does not cover the id (GitHub, Shopify), or a Stripe
-	// header with a second timestamp (400).
+	// whose signature does not cover the id (GitHub, Shopify), or under
+	// its own longer ago than records are kept, from one whose signature
+	// covers no time; or a Stripe header with a second timestamp (400).
 	RejectedReplay Outcome = "rejected_replay"
 	// RejectedMalformed: the body is not valid base64, or not one JSON event
-	// object (400).
+	// object, or a declared sender's id holds its template's separator
+	// (400).
 	RejectedMalformed Outcome = "rejected_malformed"
 	// RejectedMissingID: the event has no id or no type (400).
 	RejectedMissingID Outcome = "rejected_missing_id"

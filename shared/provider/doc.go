@@ -29,10 +29,11 @@
 // # What each signature covers
 //
 // A provider's verifier returns Verified.ReplayKey when its signature does
-// not cover the event's id (GitHub and Shopify sign the body only): the
-// receiver then accepts one event id per key, so a captured body sent
-// again under a fresh id is refused (ErrReplay), for as long as the
-// records are kept. Stripe and Standard Webhooks sign a timestamp with the
+// not cover the event's id (GitHub and Shopify sign the body only), or
+// covers no time (Square, Lemon Squeezy, Razorpay, Twilio, a declared
+// sender without a timestamp): the receiver then accepts one event id per
+// key, for good, so a captured body sent again under a fresh id, or after
+// its record has expired, is refused (ErrReplay). Stripe and Standard Webhooks sign a timestamp with the
 // body (and Standard Webhooks the id): a replay is older than the
 // tolerance, or a duplicate of its id. docs/providers.md says, provider by
 // provider, which fields are signed and which the inbox trusts.

@@ -70,7 +70,11 @@ type Sender struct {
 	TypeField string `json:"type_field,omitempty"`
 
 	parts []templatePart
-	hash  func() hash.Hash
+	// idSeparators is every byte of the template's text beside {id}
+	// between it and another placeholder: an id holding one is refused
+	// (parseTemplate says why).
+	idSeparators string
+	hash         func() hash.Hash
 }
 
 // templatePart is a piece of a Sender's Template: literal text or one of
@@ -164,6 +168,7 @@ func (s *Sender) Validate() error {
 		return fmt.Errorf("sender %s: template %q: %w", s.Name, s.Template, err)
 	}
 	s.parts = parts
+	s.idSeparators = idSeparators(parts)
 	signs := func(f string) bool {
 		return slices.ContainsFunc(parts, func(p templatePart) bool { return p.field == f })
 	}
@@ -194,7 +199,20 @@ func (s *Sender) Validate() error {
 }
 
 // parseTemplate splits a Template into literals and placeholders: {body}
-// exactly once, {timestamp} and {id} at most once each.
+// exactly once, {timestamp} and {id} at most once each, and every two
+// placeholders separated by text holding no ASCII letter or digit.
+//
+// That separation makes one signed message one delivery, so a captured
+// one cannot be presented again with bytes moved between its id and its
+// body (a new id, a new event). Proof: read the message from both ends
+// toward {body}, the one part that may hold any byte. Going right from
+// the start, each part before {body} is followed by a separator S:
+// {timestamp} is decimal digits (read refuses others) and S's first byte
+// is not one, so it ends at the first non-digit; {id} holds no byte of S
+// (read refuses such an id), so it ends at the first occurrence of S's
+// first byte. Going left from the end, the parts after {body} end the
+// same way at S's last byte. Every boundary is fixed by the bytes, and
+// {body} is what lies between.
 func parseTemplate(t string) ([]templatePart, error) {
 	var parts []templatePart
 	count := map[string]int{}
@@ -223,12 +241,44 @@ func parseTemplate(t string) ([]templatePart, error) {
 	if count["body"] != 1 {
 		return nil, errors.New("{body} is required: the body must be signed")
 	}
-	for _, p := range parts {
+	for i, p := range parts {
 		if strings.ContainsAny(p.literal, "{}") {
 			return nil, fmt.Errorf("a stray brace in %q", p.literal)
 		}
+		if p.field == "" || i+1 == len(parts) {
+			continue
+		}
+		next := parts[i+1]
+		if next.field != "" {
+			return nil, fmt.Errorf("nothing between {%s} and {%s}: bytes could move from one to the other under the same signature; put text such as \".\" between them", p.field, next.field)
+		}
+		if i+2 < len(parts) && strings.IndexFunc(next.literal, isASCIIAlnum) >= 0 {
+			return nil, fmt.Errorf("%q between {%s} and {%s} holds a letter or digit, which a timestamp or an id can hold: separate placeholders with punctuation, such as \".\"", next.literal, p.field, parts[i+2].field)
+		}
 	}
 	return parts, nil
+}
+
+func isASCIIAlnum(r rune) bool {
+	return r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z'
+}
+
+// idSeparators is the text beside {id} in parts, between it and another
+// placeholder (parseTemplate checked the parts).
+func idSeparators(parts []templatePart) string {
+	var seps strings.Builder
+	for i, p := range parts {
+		if p.field != "id" {
+			continue
+		}
+		if i >= 2 && parts[i-2].field != "" {
+			seps.WriteString(parts[i-1].literal)
+		}
+		if i+2 < len(parts) && parts[i+2].field != "" {
+			seps.WriteString(parts[i+1].literal)
+		}
+	}
+	return seps.String()
 }
 
 // Spec is s's row, as a provider's: what the Keyring, the receiver and
@@ -306,6 +356,14 @@ func (s Sender) read(r Request) (senderHeaders, error) {
 		if h.id = strings.TrimSpace(r.Header(s.IDHeader)); h.id == "" {
 			return h, event.ErrMissingID
 		}
+		// parseTemplate's proof needs it, byte by byte (a separator
+		// may be UTF-8): such an id could be a captured delivery's bytes
+		// moved from its body.
+		for i := range len(h.id) {
+			if strings.IndexByte(s.idSeparators, h.id[i]) >= 0 {
+				return h, fmt.Errorf("%w: %s holds %q, a byte the template puts beside {id}", event.ErrMalformed, s.IDHeader, h.id[i])
+			}
+		}
 	}
 	return h, nil
 }
@@ -346,8 +404,11 @@ func (s Sender) verifier(secrets []string, opts Options) *sender {
 // Verify checks the MAC under every secret, each in constant time, then
 // the signed timestamp against the window, then reads the id (the signed
 // header's, or the body's field) and the type (the body's field, or the
-// sender's name). Every part it trusts is signed, so no ReplayKey: a
-// replay is its id's duplicate, or outside the window.
+// sender's name). Every part it trusts is signed: a replay is its id's
+// duplicate, or outside the window. Without a signed timestamp, a capture
+// verifies for good, after the event's record has expired too:
+// Verified.ReplayKey is then the hash of the signed message, whose claim
+// is kept for good, so it stays a replay.
 func (v *sender) Verify(_ context.Context, r Request) (Verified, error) {
 	h, err := v.s.read(r)
 	if err != nil {
@@ -390,6 +451,9 @@ func (v *sender) Verify(_ context.Context, r Request) (Verified, error) {
 	}
 	if env.ID == "" || env.Type == "" {
 		return Verified{}, event.ErrMissingID
+	}
+	if v.s.TimestampHeader == "" {
+		return Verified{Envelope: env, ReplayKey: replayKey(msg)}, nil
 	}
 	return Verified{Envelope: env}, nil
 }

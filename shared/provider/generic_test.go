@@ -287,6 +287,107 @@ func TestSenderSignIsVerified(t *testing.T) {
 			if err != nil || env.ID != "id-1" || env.Type != "workflow.completed" {
 				t.Errorf("got %+v, %v; want id-1 workflow.completed", env, err)
 			}
+			// A key to claim exactly when no time is signed: then the
+			// claim, kept for good, outlives the record.
+			out, err := v.Verify(t.Context(), Request{Body: body, Headers: h})
+			if err != nil || (out.ReplayKey == "") != (s.TimestampHeader != "") {
+				t.Errorf("replay key %q, %v; want one exactly when no timestamp is signed (timestamp header %q)", out.ReplayKey, err, s.TimestampHeader)
+			}
 		})
 	}
+}
+
+// TestSenderTemplatesSeparateTheirParts: a template is refused at cold
+// start unless every two placeholders are separated by text that holds
+// no ASCII letter or digit, so that one signed message splits into its
+// timestamp, id and body one way only.
+func TestSenderTemplatesSeparateTheirParts(t *testing.T) {
+	for _, tc := range []struct {
+		name, template, want string // want: "" is accepted, else a part of the error
+	}{
+		{"the body alone", `{body}`, ""},
+		{"text before the body", `https://example.com/hook{body}`, ""},
+		{"n8n's shape", `{timestamp}.{id}.{body}`, ""},
+		{"svix's shape", `{id}.{timestamp}.{body}`, ""},
+		{"slack's shape", `v0:{timestamp}:{body}`, ""},
+		{"the id after the body", `{body}|{id}`, ""},
+		{"a longer separator", `{timestamp}::{id}--{body}`, ""},
+		{"the id against the body", `{id}{body}`, "nothing between {id} and {body}"},
+		{"the timestamp against the body", `{timestamp}{body}`, "nothing between {timestamp} and {body}"},
+		{"the body against the id", `{body}{id}`, "nothing between {body} and {id}"},
+		{"the timestamp against the id", `{timestamp}{id}.{body}`, "nothing between {timestamp} and {id}"},
+		{"a digit between", `{timestamp}1{body}`, `"1" between {timestamp} and {body} holds a letter or digit`},
+		{"a letter between", `{id}x{body}`, `"x" between {id} and {body} holds a letter or digit`},
+		{"a letter in a longer separator", `{timestamp}.{id}.v1.{body}`, `".v1." between {id} and {body} holds a letter or digit`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			decl := `[{"name":"svc","signature_header":"x-sig","template":"` + tc.template + `"`
+			if strings.Contains(tc.template, "{timestamp}") {
+				decl += `,"timestamp_header":"x-ts"`
+			}
+			if strings.Contains(tc.template, "{id}") {
+				decl += `,"id_header":"x-id"`
+			} else {
+				decl += `,"id_field":"id"`
+			}
+			_, err := ParseSenders(decl + `}]`)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("got %v, want it accepted", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("got %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSenderForgeryByShiftingBytes builds the forgery: one captured
+// delivery, its bytes shifted between the id and the body so that the
+// signed message is the same, presented as a new event. A template with
+// nothing between {id} and {body} is refused at cold start; with a
+// separator, an id holding one of its bytes is refused as malformed, and
+// so is the shift.
+func TestSenderForgeryByShiftingBytes(t *testing.T) {
+	const now = 1_800_000_000
+	ts := strconv.Itoa(now)
+	t.Run("no separator", func(t *testing.T) {
+		doc := `[{"name":"svc","signature_header":"x-sig","template":"{id}{body}","id_header":"x-id"}]`
+		if _, err := ParseSenders(doc); err == nil {
+			t.Fatalf("a template with nothing between {id} and {body} was accepted: the capture below verifies as a new event")
+		}
+	})
+	s := declared(t, `{"name":"n8n","signature_header":"x-sig","timestamp_header":"x-ts","id_header":"x-id","template":"{timestamp}.{id}.{body}"}`)
+	// The capture: event d-1, whose body holds the separator.
+	body := `{"note":"a.b"}`
+	sig := hex.EncodeToString(mac("sha256", "k", ts+".d-1."+body))
+	env, err := senderVerify(t, s, []string{"k"}, now, body, map[string]string{"x-sig": sig, "x-ts": ts, "x-id": "d-1"})
+	if err != nil || env.ID != "d-1" {
+		t.Fatalf("the capture: got %+v, %v; want it verified as d-1", env, err)
+	}
+	// The forgery: the body's bytes up to its "." moved into the id.
+	cut := strings.Index(body, ".")
+	forgedID, forgedBody := "d-1."+body[:cut], body[cut+1:]
+	if ts+"."+forgedID+"."+forgedBody != ts+".d-1."+body {
+		t.Fatal("the forgery does not sign the same message")
+	}
+	env, err = senderVerify(t, s, []string{"k"}, now, forgedBody, map[string]string{"x-sig": sig, "x-ts": ts, "x-id": forgedID})
+	if !errors.Is(err, event.ErrMalformed) {
+		t.Fatalf("the forgery: got %+v, %v; want it refused as malformed (an id holding the separator)", env, err)
+	}
+	if Outcome(err) != Outcome(event.ErrMalformed) {
+		t.Errorf("the forgery's outcome: got %s, want %s, as any malformed delivery", Outcome(err), Outcome(event.ErrMalformed))
+	}
+	if err := s.Spec().Check(Request{Body: []byte(forgedBody), Headers: map[string]string{"x-sig": sig, "x-ts": ts, "x-id": forgedID}}); !errors.Is(err, event.ErrMalformed) {
+		t.Errorf("Check of the forgery: got %v, want it malformed before any secret", err)
+	}
+	t.Run("a UTF-8 separator, byte by byte", func(t *testing.T) {
+		// "→" is E2 86 92, "€" E2 82 AC: an id holding "€" holds the
+		// separator's first byte, so the split would not be unique.
+		u := declared(t, `{"name":"u","signature_header":"x-sig","id_header":"x-id","template":"{id}→{body}"}`)
+		msg := "a€b→" + body
+		_, err := senderVerify(t, u, []string{"k"}, now, body, map[string]string{"x-sig": hex.EncodeToString(mac("sha256", "k", msg)), "x-id": "a€b"})
+		if !errors.Is(err, event.ErrMalformed) {
+			t.Errorf("an id sharing a byte with a UTF-8 separator: got %v, want malformed", err)
+		}
+	})
 }

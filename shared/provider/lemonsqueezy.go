@@ -30,9 +30,10 @@ var lemonSqueezySpec = Spec{Name: LemonSqueezy, Check: checkLemonSqueezy, New: n
 //
 // So the id is made from what is signed: "body-" and the first 32 hex
 // digits of the body's SHA-256. A retry sends the same body, so it is a
-// duplicate; a captured body sent again is the same event, a duplicate
-// whenever it comes; and, the id being signed in effect, there is no
-// ReplayKey (no claim to write). Two distinct events with byte-identical
+// duplicate; a captured body sent again is the same event. No time being
+// signed, that capture verifies for good, after the event's record has
+// expired too: Verified.ReplayKey is the body's hash, whose claim is kept
+// for good, so it stays a replay. Two distinct events with byte-identical
 // bodies would be one: every body carries its object's updated_at, so
 // the inbox takes them to be the same facts sent twice. The type is the
 // body's meta.event_name (signed), not the unsigned X-Event-Name.
@@ -82,14 +83,15 @@ func (l *lemonSqueezy) Verify(_ context.Context, r Request) (Verified, error) {
 	if b.Meta.EventName == "" {
 		return Verified{}, event.ErrMissingID
 	}
-	env := event.Envelope{ID: lemonSqueezyID(r.Body), Type: b.Meta.EventName}
+	key := replayKey(r.Body)
+	env := event.Envelope{ID: "body-" + key[:32], Type: b.Meta.EventName}
 	if b.Data.ID != "" {
 		env.ObjectID, env.ObjectType = b.Data.ID, b.Data.Type
 	}
 	if t, err := time.Parse(time.RFC3339Nano, b.Data.Attributes.UpdatedAt); err == nil {
 		env.Created = t.Unix()
 	}
-	return Verified{Envelope: env}, nil
+	return Verified{Envelope: env, ReplayKey: key}, nil
 }
 
 // signLemonSqueezy signs d as Lemon Squeezy does: the event name header

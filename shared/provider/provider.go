@@ -59,13 +59,15 @@ type Verified struct {
 	// Envelope is the event the delivery carries: its id, type and,
 	// where the provider gives them, its time, account and object.
 	Envelope event.Envelope
-	// ReplayKey is set when the signature does not cover the event's id:
-	// the hex SHA-256 of what names the event among the signed parts
-	// (GitHub: the body; Shopify: the topic and the body). The receiver
-	// accepts one event id per key, for as long as the records are kept
-	// (docs/providers.md says what each provider's signature covers and
-	// why). Empty when the signature covers the id, or a signed
-	// timestamp bounds the delivery's age.
+	// ReplayKey is set when the signature does not cover the event's id,
+	// or covers no time: the hex SHA-256 of what names the event among
+	// the signed parts (GitHub: the body; Shopify: the topic and the
+	// body; Square: the URL and the body). The receiver accepts one event
+	// id per key, for good: a claim made longer ago than records are kept
+	// is a replay under its own id too, since the record that made it a
+	// duplicate has expired (docs/security.md says each provider's
+	// window). Empty when a signed timestamp bounds the delivery's age
+	// and the signature covers the id.
 	ReplayKey string
 }
 

@@ -32,9 +32,11 @@ var squareSpec = Spec{Name: Square, Check: checkSquare, New: newSquare, Sign: si
 // hmac.Equal). The URL is the subscription's as registered, exactly (a
 // trailing slash differs): it is configured (SQUARE_WEBHOOK_URL), not
 // read from the request, whose host behind API Gateway or a proxy is not
-// the one Square called. No timestamp is signed; the body holds the
-// event_id, so no ReplayKey: a captured delivery sent again is its id's
-// duplicate, whenever it comes.
+// the one Square called. The body holds the event_id, so a captured
+// delivery sent again is its id's duplicate; but no timestamp is signed,
+// so it verifies for good, after the event's record has expired too:
+// Verified.ReplayKey is the hash of what is signed, whose claim is kept
+// for good, so it stays a replay.
 //
 // Hand-written: Square's Go SDK is a large generated API client, and the
 // scheme is one HMAC-SHA256.
@@ -111,7 +113,7 @@ func (s *square) Verify(_ context.Context, r Request) (Verified, error) {
 	if t, err := time.Parse(time.RFC3339Nano, b.CreatedAt); err == nil {
 		env.Created = t.Unix()
 	}
-	return Verified{Envelope: env}, nil
+	return Verified{Envelope: env, ReplayKey: replayKey(signed)}, nil
 }
 
 // signSquare signs d as Square does, for d.URL: the id and type are the

@@ -220,21 +220,21 @@ type memBodies struct {
 	err    error
 }
 
-func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, error) {
+func (b *memBodies) ClaimBody(_ context.Context, provider, key, id string, _ time.Time) (string, bool, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
-		return "", b.err
+		return "", false, b.err
 	}
 	if b.owners == nil {
 		b.owners = map[string]string{}
 	}
 	k := provider + "#" + key
 	if owner, ok := b.owners[k]; ok {
-		return owner, nil
+		return owner, false, nil
 	}
 	b.owners[k] = id
-	return id, nil
+	return id, false, nil
 }
 
 // TestProviderBodyClaims: a provider whose signature does not cover the
@@ -301,5 +301,45 @@ func TestProviderBodyClaims(t *testing.T) {
 				t.Errorf("records created: got %d, want %d", len(st.Created), tc.wantStored)
 			}
 		})
+	}
+}
+
+// TestADeclaredSendersShiftedCaptureIsMalformed: through the receiver, a
+// captured delivery of a declared sender with bytes moved from its body
+// into its id (the same signed message) is 400 rejected_malformed and
+// stores nothing, while the capture itself was stored.
+func TestADeclaredSendersShiftedCaptureIsMalformed(t *testing.T) {
+	senders, err := provider.ParseSenders(`[{"name":"n8n","signature_header":"x-sig","timestamp_header":"x-ts","id_header":"x-id","template":"{timestamp}.{id}.{body}"}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &ingesttest.Store{}
+	var logs bytes.Buffer
+	h := newHandler(t, st, &ingesttest.Queue{}, &logs)
+	v, err := senders[0].Spec().New([]string{"k"}, provider.Options{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.cfg.Providers["n8n"] = Provider{Verifier: v, Ingester: &ingest.Ingester{Store: st, Queue: &ingesttest.Queue{}, Provider: "n8n", Now: func() time.Time { return now }}, Bodies: &memBodies{}}
+	ts, body := fmt.Sprint(now.Unix()), `{"note":"a.b"}`
+	sig := hex.EncodeToString(hmacOf("k", ts+".d-1."+body))
+	deliver := func(id, body string) (int, string) {
+		req := events.APIGatewayV2HTTPRequest{Headers: map[string]string{"x-sig": sig, "x-ts": ts, "x-id": id}, Body: body, PathParameters: map[string]string{"provider": "n8n"}}
+		logs.Reset()
+		resp, err := h.Handle(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode, fmt.Sprint(lastLine(t, &logs)["outcome"])
+	}
+	if st, o := deliver("d-1", body); st != 200 || o != string(outcome.Stored) {
+		t.Fatalf("the capture: got %d %s, want 200 stored", st, o)
+	}
+	cut := strings.Index(body, ".")
+	if st, o := deliver("d-1."+body[:cut], body[cut+1:]); st != 400 || o != string(outcome.RejectedMalformed) {
+		t.Errorf("the shifted capture: got %d %s, want 400 %s", st, o, outcome.RejectedMalformed)
+	}
+	if len(st.Created) != 1 {
+		t.Errorf("records stored: got %d, want the capture's alone", len(st.Created))
 	}
 }

@@ -27,9 +27,10 @@
 // so its records are keyed by its name and its allowlist is its own. What
 // differs between providers is package provider's: what each signs, its
 // envelope, Stripe's mode check. When a provider's signature does not
-// cover the event's id (provider.Verified.ReplayKey), the receiver first
-// claims the signed body for the event's id (Bodies): a body already
-// claimed by another id is a replay, answered 400 (rejected_replay) and
+// cover the event's id, or covers no time (provider.Verified.ReplayKey),
+// the receiver first claims the signed body for the event's id (Bodies):
+// a body already claimed by another id, or claimed longer ago than
+// records are kept, is a replay, answered 400 (rejected_replay) and
 // stored nowhere.
 //
 // Every 5xx makes the provider retry, and nothing was acknowledged. Each
@@ -110,8 +111,10 @@ type Provider struct {
 type Bodies interface {
 	// ClaimBody records that the body provider signed, named by key (a
 	// provider.Verified.ReplayKey), is event id's, unless it is another
-	// event's already, and returns the event it is.
-	ClaimBody(ctx context.Context, provider, key, id string, now time.Time) (owner string, err error)
+	// event's already, and returns the event it is, and whether that
+	// claim has outlived the event's record (the record's TTL has passed,
+	// or is about to): the body is then a replay even under its own id.
+	ClaimBody(ctx context.Context, provider, key, id string, now time.Time) (owner string, outlived bool, err error)
 }
 
 // pathParameter is the route's path parameter naming the provider.
@@ -236,12 +239,18 @@ func (h *Handler) claim(ctx context.Context, p Provider, name string, v provider
 	if p.Bodies == nil {
 		return result{status: 500, outcome: outcome.PersistFailed, env: v.Envelope, stage: stagePersist, err: errNoBodies}, true
 	}
-	owner, err := p.Bodies.ClaimBody(ctx, name, v.ReplayKey, v.Envelope.ID, h.cfg.Now())
+	owner, outlived, err := p.Bodies.ClaimBody(ctx, name, v.ReplayKey, v.Envelope.ID, h.cfg.Now())
 	if err != nil {
 		return failed(ctx, result{status: 500, outcome: outcome.PersistFailed, env: v.Envelope, err: err, stage: stagePersist}), true
 	}
-	if owner != v.Envelope.ID {
+	switch {
+	case owner != v.Envelope.ID:
 		err := fmt.Errorf("%w: its signed body is event %s's", provider.ErrReplay, owner)
+		return result{status: 400, outcome: outcome.RejectedReplay, env: v.Envelope, err: err, replayOf: owner}, true
+	case outlived:
+		// The event's record is gone with its TTL: ingested again, the
+		// capture would be a new event. No sender retries that long.
+		err := fmt.Errorf("%w: its signed body is event %s's, received longer ago than records are kept", provider.ErrReplay, owner)
 		return result{status: 400, outcome: outcome.RejectedReplay, env: v.Envelope, err: err, replayOf: owner}, true
 	}
 	return result{}, false

@@ -253,7 +253,7 @@ func (s *sender) post(ctx context.Context) int {
 		}
 		headers["Stripe-Signature"] = provider.SignStripe(s.d.body, secret, now)
 	} else {
-		h, err := provider.Sign(s.w.Provider, secretOf(s.w.Provider), provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", URL: signedURL(s.w.Provider), Body: s.d.body, Now: now})
+		h, err := s.w.sign(secretOf(s.w.Provider), provider.Delivery{ID: s.d.id, Type: s.d.typ, Shop: "failpoints.myshopify.com", URL: signedURL(s.w.Provider), Body: s.d.body, Now: now})
 		if err != nil {
 			return 0
 		}

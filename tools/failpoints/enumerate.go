@@ -357,6 +357,9 @@ func (e *env) seed(ctx context.Context) error {
 			errs = append(errs, put(secretsParameter(p), secretOf(p)))
 		}
 	}
+	for _, w := range DeclaredWorlds {
+		errs = append(errs, put(sendersPath+"/"+w.Provider, secretOf(w.Provider)))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("failpoints: store the secrets: %w", err)
 	}

@@ -150,7 +150,7 @@ func keyKind(item map[string]json.RawMessage) string {
 	switch {
 	case !ok:
 		return "item"
-	case slices.Contains(event.Providers, kind):
+	case slices.Contains(event.Providers, kind), slices.ContainsFunc(DeclaredWorlds, func(w World) bool { return w.Provider == kind }):
 		return "record"
 	}
 	return kind

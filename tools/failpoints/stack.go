@@ -202,7 +202,11 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	for k, v := range overrides {
 		over[k] = v
 	}
-	if w.Provider != event.ProviderStripe {
+	switch {
+	case w.Declared != "":
+		over["GenericSenders"] = "[" + w.Declared + "]"
+		over["GenericSendersSecretsPath"] = sendersPath
+	case w.Provider != event.ProviderStripe:
 		over[secretsParameterParam(w.Provider)] = secretsParameter(w.Provider)
 	}
 	if w.Connect != "" {
@@ -279,7 +283,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	if err != nil {
 		return nil, err
 	}
-	effects := worldEffects(s.res.Tables["MirrorTable"], procDown+"/notify")
+	effects := worldEffects(s.res.Tables["MirrorTable"], procDown+"/notify", w.Provider)
 
 	fenv := map[string]map[string]string{}
 	for _, id := range []string{receiverID, processorID, reconcilerID} {
@@ -553,8 +557,9 @@ func (d *downstream) keys(prefix string) []string {
 // each event's commits in the transaction that marks it processed (a
 // count above one is an effect committed twice), and, for the providers
 // other than Stripe (whose events the built-in forward effect posts), a
-// call to the team's application with the event's idempotency key.
-func worldEffects(mirrorTable, notifyURL string) *effect.Registry {
+// call to the team's application with the event's idempotency key. The
+// world's provider has them too when it is a declared sender.
+func worldEffects(mirrorTable, notifyURL, world string) *effect.Registry {
 	r := &effect.Registry{}
 	ledger := effect.Func{HandlerName: "ledger", Fn: func(_ context.Context, ev effect.Event) ([]types.TransactWriteItem, error) {
 		return []types.TransactWriteItem{{Update: &types.Update{
@@ -564,7 +569,11 @@ func worldEffects(mirrorTable, notifyURL string) *effect.Registry {
 			ExpressionAttributeValues: map[string]types.AttributeValue{":one": &types.AttributeValueMemberN{Value: "1"}},
 		}}}, nil
 	}}
-	for _, p := range event.Providers {
+	providers := event.Providers
+	if !slices.Contains(providers, world) {
+		providers = append(slices.Clone(providers), world)
+	}
+	for _, p := range providers {
 		r.OnProvider(p, ledger, "*")
 		if p != event.ProviderStripe {
 			r.OnProvider(p, &notify{client: &http.Client{Timeout: 5 * time.Second}, url: notifyURL}, "*")

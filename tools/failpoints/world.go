@@ -48,7 +48,12 @@ type World struct {
 	// is (Stripe Connect), signed with the Connect endpoint's secret; the
 	// reconciler knows the account once the receiver has recorded it.
 	Connect string
-	Sender  Sender
+	// Declared is the declaration (one object of GENERIC_SENDERS) of a
+	// declared sender's world, whose Provider is its name: configured
+	// as a deployment declares it (GenericSenders, its secret under
+	// GenericSendersSecretsPath), and signing as declared.
+	Declared string
+	Sender   Sender
 }
 
 // Sender is the model of a provider's sender: what it does after an
@@ -88,6 +93,57 @@ var Senders = map[string]Sender{
 	provider.Standard: DefaultSender,
 }
 
+// DeclaredWorlds are the declared senders' worlds: one whose template
+// signs a timestamp and the id header (docs/providers.md's n8n example,
+// the window bounding a capture), one that signs the body alone with the
+// id in it (an internal service; its capture is bounded by the body's
+// claim). Each sends the sample of every declared sender
+// (internal/cli/testdata/samples/generic).
+var DeclaredWorlds = []World{
+	{
+		Name: "declared-timestamp", Provider: "n8n",
+		Declared: `{"name":"n8n","prefix":"sha256=","signature_header":"x-n8n-signature","timestamp_header":"x-n8n-timestamp",` +
+			`"id_header":"x-n8n-delivery","template":"{timestamp}.{id}.{body}","type_field":"type"}`,
+		Sender: Sender{
+			// n8n's HTTP Request node with Retry On Fail at its most:
+			// 5 tries, 5 s apart, each signed anew by the workflow.
+			Retries: slices.Repeat([]time.Duration{5 * time.Second}, 4),
+			Says:    "an n8n workflow's Retry On Fail at its most: 5 tries, 5 s apart, each signed anew",
+		},
+	},
+	{
+		Name: "declared-untimed", Provider: "billing_svc",
+		Declared: `{"name":"billing_svc","signature_header":"x-signature","id_field":"id","type_field":"type"}`,
+		Sender:   DefaultSender,
+	},
+}
+
+// sendersPath is the declared senders' secrets path
+// (GenericSendersSecretsPath): each one's is <path>/<name>.
+const sendersPath = "/webhook-inbox/dev/failpoints/senders"
+
+// declared returns w's declared sender, checked as the receiver checks it.
+func (w World) declared() (provider.Sender, error) {
+	s, err := provider.ParseSenders("[" + w.Declared + "]")
+	if err != nil {
+		return provider.Sender{}, err
+	}
+	return s[0], nil
+}
+
+// sign returns the headers w's provider sends with d, signed with secret:
+// a declared sender's as declared.
+func (w World) sign(secret string, d provider.Delivery) (map[string]string, error) {
+	if w.Declared == "" {
+		return provider.Sign(w.Provider, secret, d)
+	}
+	s, err := w.declared()
+	if err != nil {
+		return nil, err
+	}
+	return s.Spec().Sign(secret, d)
+}
+
 // DefaultSender is the Standard Webhooks reference schedule (Svix's):
 // retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. A provider
 // with no model of its own is enumerated with it.
@@ -99,9 +155,10 @@ var DefaultSender = Sender{
 
 // Worlds are the worlds enumerated: one per provider the tables may hold
 // (event.Providers), Stripe's four times: with and without an API key,
-// sending thin events, and a connected account's. A
-// provider added to that list joins with its sender's model (Senders,
-// else DefaultSender) and its first sample delivery (Samples).
+// sending thin events, and a connected account's; then the declared
+// senders' (DeclaredWorlds). A provider added to that list joins with
+// its sender's model (Senders, else DefaultSender) and its first sample
+// delivery (Samples).
 func Worlds() []World {
 	var out []World
 	for _, p := range event.Providers {
@@ -118,7 +175,7 @@ func Worlds() []World {
 		}
 		out = append(out, World{Name: p, Provider: p, Sender: s})
 	}
-	return out
+	return append(out, DeclaredWorlds...)
 }
 
 // Samples is where the sample deliveries of the providers other than
@@ -148,7 +205,11 @@ func (w World) sample(root, id string, now time.Time) (delivery, error) {
 		body, err := stripefixture.Build(typ, stripefixture.Options{ID: id, Created: now.Unix(), ObjectID: "sub_" + id, Customer: "cus_" + id, Account: w.Connect})
 		return delivery{id: id, typ: typ, body: body}, err
 	}
-	dir := filepath.Join(root, Samples, w.Provider)
+	samples := w.Provider
+	if w.Declared != "" {
+		samples = "generic"
+	}
+	dir := filepath.Join(root, Samples, samples)
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() && strings.HasSuffix(p, ".json") {
@@ -166,6 +227,18 @@ func (w World) sample(root, id string, now time.Time) (delivery, error) {
 	}
 	rel, _ := filepath.Rel(dir, files[0])
 	typ := strings.TrimSuffix(filepath.ToSlash(rel), ".json")
+	if w.Declared != "" {
+		// The declaration puts this case's id and the type in the body
+		// where it reads them.
+		s, err := w.declared()
+		if err != nil {
+			return delivery{}, err
+		}
+		if body, id, err = s.Sample(body, id, typ); err != nil {
+			return delivery{}, err
+		}
+		return delivery{id: id, typ: typ, body: body}, nil
+	}
 	// A provider whose id is in the body sends this case's id there.
 	if body, id, err = provider.Stamp(w.Provider, body, id); err != nil {
 		return delivery{}, err
