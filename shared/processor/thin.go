@@ -30,12 +30,16 @@ type ThinReader interface {
 	Related(ctx context.Context, account, url, wantID string) (json.RawMessage, error)
 }
 
-// TwinChecker says which of ids have a record (store.Events.Existing, an
-// eventually consistent read of keys): a thin event asks it whether its
-// snapshot twin is in hand before running effects. A Store that does not
-// implement it leaves the question to the commit's condition.
+// TwinChecker says which of ids have a record
+// (store.Events.ExistingConsistent, a strongly consistent read of keys):
+// a thin event asks it whether its snapshot twin is in hand before
+// running effects. Strongly consistent, for an eventually consistent read
+// can miss a twin committed a moment before, and the effects would make
+// their outside calls a second time before the commit's condition drops
+// them. A Store that does not implement it leaves the question to the
+// commit's condition.
 type TwinChecker interface {
-	Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error)
+	ExistingConsistent(ctx context.Context, provider string, ids []string) (map[string]bool, error)
 }
 
 // StatePlanner plans writing an object read from the provider's API under
@@ -173,7 +177,7 @@ func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, 
 		// the twin's record decides it anyway; asking first keeps an
 		// effect's outside call from being made a second time.
 		if tc, ok := p.cfg.Store.(TwinChecker); ok && runEffects {
-			have, err := tc.Existing(ctx, rec.Provider, []string{t.SnapshotEvent})
+			have, err := tc.ExistingConsistent(ctx, rec.Provider, []string{t.SnapshotEvent})
 			if err != nil {
 				return prepared{}, fmt.Errorf("processor: thin event %s: look for its twin %s: %w", rec.ID, t.SnapshotEvent, err)
 			}
