@@ -426,7 +426,10 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 		ev, err = p.thin(ctx, rec, payload, !backfill)
 	} else {
 		ev = prepared{outcome: outcome.Applied, settleRecord: rec, settlePayload: payload}
-		ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, !backfill)
+		run := !backfill
+		if run, err = p.snapshotClaim(ctx, rec, &ev, run); err == nil {
+			ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, run)
+		}
 	}
 	if err != nil {
 		return "", err
@@ -465,7 +468,13 @@ func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, 
 		}
 		switch {
 		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects):
-			ev.effects, ev.twin = nil, nil
+			var next []types.TransactWriteItem
+			if ev.onTwinned != nil {
+				if next, err = ev.onTwinned(); err != nil {
+					return "", err
+				}
+			}
+			ev.effects, ev.twin = nil, next
 			if !backfill {
 				c.Outcome = outcome.Twinned
 			}

@@ -2,14 +2,19 @@ package processor_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
@@ -87,5 +92,168 @@ func TestAThinEventLooksForItsTwinWithAStronglyConsistentRead(t *testing.T) {
 	}
 	if calls, commits := len(e.effect.keys["evt_consistent_snapshot"]), e.commits(t, "evt_consistent_snapshot"); calls != 1 || commits != 1 {
 		t.Errorf("the pair's effect: %d calls, %d commits; want 1 and 1", calls, commits)
+	}
+}
+
+// storeAs stores body's record as source ingests it (not enqueued); a
+// thin event's full form goes to the stand-in too.
+func (e *env) storeAs(t *testing.T, fake *stripefake.Server, body []byte, source event.Source) event.Record {
+	t.Helper()
+	envl, err := event.DecodeAnyEnvelope(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if event.IsThin(body) {
+		if err := fake.AddV2(envl.Account, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := event.NewRecord(event.ProviderStripe, envl, body, ingest.Hash(body), source, event.StatusReceived, time.Now())
+	if _, err := e.events.Create(context.Background(), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestAThinEventWithoutItsTwinsNameHasOneEffectWithTheTwinTheReconcilerFinds:
+// an event destination that sends thin events only sends them without
+// snapshot_event; Stripe's v1 Events API still lists each change's
+// snapshot event, which the reconciler finds missing and ingests. The
+// pair is one change: one effect, whichever of the two is processed
+// first (the thin event delayed by retries, the reconciler first), and
+// the second twinned.
+func TestAThinEventWithoutItsTwinsNameHasOneEffectWithTheTwinTheReconcilerFinds(t *testing.T) {
+	for _, thinFirst := range []bool{true, false} {
+		name := "thin first"
+		if !thinFirst {
+			name = "snapshot first"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t, nil)
+			fake := stripefake.New()
+			defer fake.Close()
+			p := e.processorAt(t, nil, nil, withThin(t, fake))
+			acct, sub, cus := "acct_solo", "sub_solo", "cus_solo"
+			o := stripefixture.Options{ID: "evt_solo_thin", ObjectID: sub, Customer: cus, Created: 1796126400, Status: "active", Account: acct}
+			thinBody, obj, err := stripefixture.Thin("customer.subscription.updated", o, stripefixture.ThinOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fake.PutObject(acct, obj); err != nil {
+				t.Fatal(err)
+			}
+			o.ID = "evt_solo_snapshot"
+			snapBody := build(t, "customer.subscription.updated", o)
+
+			ids := []string{"evt_solo_thin", "evt_solo_snapshot"}
+			bodies := [][]byte{thinBody, snapBody}
+			sources := []event.Source{event.SourceWebhook, event.SourceReconciler}
+			if !thinFirst {
+				ids[0], ids[1] = ids[1], ids[0]
+				bodies[0], bodies[1] = bodies[1], bodies[0]
+				sources[0], sources[1] = sources[1], sources[0]
+			}
+			for i := range ids {
+				handleOne(t, p, e.storeAs(t, fake, bodies[i], sources[i]), 1)
+			}
+			if got := e.record(t, ids[0]); got.Status != event.StatusProcessed || got.Outcome != outcome.Applied {
+				t.Errorf("the first, %s: %s %s; want processed, applied", ids[0], got.Status, got.Outcome)
+			}
+			if got := e.record(t, ids[1]); got.Status != event.StatusProcessed || got.Outcome != outcome.Twinned {
+				t.Errorf("the second, %s: %s %s; want processed, twinned", ids[1], got.Status, got.Outcome)
+			}
+			// One business effect: the first's, called once and
+			// committed once; the second's never called.
+			e.exactlyOnce(t, ids[0])
+			if calls, commits := e.effect.callsOf(ids[1]), e.commits(t, ids[1]); calls != 0 || commits != 0 {
+				t.Errorf("the second's effect: %d calls, %d commits; want none", calls, commits)
+			}
+			if st, _ := e.status(t, mirror.Key(acct, sub)); st != "active" {
+				t.Errorf("snapshot: got %q, want active", st)
+			}
+		})
+	}
+}
+
+// staleClaim answers a read of a twin claim with item (nil: none), as a
+// read made just before another event's commit would: the commit's
+// condition must then decide.
+type staleClaim struct {
+	store.DynamoDB
+	item map[string]types.AttributeValue
+}
+
+func (s staleClaim) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
+	if pk, ok := in.Key["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "twinclaim#") {
+		return &dynamodb.GetItemOutput{Item: s.item}, nil
+	}
+	return s.DynamoDB.GetItem(ctx, in, optFns...)
+}
+
+// TestATwinClaimRacedIsDecidedByTheCommit: the claim read before the
+// effects is only a way to spare outside calls; the commit's condition
+// decides. A thin event that read no claim while its twin was committing
+// runs its effect's call, then commits twinned, its effect's writes
+// dropped; a thin event that read its change's twin unmatched while
+// another thin event of the same object, type and second was being
+// paired with it commits nothing, is retried, and its retry runs the
+// effect of its own change, once.
+func TestATwinClaimRacedIsDecidedByTheCommit(t *testing.T) {
+	e := newEnv(t, nil)
+	fake := stripefake.New()
+	defer fake.Close()
+	p := e.processorAt(t, nil, nil, withThin(t, fake))
+	sub, cus := "sub_claim_race", "cus_claim_race"
+	o := stripefixture.Options{ID: "evt_race_thin_1", ObjectID: sub, Customer: cus, Created: 1796126400, Status: "active"}
+	thin1, obj, err := stripefixture.Thin("customer.subscription.updated", o, stripefixture.ThinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.PutObject("", obj); err != nil {
+		t.Fatal(err)
+	}
+	o.ID = "evt_race_snapshot_1"
+	snap1 := build(t, "customer.subscription.updated", o)
+	o.ID = "evt_race_thin_2"
+	thin2, _, err := stripefixture.Thin("customer.subscription.updated", o, stripefixture.ThinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The snapshot first; the thin event reads no claim.
+	handleOne(t, p, e.storeAs(t, fake, snap1, event.SourceReconciler), 1)
+	r1 := e.storeAs(t, fake, thin1, event.SourceWebhook)
+	handleOne(t, e.processorAt(t, staleClaim{DynamoDB: e.stack.DynamoDB}, nil, withThin(t, fake)), r1, 1)
+	if got := e.record(t, r1.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Twinned {
+		t.Errorf("the thin event that read no claim: %s %s; want processed, twinned", got.Status, got.Outcome)
+	}
+	if got := e.commits(t, r1.ID); got != 0 {
+		t.Errorf("its effect committed %d times, want 0 (the snapshot's is the pair's)", got)
+	}
+
+	// A second change of the same second: its thin event reads the claim
+	// as it stood before the first thin event's commit (one snapshot
+	// unmatched).
+	r2 := e.storeAs(t, fake, thin2, event.SourceWebhook)
+	before := map[string]types.AttributeValue{
+		"thin_events": &types.AttributeValueMemberN{Value: "0"}, "snapshot_events": &types.AttributeValueMemberN{Value: "1"},
+	}
+	resp, err := e.processorAt(t, staleClaim{DynamoDB: e.stack.DynamoDB, item: before}, nil, withThin(t, fake)).Handle(context.Background(), batch(message(r2, 1)))
+	if err != nil || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("the thin event twinned to a twin already paired: %v %+v; want it retried", err, resp)
+	}
+	if got := e.record(t, r2.ID); got.Status != event.StatusFailed {
+		t.Errorf("after its first attempt: %s; want failed (retryable)", got.Status)
+	}
+	if got := e.effect.callsOf(r2.ID); got != 0 {
+		t.Errorf("its effect called %d times on the first attempt, want 0", got)
+	}
+	handleOne(t, p, r2, 2)
+	if got := e.record(t, r2.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Applied {
+		t.Errorf("its retry: %s %s; want processed, applied", got.Status, got.Outcome)
+	}
+	e.exactlyOnce(t, r2.ID)
+	if got := e.commits(t, "evt_race_snapshot_1"); got != 1 {
+		t.Errorf("the first change's effect committed %d times, want 1", got)
 	}
 }
