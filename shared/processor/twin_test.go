@@ -2,20 +2,19 @@ package processor_test
 
 import (
 	"context"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
@@ -175,19 +174,24 @@ func TestAThinEventWithoutItsTwinsNameHasOneEffectWithTheTwinTheReconcilerFinds(
 	}
 }
 
-// staleClaim answers a read of a twin claim with item (nil: none), as a
-// read made just before another event's commit would: the commit's
-// condition must then decide.
+// staleClaim answers a read of a twin claim with claim, as a read made
+// just before another event's commit would: the commit's condition must
+// then decide.
 type staleClaim struct {
-	store.DynamoDB
-	item map[string]types.AttributeValue
+	*store.Events
+	claim store.TwinClaim
 }
 
-func (s staleClaim) GetItem(ctx context.Context, in *dynamodb.GetItemInput, optFns ...func(*dynamodb.Options)) (*dynamodb.GetItemOutput, error) {
-	if pk, ok := in.Key["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "twinclaim#") {
-		return &dynamodb.GetItemOutput{Item: s.item}, nil
+func (s staleClaim) ReadTwinClaim(context.Context, store.TwinKey) (store.TwinClaim, error) {
+	return s.claim, nil
+}
+
+// withStaleClaim makes the processor's store read claim for every twin
+// claim.
+func withStaleClaim(claim store.TwinClaim) func(*processor.Config) {
+	return func(cfg *processor.Config) {
+		cfg.Store = staleClaim{Events: cfg.Store.(*store.Events), claim: claim}
 	}
-	return s.DynamoDB.GetItem(ctx, in, optFns...)
 }
 
 // TestATwinClaimRacedIsDecidedByTheCommit: the claim read before the
@@ -223,7 +227,7 @@ func TestATwinClaimRacedIsDecidedByTheCommit(t *testing.T) {
 	// The snapshot first; the thin event reads no claim.
 	handleOne(t, p, e.storeAs(t, fake, snap1, event.SourceReconciler), 1)
 	r1 := e.storeAs(t, fake, thin1, event.SourceWebhook)
-	handleOne(t, e.processorAt(t, staleClaim{DynamoDB: e.stack.DynamoDB}, nil, withThin(t, fake)), r1, 1)
+	handleOne(t, e.processorAt(t, nil, nil, withThin(t, fake), withStaleClaim(store.TwinClaim{})), r1, 1)
 	if got := e.record(t, r1.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Twinned {
 		t.Errorf("the thin event that read no claim: %s %s; want processed, twinned", got.Status, got.Outcome)
 	}
@@ -235,10 +239,8 @@ func TestATwinClaimRacedIsDecidedByTheCommit(t *testing.T) {
 	// as it stood before the first thin event's commit (one snapshot
 	// unmatched).
 	r2 := e.storeAs(t, fake, thin2, event.SourceWebhook)
-	before := map[string]types.AttributeValue{
-		"thin_events": &types.AttributeValueMemberN{Value: "0"}, "snapshot_events": &types.AttributeValueMemberN{Value: "1"},
-	}
-	resp, err := e.processorAt(t, staleClaim{DynamoDB: e.stack.DynamoDB, item: before}, nil, withThin(t, fake)).Handle(context.Background(), batch(message(r2, 1)))
+	stale := e.processorAt(t, nil, nil, withThin(t, fake), withStaleClaim(store.TwinClaim{Thin: 0, Snapshot: 1}))
+	resp, err := stale.Handle(context.Background(), batch(message(r2, 1)))
 	if err != nil || len(resp.BatchItemFailures) != 1 {
 		t.Fatalf("the thin event twinned to a twin already paired: %v %+v; want it retried", err, resp)
 	}
