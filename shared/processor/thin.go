@@ -113,8 +113,13 @@ type prepared struct {
 // (event.Thin.Snapshot). A thin event naming its snapshot twin runs the
 // effects as the twin (its id, so their idempotency keys are the twin's)
 // and commits the twin's record with them (TwinWriter): one business
-// effect for the pair. An event_generation_failure.resolved event repairs
-// the object it names and runs no effect.
+// effect for the pair. A thin event naming none runs them under its own
+// id, paired by a twin claim (TwinClaimer, one strongly consistent read
+// before the effects and a write in the commit) with the snapshot event
+// of the same change the reconciler ingests (snapshotClaim), which no
+// record of the thin event's keeps out. An
+// event_generation_failure.resolved event repairs the object it names
+// and runs no effect.
 func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (prepared, error) {
 	if p.cfg.Thin == nil {
 		return prepared{}, fmt.Errorf("event %s: %w", rec.ID, ErrNoThinReader)
