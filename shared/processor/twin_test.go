@@ -2,6 +2,7 @@ package processor_test
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -15,7 +16,10 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/processor"
+	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
 
@@ -257,5 +261,62 @@ func TestATwinClaimRacedIsDecidedByTheCommit(t *testing.T) {
 	e.exactlyOnce(t, r2.ID)
 	if got := e.commits(t, "evt_race_snapshot_1"); got != 1 {
 		t.Errorf("the first change's effect committed %d times, want 1", got)
+	}
+}
+
+// TestTheReconcilerFindsTheTwinOfAThinEventThatNamesNoneAndItRunsNoEffect:
+// through the real reconciler: a thin event naming no twin is processed;
+// Stripe's v1 Events API lists the snapshot event of the same change,
+// which the reconciler finds missing and ingests; processed, it is
+// twinned, and the change has had one effect.
+func TestTheReconcilerFindsTheTwinOfAThinEventThatNamesNoneAndItRunsNoEffect(t *testing.T) {
+	e := newEnv(t, nil)
+	fake := stripefake.New()
+	defer fake.Close()
+	ctx := context.Background()
+	p := e.processorAt(t, nil, nil, withThin(t, fake))
+	sub, cus := "sub_found_twin", "cus_found_twin"
+	created := time.Now().Add(-time.Hour).Unix()
+	o := stripefixture.Options{ID: "evt_found_thin", ObjectID: sub, Customer: cus, Created: created, Status: "active"}
+	thinBody, obj, err := stripefixture.Thin("customer.subscription.updated", o, stripefixture.ThinOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.PutObject("", obj); err != nil {
+		t.Fatal(err)
+	}
+	handleOne(t, p, e.storeAs(t, fake, thinBody, event.SourceWebhook), 1)
+	o.ID = "evt_found_snapshot"
+	if err := fake.Add(build(t, "customer.subscription.updated", o)); err != nil {
+		t.Fatal(err)
+	}
+
+	api, err := stripeapi.New(stripeapi.Config{Key: "sk_test_found", BaseURL: fake.URL, MaxNetworkRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := reconcile.New(reconcile.Config{
+		Stripe: api, Events: e.events, Checkpoints: &store.Checkpoints{DB: e.stack.DynamoDB, Table: e.events.Table},
+		Ingester: e.ingester, Queue: e.ingester.Queue.(*queue.Queue), Types: []string{"customer.subscription.updated"},
+		FirstLookback: reconcile.Retention, Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Run(ctx, reconcile.RunOptions{Since: 24 * time.Hour})
+	if err != nil || res.Missing != 1 {
+		t.Fatalf("reconciler run: %+v %v; want the snapshot twin found missing", res, err)
+	}
+	twin := e.record(t, "evt_found_snapshot")
+	if twin.Source != event.SourceReconciler {
+		t.Fatalf("the twin's record: source %s, want reconciler", twin.Source)
+	}
+	handleOne(t, p, twin, 1)
+	if got := e.record(t, twin.ID); got.Status != event.StatusProcessed || got.Outcome != outcome.Twinned {
+		t.Errorf("the twin: %s %s; want processed, twinned", got.Status, got.Outcome)
+	}
+	e.exactlyOnce(t, "evt_found_thin")
+	if calls, commits := e.effect.callsOf(twin.ID), e.commits(t, twin.ID); calls != 0 || commits != 0 {
+		t.Errorf("the twin's effect: %d calls, %d commits; want none", calls, commits)
 	}
 }
