@@ -445,8 +445,10 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 // mirror's writes, then the effects', then a thin event's twin's record;
 // a failed condition among them is resolved and the commit made again:
 //
-//   - the twin's record exists already: the snapshot twin is in hand and
-//     has the pair's effect, so the effects are dropped (twinned);
+//   - the twin's record exists already, or the twin claim counts a twin
+//     committed since it was read: the other of the pair is in hand and
+//     has the pair's effect, so the effects are dropped (twinned; a twin
+//     claim is committed in its twinned form, prepared.onTwinned);
 //   - a mirror write lost to another event of the same second (a tie,
 //     mirror.Tie): the API's state replaces it (Settle), once;
 //   - a mirror write lost to a later event: the snapshot stays, the
