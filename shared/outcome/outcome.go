@@ -112,7 +112,10 @@ const (
 	// had the pair's business effect already: the mirror was updated
 	// under the ordering guard, no effect was committed, and it is
 	// processed. A snapshot twin that arrives after its thin event finds
-	// its record made processed, twinned, by that event's commit.
+	// its record made processed, twinned, by that event's commit. A thin
+	// event that names no twin and the snapshot event of the same change
+	// the reconciler ingested are paired by a twin claim
+	// (store.TwinKey): the second of the two is twinned.
 	Twinned Outcome = "twinned"
 	// Repaired: a Stripe event_generation_failure.resolved event: the
 	// object it names was read from the API and written to the mirror

@@ -426,7 +426,10 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 		ev, err = p.thin(ctx, rec, payload, !backfill)
 	} else {
 		ev = prepared{outcome: outcome.Applied, settleRecord: rec, settlePayload: payload}
-		ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, !backfill)
+		run := !backfill
+		if run, err = p.snapshotClaim(ctx, rec, &ev, run); err == nil {
+			ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, run)
+		}
 	}
 	if err != nil {
 		return "", err
@@ -442,8 +445,10 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 // mirror's writes, then the effects', then a thin event's twin's record;
 // a failed condition among them is resolved and the commit made again:
 //
-//   - the twin's record exists already: the snapshot twin is in hand and
-//     has the pair's effect, so the effects are dropped (twinned);
+//   - the twin's record exists already, or the twin claim counts a twin
+//     committed since it was read: the other of the pair is in hand and
+//     has the pair's effect, so the effects are dropped (twinned; a twin
+//     claim is committed in its twinned form, prepared.onTwinned);
 //   - a mirror write lost to another event of the same second (a tie,
 //     mirror.Tie): the API's state replaces it (Settle), once;
 //   - a mirror write lost to a later event: the snapshot stays, the
@@ -465,7 +470,13 @@ func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, 
 		}
 		switch {
 		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects):
-			ev.effects, ev.twin = nil, nil
+			var next []types.TransactWriteItem
+			if ev.onTwinned != nil {
+				if next, err = ev.onTwinned(); err != nil {
+					return "", err
+				}
+			}
+			ev.effects, ev.twin = nil, next
 			if !backfill {
 				c.Outcome = outcome.Twinned
 			}

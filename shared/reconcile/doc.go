@@ -61,8 +61,11 @@
 // Events API this package lists holds every thin v1. event's snapshot
 // twin, so a missed thin event is found, ingested and applied as its twin,
 // and one already processed is held by the twin's record its commit made
-// (store.Events.TwinWrite), which Existing finds. API v2 events of their
-// own (the health event) are not listed.
+// (store.Events.TwinWrite), which Existing finds. A thin event that names
+// no twin leaves no such record: its twin is ingested as missing, and the
+// processor pairs the two by a twin claim (store.TwinKey), so the change
+// has one effect. API v2 events of their own (the health event) are not
+// listed.
 //
 // # Stuck events
 //

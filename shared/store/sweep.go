@@ -40,6 +40,19 @@ const DefaultBatchBackoff = 50 * time.Millisecond
 // unprocessed are asked for again after a pause that doubles, at most 8
 // requests per 100 ids; past that, Existing fails.
 func (e *Events) Existing(ctx context.Context, provider string, ids []string) (map[string]bool, error) {
+	return e.existing(ctx, provider, ids, false)
+}
+
+// ExistingConsistent is Existing with strongly consistent reads, at twice
+// the price: an answer that decides whether an effect makes its outside
+// call (a thin event's look for its snapshot twin) must see a record
+// committed a moment before. Only that path pays it; the reconciler's
+// pages keep Existing.
+func (e *Events) ExistingConsistent(ctx context.Context, provider string, ids []string) (map[string]bool, error) {
+	return e.existing(ctx, provider, ids, true)
+}
+
+func (e *Events) existing(ctx context.Context, provider string, ids []string, consistent bool) (map[string]bool, error) {
 	var keys []map[string]types.AttributeValue
 	seen := map[string]bool{}
 	for _, id := range ids {
@@ -54,7 +67,7 @@ func (e *Events) Existing(ctx context.Context, provider string, ids []string) (m
 	for start := 0; start < len(keys); start += maxBatchGet {
 		ka := types.KeysAndAttributes{
 			Keys:                 keys[start:min(start+maxBatchGet, len(keys))],
-			ConsistentRead:       aws.Bool(false),
+			ConsistentRead:       aws.Bool(consistent),
 			ProjectionExpression: aws.String(attrPK),
 		}
 		err := e.batchGet(ctx, ka, func(item map[string]types.AttributeValue) {
