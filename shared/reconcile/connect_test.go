@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -177,12 +179,15 @@ func TestAListedAccountIsReconciled(t *testing.T) {
 	}
 }
 
-// failingUpdates fails every UpdateItem: the accounts item cannot be
-// written.
-type failingUpdates struct{ store.DynamoDB }
+// failingAccounts fails every write of an account's item: the account
+// cannot be recorded; the event's own writes go through.
+type failingAccounts struct{ store.DynamoDB }
 
-func (failingUpdates) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return nil, errors.New("injected: accounts item unwritable")
+func (f failingAccounts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
+	if pk, ok := in.Item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "connect_account#") {
+		return nil, errors.New("injected: account item unwritable")
+	}
+	return f.DynamoDB.PutItem(ctx, in, opts...)
 }
 
 // TestARecordingFailureLosesNoEvent: when the account cannot be recorded,
@@ -211,7 +216,7 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 		}
 		return res
 	}
-	if res := ingestOne(failingUpdates{h.db}, "evt_unrecorded_1"); res.AccountErr == nil {
+	if res := ingestOne(failingAccounts{h.db}, "evt_unrecorded_1"); res.AccountErr == nil {
 		t.Fatal("got no AccountErr, want the failed write reported")
 	}
 	rec := h.records([]string{"evt_unrecorded_1"})["evt_unrecorded_1"]
@@ -221,7 +226,7 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 	if res := ingestOne(h.db, "evt_unrecorded_2"); res.AccountErr != nil {
 		t.Fatal(res.AccountErr)
 	}
-	seen, err := (&store.Accounts{DB: h.db, Table: table}).Seen(context.Background(), event.ProviderStripe)
+	seen, _, err := (&store.Accounts{DB: h.db, Table: table}).Page(context.Background(), event.ProviderStripe, "", 100)
 	if err != nil || !slices.Contains(seen, "acct_unrecorded") {
 		t.Fatalf("after the next event: got %v (%v), want acct_unrecorded recorded", seen, err)
 	}
