@@ -36,10 +36,6 @@ type Accounts struct {
 	Table string
 }
 
-// indexAccounts is the events table's sparse index of the accounts
-// recorded: only account items have its key attributes.
-const indexAccounts = "connect_accounts"
-
 // prefixAccount starts the key of each account's item.
 const prefixAccount = "connect_account#"
 
