@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
@@ -179,15 +177,12 @@ func TestAListedAccountIsReconciled(t *testing.T) {
 	}
 }
 
-// failingAccounts fails every write of an account's item: the account
-// cannot be recorded; the event's own writes go through.
-type failingAccounts struct{ store.DynamoDB }
+// failingAccounts fails every recording of an account: its item cannot
+// be written.
+type failingAccounts struct{}
 
-func (f failingAccounts) PutItem(ctx context.Context, in *dynamodb.PutItemInput, opts ...func(*dynamodb.Options)) (*dynamodb.PutItemOutput, error) {
-	if pk, ok := in.Item["pk"].(*types.AttributeValueMemberS); ok && strings.HasPrefix(pk.Value, "connect_account#") {
-		return nil, errors.New("injected: account item unwritable")
-	}
-	return f.DynamoDB.PutItem(ctx, in, opts...)
+func (failingAccounts) Record(context.Context, string, string) error {
+	return errors.New("injected: account item unwritable")
 }
 
 // TestARecordingFailureLosesNoEvent: when the account cannot be recorded,
@@ -197,7 +192,7 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, oneGroup)
 	table := h.stack.Table("EventsTable")
-	ingestOne := func(db store.DynamoDB, id string) ingest.Result {
+	ingestOne := func(accounts ingest.Accounts, id string) ingest.Result {
 		t.Helper()
 		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: id, Account: "acct_unrecorded",
 			Created: h.now.Add(-time.Hour).Unix(), ObjectID: "sub_" + id, Customer: "cus_unrecorded", Status: "active"})
@@ -209,21 +204,21 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := *h.ingester
-		in.Accounts = &ingest.AccountRecorder{Store: &store.Accounts{DB: db, Table: table}}
+		in.Accounts = &ingest.AccountRecorder{Store: accounts}
 		res, err := in.Ingest(context.Background(), env, b, event.SourceWebhook)
 		if err != nil {
 			t.Fatalf("%s: %v; want stored and enqueued", id, err)
 		}
 		return res
 	}
-	if res := ingestOne(failingAccounts{h.db}, "evt_unrecorded_1"); res.AccountErr == nil {
+	if res := ingestOne(failingAccounts{}, "evt_unrecorded_1"); res.AccountErr == nil {
 		t.Fatal("got no AccountErr, want the failed write reported")
 	}
 	rec := h.records([]string{"evt_unrecorded_1"})["evt_unrecorded_1"]
 	if rec == nil || rec.Account != "acct_unrecorded" || len(rec.Payload) == 0 {
 		t.Fatalf("the event whose account was not recorded: got %+v, want stored with its payload", rec)
 	}
-	if res := ingestOne(h.db, "evt_unrecorded_2"); res.AccountErr != nil {
+	if res := ingestOne(&store.Accounts{DB: h.db, Table: table}, "evt_unrecorded_2"); res.AccountErr != nil {
 		t.Fatal(res.AccountErr)
 	}
 	seen, _, err := (&store.Accounts{DB: h.db, Table: table}).Page(context.Background(), event.ProviderStripe, "", 100)

@@ -297,8 +297,8 @@ func TestTemplateGrantsExactlyWhatTheReconcilerUses(t *testing.T) {
 	}
 	// The stuck sweep's index (its pending lane) and the accounts seen
 	// (store.Accounts.Page), and no other.
-	if len(queried) != 2 || !strings.HasSuffix(queried[0], "/index/unprocessed") || !strings.HasSuffix(queried[1], "/index/connect_accounts") {
-		t.Errorf("Query is granted on %v, want only the unprocessed and connect_accounts indexes", queried)
+	if len(queried) != 2 || !strings.HasSuffix(queried[0], "/index/unprocessed") || !strings.HasSuffix(queried[1], "/index/accounts_seen") {
+		t.Errorf("Query is granted on %v, want only the unprocessed and accounts_seen indexes", queried)
 	}
 	if !strings.Contains(got["dynamodb:BatchGetItem"], "EventsTable") || !strings.Contains(got["sqs:SendMessage"], "WebhookQueue") {
 		t.Errorf("resources: got %v", got)

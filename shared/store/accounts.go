@@ -16,7 +16,7 @@ import (
 // stored an event of, so the reconciler lists each one's events without an
 // operator naming it. Each account is one small item of the events table
 // under a key that can never be an event's ("connect_account#<provider>#<account>"),
-// in the sparse index IndexAccounts (keyed by provider, then account,
+// in the events table's sparse index accounts_seen (keyed by provider, then account,
 // keys only), so a platform with a million accounts is listed a page at a
 // time, in a stable order, and recording the millionth costs what the
 // first did. Recording is an unconditional PutItem of the same item,
@@ -46,7 +46,7 @@ const kindAccount = "connect_account"
 // The index's keys on an account's item.
 const (
 	attrAccountOf = "account_of" // the provider
-	attrAccountID = "account_id"
+	attrAccountID = "seen_account"
 )
 
 // prefixAccounts and attrAccounts are the old item's: one

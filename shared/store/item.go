@@ -83,7 +83,7 @@ const (
 	indexCustomer = "by_customer_id"
 	// indexAccounts is sparse: the connected accounts seen, one item each
 	// (Accounts), by provider then account.
-	indexAccounts = "connect_accounts"
+	indexAccounts = "accounts_seen"
 )
 
 // Shards is how many values each index key that all events share is split
