@@ -179,3 +179,58 @@ func TestBridgeBinaryAnswersIngressBatchesAsLambdaRunsIt(t *testing.T) {
 	}
 	checkLeastPrivilege(t, s.stack.Template, s.stack.Resources, bridgeID, s.rec.Calls(0))
 }
+
+// TestBridgeBinaryRecordsAConnectedAccount: on a Connect platform
+// (StripeConnectListAccounts=true), the bridge's real bootstrap stores a
+// connected account's event and records its account for the reconciler,
+// with the put its policy grants and nothing more.
+func TestBridgeBinaryRecordsAConnectedAccount(t *testing.T) {
+	src := bridge.PartnerSourcePrefix + "/ed_test_rie" + randomHex(4)
+	s := newSetupWith(t, map[string]string{"StripeEventSourceName": src, "StripeConnectListAccounts": "true"}, nil)
+	ctx := context.Background()
+	ingress := s.stack.Queue("IngressQueue")
+	client := sqs.NewFromConfig(s.stack.AWS)
+	env := s.env(t, bridgeID, nil)
+	if env["STRIPE_CONNECT"] != "true" {
+		t.Fatalf("environment from the template: STRIPE_CONNECT=%q, want true", env["STRIPE_CONNECT"])
+	}
+	fn := start(t, hostBootstrap(t, bridgeID), env)
+	acct := "acct_rie" + randomHex(4)
+	body, err := stripefixture.Build("customer.subscription.created",
+		stripefixture.Options{Account: acct, Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := event.DecodeEnvelope(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(ingress.URL),
+		MessageBody: aws.String(eventBridgeBody(src, template.AccountID, snap.Type, string(body)))}); err != nil {
+		t.Fatal(err)
+	}
+	var msgs []sqstypes.Message
+	testenv.Eventually(t, 20*time.Second, "the message on the ingress queue", func() bool {
+		out, err := client.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(ingress.URL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, out.Messages...)
+		return len(msgs) == 1
+	})
+	mark := s.rec.Len()
+	status, out := fn.call(t, sqsEvent(t, ingress.ARN, msgs...))
+	var answer map[string]any
+	decodeAnswer(t, status, out, &answer)
+	got := names(s.rec.Calls(mark))
+	slices.Sort(got)
+	// The record's and the payload's puts, the account's, the pointer.
+	if want := []string{"dynamodb:PutItem", "dynamodb:PutItem", "dynamodb:PutItem", "sqs:SendMessage"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("AWS calls of the cold start and the batch: got %v, want %v\n%s", got, want, fn.out.String())
+	}
+	accounts := &store.Accounts{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
+	if seen, _, err := accounts.Page(ctx, event.ProviderStripe, "", 100); err != nil || !slices.Contains(seen, acct) {
+		t.Errorf("accounts seen: got %v (%v), want %s recorded", seen, err, acct)
+	}
+}

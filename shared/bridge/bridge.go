@@ -297,6 +297,12 @@ func (h *Handler) log(ctx context.Context, m events.SQSMessage, r result, latenc
 	if r.ing.Record.PayloadOmitted {
 		ms = append(ms, metrics.C("payload_omitted", 1))
 	}
+	if r.ing.AccountErr != nil {
+		// The event is stored: only the reconciler's list of accounts
+		// waits, for the account's next event.
+		attrs = append(attrs, slog.String("account_error", truncate(r.ing.AccountErr.Error(), maxLoggedError)))
+		ms = append(ms, metrics.C("account_record_failures", 1))
+	}
 	dims := []metrics.Dim{{Name: "function", Value: "bridge"}, {Name: "outcome", Value: string(r.outcome)}}
 	attrs = append(attrs, metrics.Attrs(h.cfg.Now(), dims, ms...)...)
 	level := slog.LevelInfo

@@ -434,3 +434,26 @@ func TestNewNamesEveryMissingField(t *testing.T) {
 		}
 	}
 }
+
+type failingAccounts struct{}
+
+func (failingAccounts) Record(context.Context, string, string) error {
+	return errors.New("injected: account item unwritable")
+}
+
+// TestAnAccountNotRecordedFailsNoEvent: a connected account's event whose
+// account cannot be recorded is stored, enqueued and deleted all the same,
+// and its line says the account waits (account_record_failures).
+func TestAnAccountNotRecordedFailsNoEvent(t *testing.T) {
+	f := newFixture(t)
+	f.h.cfg.Ingester.Accounts = &ingest.AccountRecorder{Store: failingAccounts{}}
+	detail := strings.Replace(snapshot("evt_acct", "invoice.paid", false), `"id":"evt_acct"`, `"id":"evt_acct","account":"acct_1"`, 1)
+	resp, _ := f.h.Handle(context.Background(), events.SQSEvent{Records: []events.SQSMessage{msg("m1", envelope(source, account, "invoice.paid", detail))}})
+	if len(resp.BatchItemFailures) != 0 || len(f.queue.sent) != 1 {
+		t.Fatalf("got %d retried, %d enqueued; want the event enqueued and deleted", len(resp.BatchItemFailures), len(f.queue.sent))
+	}
+	lines := f.lines(t)
+	if len(lines) != 1 || lines[0]["outcome"] != "stored" || lines[0]["account_record_failures"] != float64(1) || lines[0]["account_error"] == nil {
+		t.Fatalf("got %v, want one stored line with the account's failure", lines)
+	}
+}

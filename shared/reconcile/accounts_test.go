@@ -15,7 +15,9 @@ type fakeSeen struct {
 	err      error
 }
 
-func (f fakeSeen) Seen(context.Context, string) ([]string, error) { return f.accounts, f.err }
+func (f fakeSeen) Page(context.Context, string, string, int) ([]string, string, error) {
+	return f.accounts, "", f.err
+}
 
 type fakeAccountLister struct {
 	accounts []string

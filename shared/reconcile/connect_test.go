@@ -177,12 +177,12 @@ func TestAListedAccountIsReconciled(t *testing.T) {
 	}
 }
 
-// failingUpdates fails every UpdateItem: the accounts item cannot be
-// written.
-type failingUpdates struct{ store.DynamoDB }
+// failingAccounts fails every recording of an account: its item cannot
+// be written.
+type failingAccounts struct{}
 
-func (failingUpdates) UpdateItem(context.Context, *dynamodb.UpdateItemInput, ...func(*dynamodb.Options)) (*dynamodb.UpdateItemOutput, error) {
-	return nil, errors.New("injected: accounts item unwritable")
+func (failingAccounts) Record(context.Context, string, string) error {
+	return errors.New("injected: account item unwritable")
 }
 
 // TestARecordingFailureLosesNoEvent: when the account cannot be recorded,
@@ -192,7 +192,7 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, oneGroup)
 	table := h.stack.Table("EventsTable")
-	ingestOne := func(db store.DynamoDB, id string) ingest.Result {
+	ingestOne := func(accounts ingest.Accounts, id string) ingest.Result {
 		t.Helper()
 		b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{ID: id, Account: "acct_unrecorded",
 			Created: h.now.Add(-time.Hour).Unix(), ObjectID: "sub_" + id, Customer: "cus_unrecorded", Status: "active"})
@@ -204,24 +204,24 @@ func TestARecordingFailureLosesNoEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		in := *h.ingester
-		in.Accounts = &ingest.AccountRecorder{Store: &store.Accounts{DB: db, Table: table}}
+		in.Accounts = &ingest.AccountRecorder{Store: accounts}
 		res, err := in.Ingest(context.Background(), env, b, event.SourceWebhook)
 		if err != nil {
 			t.Fatalf("%s: %v; want stored and enqueued", id, err)
 		}
 		return res
 	}
-	if res := ingestOne(failingUpdates{h.db}, "evt_unrecorded_1"); res.AccountErr == nil {
+	if res := ingestOne(failingAccounts{}, "evt_unrecorded_1"); res.AccountErr == nil {
 		t.Fatal("got no AccountErr, want the failed write reported")
 	}
 	rec := h.records([]string{"evt_unrecorded_1"})["evt_unrecorded_1"]
 	if rec == nil || rec.Account != "acct_unrecorded" || len(rec.Payload) == 0 {
 		t.Fatalf("the event whose account was not recorded: got %+v, want stored with its payload", rec)
 	}
-	if res := ingestOne(h.db, "evt_unrecorded_2"); res.AccountErr != nil {
+	if res := ingestOne(&store.Accounts{DB: h.db, Table: table}, "evt_unrecorded_2"); res.AccountErr != nil {
 		t.Fatal(res.AccountErr)
 	}
-	seen, err := (&store.Accounts{DB: h.db, Table: table}).Seen(context.Background(), event.ProviderStripe)
+	seen, _, err := (&store.Accounts{DB: h.db, Table: table}).Page(context.Background(), event.ProviderStripe, "", 100)
 	if err != nil || !slices.Contains(seen, "acct_unrecorded") {
 		t.Fatalf("after the next event: got %v (%v), want acct_unrecorded recorded", seen, err)
 	}

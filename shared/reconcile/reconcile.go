@@ -54,9 +54,12 @@ type Ingester interface {
 }
 
 // SeenAccounts returns the connected accounts the inbox has stored an
-// event of; *store.Accounts implements it.
+// event of, a page at a time; *store.Accounts implements it.
 type SeenAccounts interface {
-	Seen(ctx context.Context, provider string) ([]string, error)
+	// Page returns the accounts after after (from the first when ""),
+	// ascending, at most limit, and the after of the next page, "" when
+	// the list ended.
+	Page(ctx context.Context, provider, after string, limit int) (accounts []string, next string, err error)
 }
 
 // AccountLister lists every connected account of the platform;
@@ -107,6 +110,7 @@ const (
 	DefaultDeadlineMargin  = 20 * time.Second
 	DefaultThrottleBackoff = time.Second
 	DefaultMaxThrottles    = 5
+	DefaultAccountsPage    = 50
 )
 
 // Config configures a Reconciler. Stripe, Events, Checkpoints, Ingester,
@@ -130,15 +134,26 @@ type Config struct {
 	// limit with the platform's groups, least advanced first.
 	ConnectAccounts []string
 	// SeenAccounts, when set, adds the connected accounts the inbox has
-	// stored an event of, read at the start of each run; ListAccounts,
-	// when set, every account the platform lists (Stripe's account
-	// list), also at the start of each run. A failure of either is
-	// logged and counted (Result.AccountFailures) and the run goes on
-	// with the accounts it knows. An account first listed late starts
-	// where the deployment's reconciliation started, as every account
-	// does: what came before is history.
+	// stored an event of; ListAccounts, when set, every account the
+	// platform lists (Stripe's account list), read at the start of each
+	// run. The accounts seen may be a million: a run reads them
+	// AccountsPage at a time, in order, from the cursor the last run
+	// left (a checkpoint of its own, AccountsCursor), and lists each
+	// page's accounts while its budget lasts (pages, deadline); the
+	// cursor moves past the accounts whose every group had its turn, and
+	// back to the first account once a run reaches the last, so
+	// successive runs reach every account in turn. The first page's
+	// accounts share the budget with the platform's and the configured
+	// and listed accounts' groups. A failure of either source is logged
+	// and counted (Result.AccountFailures) and the run goes on with the
+	// accounts it knows. An account first listed late starts where the
+	// deployment's reconciliation started, as every account does: what
+	// came before is history.
 	SeenAccounts SeenAccounts
 	ListAccounts AccountLister
+	// AccountsPage is how many accounts seen a run reads at a time;
+	// DefaultAccountsPage when zero.
+	AccountsPage int
 	// Livemode is the mode this deployment serves; listing events of the
 	// other mode (the wrong API key) fails the run.
 	Livemode bool
@@ -271,6 +286,9 @@ func New(cfg Config) (*Reconciler, error) {
 	if cfg.MaxThrottles <= 0 {
 		cfg.MaxThrottles = DefaultMaxThrottles
 	}
+	if cfg.AccountsPage <= 0 {
+		cfg.AccountsPage = DefaultAccountsPage
+	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
@@ -285,22 +303,23 @@ func New(cfg Config) (*Reconciler, error) {
 // accounts it finds (Config.SeenAccounts, Config.ListAccounts).
 func (r *Reconciler) Groups() []Group { return r.groups }
 
-// accounts returns the run's groups: the configured ones, then those of
-// every connected account seen or listed at its start. A source that
-// fails is noted in rn and leaves the others' accounts listed.
+// AccountsCursor names the checkpoint that keeps, across runs, where the
+// reading of provider's accounts seen resumes (its Cursor: the last
+// account reached, "" for the first).
+func AccountsCursor(provider string) string { return provider + "#accounts_cursor" }
+
+// accounts returns the run's first groups: the configured ones, then
+// those of every connected account listed at its start (the accounts seen
+// come a page at a time: seenPage). A source that fails is noted in rn and
+// leaves the others' accounts listed.
 func (r *Reconciler) accounts(ctx context.Context, rn *run) []Group {
-	if r.cfg.SeenAccounts == nil && r.cfg.ListAccounts == nil {
-		rn.res.Accounts = len(uniqueAccounts(r.cfg.ConnectAccounts))
+	if r.cfg.ListAccounts == nil {
+		accounts := uniqueAccounts(r.cfg.ConnectAccounts)
+		rn.res.Accounts = len(accounts)
+		rn.known = accounts
 		return r.groups
 	}
 	accounts := slices.Clone(r.cfg.ConnectAccounts)
-	if r.cfg.SeenAccounts != nil {
-		seen, err := r.cfg.SeenAccounts.Seen(ctx, r.cfg.Provider)
-		if err != nil {
-			rn.accountErrs = append(rn.accountErrs, fmt.Errorf("reconcile: accounts seen: %w", err))
-		}
-		accounts = append(accounts, seen...)
-	}
 	if r.cfg.ListAccounts != nil {
 		listed, err := r.cfg.ListAccounts.ListAccounts(ctx)
 		if err != nil {
@@ -311,7 +330,35 @@ func (r *Reconciler) accounts(ctx context.Context, rn *run) []Group {
 	rn.res.AccountFailures = len(rn.accountErrs)
 	accounts = uniqueAccounts(accounts)
 	rn.res.Accounts = len(accounts)
+	rn.known = accounts
 	return AccountGroups(r.cfg.Provider, r.cfg.Types, accounts)
+}
+
+// seenPage reads the next page of accounts seen from the run's cursor and
+// returns the groups of those the run does not list already, with the
+// accounts and next (the page's, "" when the list ended). ok is false when
+// the page cannot be read (noted in rn).
+func (rn *run) seenPage(ctx context.Context) (groups []Group, accounts []string, next string, ok bool) {
+	r := rn.r
+	accounts, next, err := r.cfg.SeenAccounts.Page(ctx, r.cfg.Provider, rn.cursor.Cursor, r.cfg.AccountsPage)
+	if err != nil {
+		rn.accountErrs = append(rn.accountErrs, fmt.Errorf("reconcile: accounts seen: %w", err))
+		rn.res.AccountFailures = len(rn.accountErrs)
+		return nil, nil, "", false
+	}
+	var fresh []string
+	for _, a := range accounts {
+		if a = strings.TrimSpace(a); a != "" && !slices.Contains(rn.known, a) {
+			fresh = append(fresh, a)
+		}
+	}
+	rn.res.Accounts += len(fresh)
+	for _, g := range AccountGroups(r.cfg.Provider, r.cfg.Types, fresh) {
+		if g.Account != "" {
+			groups = append(groups, g)
+		}
+	}
+	return groups, accounts, next, true
 }
 
 // uniqueAccounts returns accounts without blanks or repeats, in order.
@@ -486,9 +533,13 @@ type run struct {
 	groups []Group
 	// accountErrs are the failures to find the run's accounts.
 	accountErrs []error
-	opts        RunOptions
-	res         Result
-	stopAt      time.Time // zero: no deadline
+	// known are the accounts of groups (configured and listed); cursor is
+	// where the reading of the accounts seen resumes (AccountsCursor).
+	known  []string
+	cursor store.Checkpoint
+	opts   RunOptions
+	res    Result
+	stopAt time.Time // zero: no deadline
 	// throttles counts 429s in a row.
 	throttles int
 	// oldest is the least advanced done_through over the groups.
@@ -577,12 +628,84 @@ func (rn *run) do(ctx context.Context) error {
 	if err := rn.requeueStuck(ctx); err != nil {
 		return err
 	}
-	groups := rn.groups
+	if rn.r.cfg.SeenAccounts == nil {
+		_, err := rn.pass(ctx, rn.groups)
+		return err
+	}
+	return rn.seen(ctx)
+}
+
+// seen lists the run's groups with the first page of accounts seen, then
+// the following pages while the budget lasts, and moves the cursor past
+// the accounts reached.
+func (rn *run) seen(ctx context.Context) error {
+	cursor, err := rn.r.cfg.Checkpoints.Load(ctx, AccountsCursor(rn.r.cfg.Provider))
+	if err != nil {
+		return err
+	}
+	rn.cursor = cursor
+	base := rn.groups
+	for {
+		page, accounts, next, ok := rn.seenPage(ctx)
+		groups := append(slices.Clone(base), page...)
+		rn.groups = append(rn.groups, page...)
+		rn.progress.Groups = len(rn.groups)
+		reached, err := rn.pass(ctx, groups)
+		if err != nil || !ok {
+			return err
+		}
+		// The cursor moves past the longest run of the page's accounts
+		// whose every group had its turn.
+		missed := map[string]bool{}
+		for i, g := range groups {
+			if g.Account != "" && !reached[i] {
+				missed[g.Account] = true
+			}
+		}
+		last, all := rn.cursor.Cursor, true
+		for _, a := range accounts {
+			if missed[a] {
+				all = false
+				break
+			}
+			last = a
+		}
+		if all && next == "" {
+			last = "" // the list ended: the next run starts over
+		}
+		switch {
+		case last == rn.cursor.Cursor:
+		case rn.opts.Since > 0:
+			// An operator's sweep leaves the checkpoints untouched.
+			rn.cursor.Cursor = last
+		default:
+			saved, err := rn.save(ctx, rn.cursor, store.Checkpoint{Name: rn.cursor.Name, Cursor: last})
+			if errors.Is(err, store.ErrCheckpointMoved) {
+				rn.res.Stopped = StopCheckpointMoved
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			rn.cursor = saved
+		}
+		if !all || next == "" || !rn.mayContinue(ctx) {
+			return nil
+		}
+		base = nil
+	}
+}
+
+// pass lists groups: the least advanced first, each up to its share of
+// the budget left, then what is left to those their share did not bring
+// to the present. reached[i] says group i had its first turn.
+func (rn *run) pass(ctx context.Context, groups []Group) (reached []bool, err error) {
+	reached = make([]bool, len(groups))
 	cps := make([]store.Checkpoint, len(groups))
 	for i, g := range groups {
 		cp, err := rn.r.LoadCheckpoint(ctx, g)
 		if err != nil {
-			return err
+			return reached, err
 		}
 		cps[i] = cp
 		if g.Account == "" && cp.Seq > 0 && cp.HistoryBefore > 0 && (rn.deploymentStart == 0 || cp.HistoryBefore < rn.deploymentStart) {
@@ -605,7 +728,9 @@ func (rn *run) do(ctx context.Context) error {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(cps[a].DoneThrough, cps[b].DoneThrough) })
-	share := max(1, rn.maxPages()/max(len(groups), 1))
+	share := max(1, (rn.maxPages()-rn.res.Pages)/max(len(groups), 1))
+	// The groups are the last of the run's (Progress.Group).
+	offset := len(rn.groups) - len(groups)
 	behind := make([]bool, len(groups))
 	for pass := range 2 {
 		for _, i := range order {
@@ -618,20 +743,21 @@ func (rn *run) do(ctx context.Context) error {
 			}
 			if ctx.Err() != nil || !rn.mayContinue(ctx) {
 				rn.groupLimit = 0
-				return nil
+				return reached, nil
 			}
-			rn.groupIdx, rn.shareSpent = i, false
+			rn.groupIdx, rn.shareSpent = offset+i, false
 			cp, err := rn.group(ctx, groups[i], cps[i])
 			cps[i] = cp
 			if err != nil {
 				rn.groupLimit = 0
-				return err
+				return reached, err
 			}
+			reached[i] = true
 			behind[i] = rn.shareSpent
 		}
 	}
 	rn.groupLimit = 0
-	return nil
+	return reached, nil
 }
 
 // track keeps the least advanced checkpoint for the run's checkpoint age.

@@ -81,6 +81,9 @@ const (
 	// customer id and the provider's created time. A customer's own events
 	// are by_object's (ByCustomer reads both).
 	indexCustomer = "by_customer_id"
+	// indexAccounts is sparse: the connected accounts seen, one item each
+	// (Accounts), by provider then account.
+	indexAccounts = "accounts_seen"
 )
 
 // Shards is how many values each index key that all events share is split

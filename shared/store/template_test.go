@@ -46,6 +46,7 @@ func TestTemplateDeclaresTheStoresKeysAndIndexes(t *testing.T) {
 		indexDay:         attrDayKey + "/" + attrReceivedAt + " INCLUDE [" + attrType + "]",
 		indexObject:      attrObjectID + "/" + attrCreated + " KEYS_ONLY []",
 		indexCustomer:    attrCustomerID + "/" + attrCreated + " KEYS_ONLY []",
+		indexAccounts:    attrAccountOf + "/" + attrAccountID + " KEYS_ONLY []",
 	}
 	got := map[string]string{}
 	for _, ix := range p["GlobalSecondaryIndexes"].([]any) {

@@ -138,6 +138,15 @@ const (
 	ScenarioGitHubReplay     = "captured GitHub body under a fresh delivery id"
 )
 
+// ScenarioConnectFirst is the first event of a connected account (Stripe
+// Connect) the receiver sees, signed with the Connect endpoint's secret:
+// a new event, plus the account's item (store.Accounts), written once per
+// account and container. Measured once, at the small size.
+const ScenarioConnectFirst = "first event of a new connected account, processed"
+
+// connectSecret signs ScenarioConnectFirst's delivery.
+const connectSecret = "cost meter connect secret"
+
 // GitHubScenarios lists the GitHub scenarios in report order.
 var GitHubScenarios = []string{ScenarioGitHubNew, ScenarioGitHubRedelivery, ScenarioGitHubReplay}
 
@@ -238,6 +247,10 @@ func Measure(ctx context.Context, opts Options) (*Report, error) {
 	m.progress("GitHub")
 	if err := m.github(ctx); err != nil {
 		return nil, fmt.Errorf("cost: GitHub: %w", err)
+	}
+	m.progress("Connect")
+	if err := m.connect(ctx); err != nil {
+		return nil, fmt.Errorf("cost: Connect: %w", err)
 	}
 	m.progress("hot keys: %d new %s events", opts.Samples, Small.Name)
 	for i := range opts.Samples {
@@ -364,6 +377,7 @@ func (m *meter) setup(ctx context.Context) error {
 	// once per execution environment, which is not a cost per event.
 	m.env[devstack.ReceiverID]["STRIPE_WEBHOOK_SECRET"] = m.secret
 	m.env[devstack.ReceiverID][boot.WebhookSecretVariable(provider.GitHub)] = m.githubSecret
+	m.env[devstack.ReceiverID][boot.StripeConnectSecretVariable] = connectSecret
 	m.env[devstack.ReceiverID][boot.ProviderTypesVariable(provider.GitHub)] = githubType
 	// The retried scenario's backoff, scaled down as the drills scale it
 	// (the template's is a minute): what a retry writes does not depend
@@ -685,6 +699,24 @@ func (m *meter) github(ctx context.Context) error {
 	return nil
 }
 
+// connect measures ScenarioConnectFirst: a connected account's first
+// event, delivered on the Connect endpoint's secret and processed.
+func (m *meter) connect(ctx context.Context) error {
+	body, err := stripefixture.Build(Small.Type, stripefixture.Options{ID: stripefixture.NewID("evt_"), Customer: stripefixture.NewID("cus_"),
+		Created: m.created, Set: Small.set, Account: stripefixture.NewID("acct_")})
+	if err != nil {
+		return err
+	}
+	m.label(ScenarioConnectFirst)
+	if status, err := m.deliverWith(ctx, body, connectSecret, false); err != nil || status != http.StatusOK {
+		return fmt.Errorf("status %d: %v", status, err)
+	}
+	if n, failed, err := m.process(ctx, 5, false); err != nil || n != 1 || failed != 0 {
+		return fmt.Errorf("processed %d, failed %d: %v", n, failed, err)
+	}
+	return nil
+}
+
 // labelGitHub labels GitHubSample's size.
 const labelGitHub = "GitHub"
 
@@ -764,10 +796,15 @@ func (m *meter) invocation(ctx context.Context, id string) (context.Context, con
 
 // deliver signs body and hands it to the receiver as API Gateway would.
 func (m *meter) deliver(ctx context.Context, body []byte, timed bool) (int, error) {
+	return m.deliverWith(ctx, body, m.secret, timed)
+}
+
+// deliverWith is deliver signed with secret.
+func (m *meter) deliverWith(ctx context.Context, body []byte, secret string, timed bool) (int, error) {
 	m.bodies = append(m.bodies, body)
 	req := httptest.NewRequest(m.route.Method, "https://webhooks.example"+m.route.Path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", provider.SignStripe(body, m.secret, time.Now()))
+	req.Header.Set("Stripe-Signature", provider.SignStripe(body, secret, time.Now()))
 	ev := gateway.Event(req, body, gateway.Route{Method: m.route.Method, Path: m.route.Path})
 	ictx, cancel := m.invocation(ctx, devstack.ReceiverID)
 	defer cancel()

@@ -115,6 +115,14 @@ func TestMeterAgainstTheEmulator(t *testing.T) {
 			written[ix] += u
 		}
 	}
+	// The accounts' index is written by a connected account's first
+	// event: its item, 1 WRU, and its index entry, 1, beside a new event's.
+	for ix, u := range rep.Connect.IndexWRU() {
+		written[ix] += u
+	}
+	if got, want := rep.Connect.WRU(), rep.Scenario(ScenarioNew, Small).WRU()+2; got != want {
+		t.Errorf("a connected account's first event: got %d WRU, want %d (a new event's and the account's item and index entry)", got, want)
+	}
 	for _, name := range schema.Names() {
 		for _, ix := range schema.Tables[name].Indexes {
 			if written[ix.Name] == 0 {

@@ -50,6 +50,7 @@ func (r *Report) print(out io.Writer) {
 	for _, sc := range GitHubScenarios {
 		r.printSteps(out, fmt.Sprintf("%s (%s, %d B)", sc, githubType, r.Bytes[labelGitHub]), r.GitHub[sc])
 	}
+	r.printSteps(out, fmt.Sprintf("%s (%s)", ScenarioConnectFirst, Small.Name), r.Connect)
 	r.printSummary(out)
 	r.printMoney(out)
 	r.printRoutes(out)
@@ -136,6 +137,10 @@ func (r *Report) printSummary(out io.Writer) {
 		gh = append(gh, fmt.Sprintf("%s %d WRU, %s RRU", sc, c.WRU(), fmtUnits(c.RRU())))
 	}
 	fmt.Fprintf(out, "GitHub (%s, %d B): %s\n", githubType, r.Bytes[labelGitHub], strings.Join(gh, "; "))
+	if c, n := r.Connect, r.Scenario(ScenarioNew, Small); c != nil && n != nil {
+		fmt.Fprintf(out, "Connect: %s %d WRU, %s RRU (a new %s event: %d WRU; the account's item and index entry, once per account and receiver container)\n",
+			ScenarioConnectFirst, c.WRU(), fmtUnits(c.RRU()), Small.Name, n.WRU())
+	}
 	for _, s := range r.Sizes {
 		wru, rru, usd, reads := r.TieCost(s)
 		fmt.Fprintf(out, "same-second ties at %.0f%% of events (%s): each +%d WRU, %s RRU and %d read of Stripe's API beyond a new event; "+

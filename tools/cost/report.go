@@ -48,6 +48,8 @@ type Report struct {
 	// GitHub holds each GitHub scenario's steps (GitHubScenarios), by
 	// scenario.
 	GitHub map[string]*ScenarioCost
+	// Connect is ScenarioConnectFirst's steps.
+	Connect *ScenarioCost
 	// ReconcilerRuns is how many scheduled runs compare each event, on
 	// average: its overlap plus one period, over its period (1.2 for a
 	// 2-minute overlap every 10 minutes: a fifth of the events are listed
@@ -233,6 +235,7 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 	for _, sc := range GitHubScenarios {
 		rep.GitHub[sc] = m.scenarioCost(m.rec.Calls(sc), compared, rep.ReconcilerRuns)
 	}
+	rep.Connect = m.scenarioCost(m.rec.Calls(ScenarioConnectFirst), compared, rep.ReconcilerRuns)
 	for name, n := range m.bytes {
 		rep.Bytes[name] = n
 	}
@@ -243,7 +246,7 @@ func (m *meter) fill(rep *Report, run reconcilerRun) error {
 	// bridge's apart, as it runs only with the EventBridge destination on.
 	seen, bridged := map[string]bool{}, map[string]bool{}
 	for _, l := range m.logs.Lines("") {
-		if slices.Contains(GitHubScenarios, l.Label) {
+		if slices.Contains(GitHubScenarios, l.Label) || l.Label == ScenarioConnectFirst {
 			continue
 		}
 		for _, id := range l.Metrics {

@@ -108,6 +108,9 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		}
 	}
 	snd := &sender{w: w, d: d, url: s.gateway.URL + "/webhooks/" + w.Provider, github: s.github}
+	if w.Bridge {
+		snd.put = s.putEvent
+	}
 	ctx, cancel := context.WithTimeout(ctx, Limit)
 	defer cancel()
 	var wg sync.WaitGroup
@@ -156,6 +159,12 @@ func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 			quietFrom = -1
 			continue
 		}
+		if s.ingress != "" {
+			if n, err := depth(ctx, q, s.ingress); err != nil || n > 0 {
+				quietFrom = -1
+				continue
+			}
+		}
 		held, err := events.Held(ctx, s.w.Provider, []string{d.id})
 		if h, ok := held[d.id]; err != nil || !ok || h.Status.Pending() {
 			quietFrom = -1
@@ -203,6 +212,9 @@ type sender struct {
 	d      delivery
 	url    string
 	github *githubfake.Server
+	// put, when set, is the sender's attempt instead of an HTTP post:
+	// EventBridge's put on the ingress queue (World.Bridge).
+	put func(ctx context.Context, typ string, body []byte) int
 
 	mu       sync.Mutex
 	answers  []int
@@ -244,6 +256,9 @@ func (s *sender) answer(status int) {
 // post makes one attempt, signed anew as the provider signs each, and
 // returns its status (0 for no answer).
 func (s *sender) post(ctx context.Context) int {
+	if s.put != nil {
+		return s.put(ctx, s.d.typ, s.d.body)
+	}
 	now := time.Now()
 	headers := map[string]string{}
 	if s.w.Provider == event.ProviderStripe {

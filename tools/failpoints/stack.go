@@ -24,6 +24,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/provision"
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
+	"github.com/webhook-inbox/webhook-inbox/shared/boot/bridgeboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
@@ -48,6 +49,7 @@ const (
 	functionProcessor  = "processor"
 	functionReconciler = "reconciler"
 	functionESM        = "event-source"
+	functionBridge     = "bridge"
 	// serviceApp is the team's application, as the effects call it.
 	serviceApp = "app"
 )
@@ -57,7 +59,11 @@ const (
 	receiverID   = "ReceiverFunction"
 	processorID  = "ProcessorFunction"
 	reconcilerID = "ReconcilerFunction"
+	bridgeID     = "BridgeFunction"
 )
+
+// partnerSource is the bridge worlds' EventBridge partner event source.
+const partnerSource = "aws.partner/stripe.com/ed_test_failpoints"
 
 // The timings of a case (Scale): each the template's own, scaled, except
 // where SQS's whole seconds or the lease's bound ask for more.
@@ -171,6 +177,8 @@ type stack struct {
 	runsMu         sync.Mutex
 	started, ended int
 	soon           chan struct{}
+	// ingress is the bridge's queue (Bridge worlds), "" otherwise.
+	ingress string
 }
 
 // env is an enumeration's shared setup: the emulators, the template, and
@@ -212,6 +220,12 @@ func (e *env) worldTemplate(w World) (*template.Template, error) {
 	if w.Connect != "" {
 		over["StripeConnectWebhookSecretsParameter"] = connectSecretsParameter
 	}
+	if w.ListAccounts {
+		over["StripeConnectListAccounts"] = "true"
+	}
+	if w.Bridge {
+		over["StripeEventSourceName"] = partnerSource
+	}
 	if spec, err := provider.Lookup(w.Provider); err == nil && slices.Contains(spec.Settings, provider.SettingURL) {
 		over[strings.ToUpper(w.Provider[:1])+w.Provider[1:]+"WebhookUrl"] = signedURL(w.Provider)
 	}
@@ -249,7 +263,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	// Each function's AWS clients, and its outside calls, go through a
 	// proxy of its own that the tap decides for.
 	awsFor := map[string]aws.Config{}
-	for _, f := range []string{functionReceiver, functionProcessor, functionReconciler, functionESM} {
+	for _, f := range []string{functionReceiver, functionProcessor, functionReconciler, functionESM, functionBridge} {
 		p, err := faultproxy.New(e.endpoints)
 		if err != nil {
 			return nil, err
@@ -272,6 +286,9 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 
 	// The world's stand-ins.
 	s.stripe = stripefake.New()
+	if w.ListAccounts {
+		s.stripe.AddAccount(w.Connect)
+	}
 	if w.APIKey {
 		s.stripe.RequireKey(apiKey)
 	} else {
@@ -286,7 +303,11 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	effects := worldEffects(s.res.Tables["MirrorTable"], procDown+"/notify", w.Provider)
 
 	fenv := map[string]map[string]string{}
-	for _, id := range []string{receiverID, processorID, reconcilerID} {
+	ids := []string{receiverID, processorID, reconcilerID}
+	if w.Bridge {
+		ids = append(ids, bridgeID)
+	}
+	for _, id := range ids {
 		f, err := tmpl.Function(id)
 		if err != nil {
 			return nil, err
@@ -404,9 +425,50 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		return nil, err
 	}
 
+	// The bridge behind the ingress queue, polled as the processor's is.
+	var bp *poller.Poller
+	if w.Bridge {
+		bridgeFn, err := tmpl.Function(bridgeID)
+		if err != nil {
+			return nil, err
+		}
+		bsrc, err := bridgeFn.SQS()
+		if err != nil {
+			return nil, err
+		}
+		bh, err := bridgeboot.New(ctx, envOf(bridgeID), awsFor[functionBridge], logger(functionBridge), effects)
+		if err != nil {
+			return nil, err
+		}
+		var bridgeLock sync.Mutex
+		bq := s.res.Queues[bsrc.Queue.LogicalID]
+		s.ingress = bq.URL
+		bp = &poller.Poller{
+			SQS: sqs.NewFromConfig(awsFor[functionESM]), QueueURL: bq.URL, QueueARN: bq.ARN, Source: bsrc,
+			Function: bridgeID, Timeout: time.Duration(bridgeFn.Timeout) * time.Second, Workers: 1,
+			Logger: logger(functionESM),
+			Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+				bridgeLock.Lock()
+				defer bridgeLock.Unlock()
+				resp, err := bh.Handle(ctx, ev)
+				if s.tap.ended(functionBridge) {
+					return events.SQSEventResponse{}, errors.New("failpoints: the bridge's process was killed")
+				}
+				return resp, err
+			},
+		}
+	}
+
 	runCtx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	s.soon = make(chan struct{}, 1)
+	if bp != nil {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			bp.Run(runCtx)
+		}()
+	}
 	s.wg.Add(2)
 	go func() {
 		defer s.wg.Done()
@@ -444,6 +506,28 @@ func (s *stack) serve(h http.Handler) *httptest.Server {
 	srv := httptest.NewServer(h)
 	s.servers = append(s.servers, srv)
 	return srv
+}
+
+// putEvent is EventBridge's delivery of the Stripe event body to the
+// ingress queue: the envelope the rule's SQS target delivers, sent
+// directly (AWS's own call, never faulted). It answers as a sender's
+// attempt: 200 once the message is on the queue.
+func (s *stack) putEvent(ctx context.Context, typ string, body []byte) int {
+	var detail bytes.Buffer
+	if err := json.Compact(&detail, body); err != nil {
+		return 0
+	}
+	env, err := json.Marshal(map[string]any{
+		"version": "0", "id": newID(), "detail-type": typ, "source": partnerSource, "account": template.AccountID,
+		"time": time.Now().UTC().Format(time.RFC3339), "region": template.Region, "resources": []string{}, "detail": json.RawMessage(detail.Bytes()),
+	})
+	if err != nil {
+		return 0
+	}
+	if _, err := sqs.NewFromConfig(s.direct).SendMessage(ctx, &sqs.SendMessageInput{QueueUrl: aws.String(s.ingress), MessageBody: aws.String(string(env))}); err != nil {
+		return 0
+	}
+	return http.StatusOK
 }
 
 // runSoon brings the reconciler's next run forward: the world is quiet,

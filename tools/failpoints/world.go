@@ -53,7 +53,16 @@ type World struct {
 	// as a deployment declares it (GenericSenders, its secret under
 	// GenericSendersSecretsPath), and signing as declared.
 	Declared string
-	Sender   Sender
+	// ListAccounts: the reconciler also lists the platform's connected
+	// accounts (StripeConnectListAccounts=true, GET /v1/accounts), which
+	// name Connect's account, and lists each one's events.
+	ListAccounts bool
+	// Bridge: the event comes through Stripe's EventBridge destination:
+	// EventBridge puts it on the ingress queue (AWS's own delivery, not a
+	// call of the pipeline's: never faulted here) and the bridge ingests
+	// it, recording its connected account on a Connect platform.
+	Bridge bool
+	Sender Sender
 }
 
 // Sender is the model of a provider's sender: what it does after an
@@ -144,6 +153,11 @@ func (w World) sign(secret string, d provider.Delivery) (map[string]string, erro
 	return s.Spec().Sign(secret, d)
 }
 
+// EventBridgeSender is Stripe's EventBridge destination: the event is put
+// on the ingress queue once; EventBridge's own retries (24 h) are AWS's,
+// and its put never fails here.
+var EventBridgeSender = Sender{Says: "EventBridge puts the event on the ingress queue once (its own retries, 24 h, are AWS's)"}
+
 // DefaultSender is the Standard Webhooks reference schedule (Svix's):
 // retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. A provider
 // with no model of its own is enumerated with it.
@@ -159,6 +173,12 @@ var DefaultSender = Sender{
 // senders' (DeclaredWorlds). A provider added to that list joins with
 // its sender's model (Senders, else DefaultSender) and its first sample
 // delivery (Samples).
+// (event.Providers), Stripe's six times: with and without an API key,
+// sending thin events, and a connected account's, known from its events
+// or also from the platform's account list, or arriving through the
+// EventBridge destination's bridge. A
+// provider added to that list joins with its sender's model (Senders,
+// else DefaultSender) and its first sample delivery (Samples).
 func Worlds() []World {
 	var out []World
 	for _, p := range event.Providers {
@@ -171,6 +191,8 @@ func Worlds() []World {
 			out = append(out, World{Name: p + "-no-api-key", Provider: p, Sender: s})
 			out = append(out, World{Name: p + "-thin", Provider: p, APIKey: true, Thin: true, Sender: s})
 			out = append(out, World{Name: p + "-connect", Provider: p, APIKey: true, Connect: connectAccount, Sender: s})
+			out = append(out, World{Name: p + "-connect-listed", Provider: p, APIKey: true, Connect: connectAccount, ListAccounts: true, Sender: s})
+			out = append(out, World{Name: p + "-bridge-connect", Provider: p, APIKey: true, Connect: connectAccount, Bridge: true, Sender: EventBridgeSender})
 			continue
 		}
 		out = append(out, World{Name: p, Provider: p, Sender: s})

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/stripe/stripe-go/v81"
 
@@ -25,8 +26,9 @@ import (
 // New builds the bridge's handler from the environment the template
 // gives it: the common variables (package boot), EVENTBRIDGE_SOURCE (the
 // partner event source the bus is associated with), EVENTBRIDGE_ACCOUNT
-// (the stack's AWS account) and INGRESS_DLQ_URL (where rejected messages
-// go). effects are the team's effects (hooks.Registry()); the bridge reads
+// (the stack's AWS account), INGRESS_DLQ_URL (where rejected messages
+// go) and STRIPE_CONNECT ("true" on a Connect platform: each connected
+// account an event is stored of is recorded, boot.RecordAccounts). effects are the team's effects (hooks.Registry()); the bridge reads
 // only their event types, its allowlist beside the mirror's
 // (boot.HandledTypeList), the very list the stack's rule routes. It reads
 // no secret and makes no network call.
@@ -41,14 +43,28 @@ func New(_ context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, e
 	})
 	account := r.Required("EVENTBRIDGE_ACCOUNT")
 	dlq := r.Required("INGRESS_DLQ_URL")
+	connect := r.Checked("STRIPE_CONNECT", "false", func(v string) error {
+		if v != "true" && v != "false" {
+			return fmt.Errorf("STRIPE_CONNECT=%q: want true or false", v)
+		}
+		return nil
+	}) == "true"
 	if err := r.Err("bridge"); err != nil {
 		return nil, err
 	}
 	if logger == nil {
 		logger = slog.Default()
 	}
+	events := c.Events(dynamodb.NewFromConfig(cfg))
+	in := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(env, effects))
+	if connect {
+		// A Connect platform's destination sends its connected accounts'
+		// events too: each account is recorded for the reconciler to
+		// list, as the receiver records those of its Connect endpoint.
+		boot.RecordAccounts(in, events)
+	}
 	return bridge.New(bridge.Config{
-		Ingester:      boot.NewIngester(cfg, c, boot.HandledTypes(env, effects)),
+		Ingester:      in,
 		Source:        src,
 		Account:       account,
 		Livemode:      c.Livemode,

@@ -51,10 +51,10 @@ func TestOnlyStripesConnectedAccountsAreRecorded(t *testing.T) {
 		t.Fatalf("the Shopify delivery: %d %v\n%s", resp.StatusCode, err, logs.String())
 	}
 	accounts := &store.Accounts{DB: dynamodb.NewFromConfig(stack.AWS), Table: stack.Table("EventsTable")}
-	if got, err := accounts.Seen(ctx, "stripe"); err != nil || !slices.Equal(got, []string{"acct_rec"}) {
+	if got, _, err := accounts.Page(ctx, "stripe", "", 100); err != nil || !slices.Equal(got, []string{"acct_rec"}) {
 		t.Errorf("Stripe's accounts seen: %v, %v; want acct_rec", got, err)
 	}
-	if got, err := accounts.Seen(ctx, "shopify"); err != nil || len(got) != 0 {
+	if got, _, err := accounts.Page(ctx, "shopify", "", 100); err != nil || len(got) != 0 {
 		t.Errorf("Shopify's accounts seen: %v, %v; want none (a shop is no connected account)", got, err)
 	}
 }
