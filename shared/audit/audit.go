@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -241,13 +242,24 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 				res.Matched++
 				continue
 			}
+			if snap.LastEventCreated >= asked.Unix() {
+				// The mirror holds a state of the page's second or
+				// later: the page may be the older of the two. The next
+				// run compares again.
+				res.Raced++
+				continue
+			}
 		} else {
 			res.MissingHere++
 			changes = []string{"missing here"}
 		}
 		rep := Repair{ID: ids[i], Account: o.Account, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
 		if !o.DryRun {
-			won, ran, err := a.repair(ctx, raw, asked, res.RunID, o.Account, !here, changes)
+			var seen *mirror.Snapshot
+			if here {
+				seen = &snap
+			}
+			won, ran, err := a.repair(ctx, raw, asked, res.RunID, o.Account, seen, changes)
 			if err != nil {
 				return err
 			}
@@ -265,19 +277,35 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 	return nil
 }
 
-// repair writes the API's object through the mirror's guarded write and,
-// with Effects, the effects' writes in the same transaction; it reports
-// false when a newer event won the guard, and whether effects ran.
-func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID, account string, missing bool, changes []string) (won, ran bool, err error) {
-	plan, err := a.Mirror.PlanState(raw, mirror.Version{
-		Created: asked.Unix(), ID: runID, Type: "audit", Source: mirror.SourceAudit, Changes: changes,
-	})
+// repair writes the API's object in place of seen (the snapshot the page's
+// read found, nil when there was none) and, with Effects, the effects'
+// writes and their claim (mirror.ClaimPut) in the same transaction. It
+// reports false when the mirror no longer holds what was read (an event
+// was applied since: its state stands), and whether effects ran.
+//
+// Everything that can be known is checked before an effect's outside
+// call: the snapshot is read again, strongly consistent, just before the
+// effects run. What remains is the moment between that read and the
+// transaction: an event applied then makes the transaction fail after the
+// effects ran (raced). Their idempotency keys are the object's and the
+// state's (RepairEvent), so the next repair to that state reuses them.
+func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID, account string, seen *mirror.Snapshot, changes []string) (won, ran bool, err error) {
+	plan, err := a.Mirror.PlanRepair(raw, mirror.Version{
+		Created: asked.Unix(), ID: runID, Type: "audit", Source: mirror.SourceAudit, Changes: changes, Account: account,
+	}, seen)
 	if err != nil {
 		return false, false, err
 	}
 	writes := plan.Writes
-	if a.Effects != nil {
-		rec, payload, err := RepairEvent(raw, account, missing, asked)
+	if a.Effects != nil && !History(raw, seen == nil) {
+		if same, err := a.unchanged(ctx, plan.Key, seen); err != nil || !same {
+			return false, false, err
+		}
+		rec, payload, err := RepairEvent(raw, account, seen == nil, asked)
+		if err != nil {
+			return false, false, err
+		}
+		claim, err := mirror.ClaimKey(account, raw)
 		if err != nil {
 			return false, false, err
 		}
@@ -285,7 +313,8 @@ func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Ti
 		if err != nil {
 			return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
 		}
-		writes, ran = append(append([]types.TransactWriteItem(nil), writes...), w...), true
+		writes = slices.Concat(writes, w, []types.TransactWriteItem{a.Mirror.ClaimPut(claim, asked.Unix(), rec.ID)})
+		ran = true
 	}
 	_, err = a.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	var tce *types.TransactionCanceledException
@@ -300,6 +329,40 @@ func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Ti
 		return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
 	}
 	return true, ran, nil
+}
+
+// unchanged reads the snapshot of key again, strongly consistent (the
+// batched read the page used, for one key: no other permission), and
+// reports whether it is still seen (nil: still none).
+func (a *Auditor) unchanged(ctx context.Context, key string, seen *mirror.Snapshot) (bool, error) {
+	snaps, err := a.Reader.Objects(ctx, []string{key})
+	if err != nil {
+		return false, fmt.Errorf("repair %s: %w", key, err)
+	}
+	_, id := mirror.SplitKey(key)
+	now, here := snaps[id]
+	if !here {
+		return seen == nil, nil
+	}
+	return seen != nil && now.LastEventID == seen.LastEventID && now.LastEventCreated == seen.LastEventCreated, nil
+}
+
+// History reports whether a repair of the subscription obj is history,
+// which runs no effect (as a backfilled event runs none in the
+// processor): one the mirror lacked (missing) that is in a final state,
+// canceled or incomplete_expired. Such a subscription ended with no event
+// of it ever applied here; its end was the business of whatever handled
+// it then. A subscription the mirror lacks that is still live is not
+// history: its effects run (as customer.subscription.created).
+func History(obj json.RawMessage, missing bool) bool {
+	if !missing {
+		return false
+	}
+	var o struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(obj, &o)
+	return o.Status == "canceled" || o.Status == "incomplete_expired"
 }
 
 // RepairEvent is the event a repair runs the team's effects as: the type

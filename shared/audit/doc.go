@@ -9,11 +9,36 @@
 // (mirror.Reader.Objects), and compares each (mirror.Differences: status,
 // customer, price, current period end, cancel at period end). A
 // difference, or a subscription the mirror lacks, is repaired by writing
-// the API's object through the mirror's one guarded write of an API state
-// (mirror.Mirror.PlanState, Source audit, with what changed), at the time
-// the page was requested: an event created after that still wins. A
-// repair runs no effect of the team's. With DryRun nothing is written and
-// the result says what would be repaired.
+// the API's object through the mirror's guarded write of an API state
+// (mirror.Mirror.PlanRepair, Source audit, with what changed), at the time
+// the page was requested: an event created after that still wins. The
+// write is conditioned besides on the mirror holding exactly what the
+// page's read found (the same last event, or nothing), and a snapshot
+// whose version is of the page's second or later is not repaired at all:
+// an event applied after the read, even one of the page's own second,
+// stands (Raced; the next run compares again). With DryRun nothing is
+// written and the result says what would be repaired.
+//
+// By default a repair runs no effect of the team's. With Effects
+// (AUDIT_RUN_EFFECTS) it runs them as the event applying the object would
+// (RepairEvent), with keys derived from the object and the state, and
+// writes an effects claim for that change of state (mirror.ClaimPut) in
+// the repair's transaction: the real event of that change, arriving later
+// (Stripe's retry, the reconciler), finds the claim and runs none, so one
+// change runs the effects once whichever comes first. History runs no
+// effect (History): a subscription the mirror lacked that is in a final
+// state (canceled, incomplete_expired) is written to the mirror only, as
+// the processor writes a backfilled event. No other rule marks history: a
+// live subscription the mirror lacked runs its effects as created.
+//
+// Before the effects' outside calls the repair reads the snapshot again,
+// strongly consistent, and gives up (Raced) if an event was applied since
+// the page's read. What remains is the moment between that read and the
+// transaction: an event applied then cancels the transaction after the
+// effects ran. Their keys are deterministic, so the next repair to the
+// same state reuses them, and the event's own effects ran under its own
+// keys: an effect that calls outside with both may see the change twice
+// in that window.
 //
 // A run from the start to the end of the list also counts the
 // subscriptions the mirror has that Stripe did not list (UnknownThere),
