@@ -95,6 +95,10 @@ type Standing struct {
 	// or after its created second).
 	ClaimKey string
 	Claimed  bool
+	// Check is the commit's backstop for a claim written after the read:
+	// ClaimCheck of ClaimKey at the event's created second (nil without a
+	// ClaimKey).
+	Check []types.TransactWriteItem
 }
 
 // Prereader reads an event's Standing; the processor's pre-read.
@@ -123,6 +127,7 @@ func (p Prereader) Standing(ctx context.Context, r event.Record, payload []byte)
 			return Standing{}, err
 		}
 		keys = append(keys, st.ClaimKey)
+		st.Check = []types.TransactWriteItem{(&Mirror{Table: p.Reader.Table}).ClaimCheck(st.ClaimKey, r.Created)}
 	}
 	items, err := p.Reader.batchGet(ctx, keys)
 	if err != nil {

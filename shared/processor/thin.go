@@ -70,6 +70,11 @@ type prepared struct {
 	outcome       outcome.Outcome
 	settleRecord  event.Record
 	settlePayload []byte
+	// claim is the commit's check that no effects claim of the audit
+	// covers the event (mirror.Mirror.ClaimCheck); settled says the
+	// pre-read settled a tie already (Config.Preread).
+	claim   []types.TransactWriteItem
+	settled bool
 }
 
 // thin prepares a Stripe thin event: it reads the event whole
