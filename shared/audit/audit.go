@@ -47,9 +47,29 @@ type Auditor struct {
 	// Runs, when set, keeps each run's summary and repairs for operators
 	// (the console's audit page, inboxctl status).
 	Runs Runs
+	// ConnectAccounts are connected accounts (Stripe Connect) audited
+	// after the platform's own subscriptions, each under its own keys;
+	// ListAccounts, when set, adds every account the platform lists;
+	// SeenAccounts, when set, every account the inbox has stored an event
+	// of.
+	ConnectAccounts []string
+	ListAccounts    AccountLister
+	SeenAccounts    AccountPager
 	// Provider names the runs' provider for Runs; Stripe's when empty.
 	Provider string
 	Now      func() time.Time
+}
+
+// AccountLister lists the platform's connected accounts;
+// *stripeapi.Client implements it.
+type AccountLister interface {
+	ListAccounts(ctx context.Context) ([]string, error)
+}
+
+// AccountPager pages the connected accounts the inbox has stored an event
+// of, sorted; *store.Accounts implements it.
+type AccountPager interface {
+	Page(ctx context.Context, provider, after string, limit int) (accounts []string, next string, err error)
 }
 
 // Effects runs the team's effects for an event; *effect.Registry
@@ -171,48 +191,64 @@ func (r Result) Summary(started, finished time.Time, resumedAfter string, err er
 
 func (a *Auditor) run(ctx context.Context, o Options, now func() time.Time) (Result, error) {
 	res := Result{RunID: "audit_" + nonce(), DryRun: o.DryRun, Repairs: []Repair{}}
-	listed := map[string]bool{}
-	after := o.StartingAfter
-	// Each page's repairs are stamped with the time before it was
-	// requested: the API's state is at least that recent.
-	asked := now()
-	err := a.API.ListSubscriptions(
-		ctx,
-		stripeapi.SubscriptionQuery{StartingAfter: o.StartingAfter, Account: o.Account},
-		func(p stripeapi.SubscriptionPage) (bool, error) {
-			res.Pages++
-			if err := a.page(ctx, p, asked, o, &res); err != nil {
-				return false, err
-			}
-			for _, raw := range p.Subscriptions {
-				after = idOf(raw)
-				listed[after] = true
-			}
-			asked = now()
-			budget := o.MaxPages > 0 && res.Pages >= o.MaxPages
-			late := !o.StopAt.IsZero() && !asked.Before(o.StopAt)
-			if (budget || late) && p.HasMore {
-				res.Cursor = after
-				return false, nil
-			}
-			return true, nil
-		},
-	)
-	if err != nil {
-		// Where it got to: the next run resumes there.
-		res.Cursor = after
-		return res, fmt.Errorf("audit: %w", err)
-	}
-	if a.Scan != nil && o.StartingAfter == "" && res.Cursor == "" {
-		ids, err := a.Reader.SubscriptionIDs(ctx, a.Scan)
+	// The platform's own first, then each connected account, sorted: a
+	// cursor (Key(account, id)) says where in that order to resume.
+	accounts := []string{o.Account}
+	if o.Account == "" {
+		more, err := a.accounts(ctx)
 		if err != nil {
 			return res, fmt.Errorf("audit: %w", err)
 		}
-		for _, id := range ids {
-			if !listed[id] {
+		accounts = append(accounts, more...)
+	}
+	fromAccount, after := mirror.SplitKey(o.StartingAfter)
+	first := 0
+	if o.Account == "" && fromAccount != "" {
+		first = len(accounts)
+		for i := 1; i < len(accounts); i++ {
+			if accounts[i] >= fromAccount {
+				first = i
+				break
+			}
+		}
+		if first < len(accounts) && accounts[first] != fromAccount {
+			after = "" // the cursor's account is gone: the next one from its start
+		}
+	}
+	listed := map[string]bool{}
+	audited := map[string]bool{}
+	for i := first; i < len(accounts); i++ {
+		acct := accounts[i]
+		if i > first {
+			after = ""
+		}
+		spent, err := a.account(ctx, acct, after, o, now, &res, listed)
+		audited[acct] = true
+		if err != nil {
+			return res, fmt.Errorf("audit: %w", err)
+		}
+		if res.Cursor != "" {
+			return res, nil
+		}
+		if spent && i+1 < len(accounts) {
+			// The budget ran out with this account's list: the next run
+			// starts the next account.
+			res.Cursor = mirror.Key(accounts[i+1], "")
+			return res, nil
+		}
+	}
+	if a.Scan != nil && o.StartingAfter == "" {
+		keys, err := a.Reader.SubscriptionIDs(ctx, a.Scan)
+		if err != nil {
+			return res, fmt.Errorf("audit: %w", err)
+		}
+		for _, key := range keys {
+			// Only the accounts this run listed: their subscriptions
+			// Stripe did not list are unknown there.
+			if acct, _ := mirror.SplitKey(key); audited[acct] && !listed[key] {
 				res.UnknownThere++
 				if len(res.Unknown) < 100 {
-					res.Unknown = append(res.Unknown, id)
+					res.Unknown = append(res.Unknown, key)
 				}
 			}
 		}
@@ -220,13 +256,105 @@ func (a *Auditor) run(ctx context.Context, o Options, now func() time.Time) (Res
 	return res, nil
 }
 
+// account audits one account's subscriptions ("" the platform's own)
+// after the subscription after, adding to res and listed (their keys).
+// It reports whether the run's budget (MaxPages, StopAt) is spent; when
+// it is spent before the account's list ends, res.Cursor says where to
+// resume, as it does when the list fails.
+func (a *Auditor) account(ctx context.Context, acct, after string, o Options, now func() time.Time, res *Result, listed map[string]bool) (bool, error) {
+	spent := false
+	// Each page's repairs are stamped with the time before it was
+	// requested: the API's state is at least that recent.
+	asked := now()
+	err := a.API.ListSubscriptions(
+		ctx,
+		stripeapi.SubscriptionQuery{StartingAfter: after, Account: acct},
+		func(p stripeapi.SubscriptionPage) (bool, error) {
+			res.Pages++
+			if err := a.page(ctx, p, asked, acct, o, res); err != nil {
+				return false, err
+			}
+			for _, raw := range p.Subscriptions {
+				after = idOf(raw)
+				listed[mirror.Key(acct, after)] = true
+			}
+			asked = now()
+			budget := o.MaxPages > 0 && res.Pages >= o.MaxPages
+			late := !o.StopAt.IsZero() && !asked.Before(o.StopAt)
+			spent = budget || late
+			if spent && p.HasMore {
+				res.Cursor = mirror.Key(acct, after)
+				return false, nil
+			}
+			return true, nil
+		},
+	)
+	if err != nil {
+		// Where it got to: the next run resumes there.
+		res.Cursor = mirror.Key(acct, after)
+		if after == "" && acct != "" {
+			res.Cursor = mirror.Key(acct, "")
+		}
+		return spent, err
+	}
+	return spent, nil
+}
+
+// accounts lists the connected accounts to audit, sorted, once each: the
+// configured ones, the ones the platform lists (ListAccounts) and the ones
+// the inbox has seen (SeenAccounts, paged).
+func (a *Auditor) accounts(ctx context.Context) ([]string, error) {
+	set := map[string]bool{}
+	for _, acct := range a.ConnectAccounts {
+		set[acct] = true
+	}
+	if a.ListAccounts != nil {
+		ids, err := a.ListAccounts.ListAccounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the platform's accounts: %w", err)
+		}
+		for _, acct := range ids {
+			set[acct] = true
+		}
+	}
+	if a.SeenAccounts != nil {
+		provider := a.Provider
+		if provider == "" {
+			provider = event.ProviderStripe
+		}
+		for after := ""; ; {
+			ids, next, err := a.SeenAccounts.Page(ctx, provider, after, 1000)
+			if err != nil {
+				return nil, fmt.Errorf("read the accounts seen: %w", err)
+			}
+			for _, acct := range ids {
+				set[acct] = true
+			}
+			if next == "" {
+				break
+			}
+			after = next
+		}
+	}
+	delete(set, "")
+	out := make([]string, 0, len(set))
+	for acct := range set {
+		out = append(out, acct)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // page compares and repairs one page.
-func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked time.Time, o Options, res *Result) error {
+func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked time.Time, acct string, o Options, res *Result) error {
 	ids := make([]string, 0, len(p.Subscriptions))
+	keys := make([]string, 0, len(p.Subscriptions))
 	for _, raw := range p.Subscriptions {
 		ids = append(ids, idOf(raw))
+		keys = append(keys, mirror.Key(acct, ids[len(ids)-1]))
 	}
-	snaps, err := a.Reader.Objects(ctx, ids)
+	// One account's page: the snapshots come back by id.
+	snaps, err := a.Reader.Objects(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -253,13 +381,13 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 			res.MissingHere++
 			changes = []string{"missing here"}
 		}
-		rep := Repair{ID: ids[i], Account: o.Account, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
+		rep := Repair{ID: ids[i], Account: acct, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
 		if !o.DryRun {
 			var seen *mirror.Snapshot
 			if here {
 				seen = &snap
 			}
-			won, ran, err := a.repair(ctx, raw, asked, res.RunID, o.Account, seen, changes)
+			won, ran, err := a.repair(ctx, raw, asked, res.RunID, acct, seen, changes)
 			if err != nil {
 				return err
 			}

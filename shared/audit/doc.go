@@ -42,11 +42,24 @@
 //
 // A run from the start to the end of the list also counts the
 // subscriptions the mirror has that Stripe did not list (UnknownThere),
-// from a keys-only scan of the mirror (mirror.Reader.SubscriptionIDs),
-// and changes nothing for them.
+// from a keys-only scan of the mirror (mirror.Reader.SubscriptionIDs), per
+// account the run listed (a connected account's key is never counted
+// against the platform's list), and changes nothing for them.
 //
-// A run bounded by MaxPages stops before the list ends and says where
-// (Result.Cursor); the next run resumes there (Options.StartingAfter).
+// Connected accounts (Stripe Connect) are audited after the platform's own
+// subscriptions, each under its own keys: listed with Stripe-Account,
+// read and repaired at mirror.Key(account, id), recorded with their
+// account (Repair.Account). The accounts are the configured ones
+// (ConnectAccounts, STRIPE_CONNECT_ACCOUNTS), the ones the platform lists
+// (ListAccounts, with STRIPE_CONNECT_LIST_ACCOUNTS) and the ones the inbox
+// has stored an event of (SeenAccounts, paged), in sorted order; a
+// failure to list them fails the run before any page. Options.Account
+// audits one account alone.
+//
+// A run bounded by MaxPages (or StopAt) stops before the last account's
+// list ends and says where (Result.Cursor: mirror.Key(account, id), or
+// "<account>/" for the start of the next account); the next run resumes
+// there (Options.StartingAfter), across accounts.
 //
 // Cost: one list request per 100 subscriptions, one batched read of the
 // mirror per page, writes only on drift.

@@ -77,3 +77,26 @@ func (a *Accounts) Seen(ctx context.Context, provider string) ([]string, error) 
 	slices.Sort(seen)
 	return seen, nil
 }
+
+// Page returns up to limit of provider's recorded accounts after the
+// account after ("" from the first), sorted, and the account to pass as
+// after for the next page ("" after the last).
+//
+// Temporary: it pages Seen's one item in memory, so that the audit's
+// paging compiles against the method the accounts' new storage provides.
+func (a *Accounts) Page(ctx context.Context, provider, after string, limit int) ([]string, string, error) {
+	seen, err := a.Seen(ctx, provider)
+	if err != nil {
+		return nil, "", err
+	}
+	i, _ := slices.BinarySearch(seen, after)
+	if after != "" && i < len(seen) && seen[i] == after {
+		i++
+	}
+	page := seen[i:min(i+max(limit, 1), len(seen))]
+	next := ""
+	if i+len(page) < len(seen) {
+		next = page[len(page)-1]
+	}
+	return page, next, nil
+}
