@@ -671,6 +671,11 @@ func (p *Processor) preread(ctx context.Context, rec event.Record, payload []byt
 		}
 		ev.plan.Writes, ev.settled = s.Writes, true
 	}
+	if !st.Wins && !st.Tie && !ev.settled {
+		// A later state is applied, and states only move forward: the
+		// commit leaves the snapshot alone rather than fail on it.
+		ev.plan.Writes, ev.outcome = nil, outcome.Superseded
+	}
 	if !st.Wins && st.Claimed {
 		if !ev.settled {
 			ev.outcome = outcome.Superseded
