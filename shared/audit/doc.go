@@ -34,11 +34,12 @@
 // Before the effects' outside calls the repair reads the snapshot again,
 // strongly consistent, and gives up (Raced) if an event was applied since
 // the page's read. What remains is the moment between that read and the
-// transaction: an event applied then cancels the transaction after the
-// effects ran. Their keys are deterministic, so the next repair to the
-// same state reuses them, and the event's own effects ran under its own
-// keys: an effect that calls outside with both may see the change twice
-// in that window.
+// transaction: an event applied then, or the transaction failing, leaves
+// the effects' outside calls made and nothing committed (no claim). Their
+// keys are deterministic, so the next repair to the same state reuses
+// them; but the event of that change, finding no claim, runs its effects
+// under its own keys, so an application may see the change under both in
+// that window. The ledger of committed effect writes stays exact.
 //
 // A run from the start to the end of the list also counts the
 // subscriptions the mirror has that Stripe did not list (UnknownThere),
