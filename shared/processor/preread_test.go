@@ -149,3 +149,74 @@ func TestAnAuditRepairAndItsEventRunTheEffectsOnce(t *testing.T) {
 		})
 	}
 }
+
+// hookedPrereader runs after, once, between the pre-read and the effects.
+type hookedPrereader struct {
+	processor.Prereader
+	after func()
+}
+
+func (h *hookedPrereader) Standing(ctx context.Context, r event.Record, payload []byte) (mirror.Standing, error) {
+	st, err := h.Prereader.Standing(ctx, r, payload)
+	if f := h.after; f != nil {
+		h.after = nil
+		f()
+	}
+	return st, err
+}
+
+// TestAClaimAfterThePrereadDropsTheEventsEffects: the audit repairs the
+// subscription to the event's state, with its effects, after the event's
+// pre-read found it winning. The event's snapshot write then fails on the
+// repair's, its commit checks the claim, and its effects are dropped: one
+// commit of the change's effects, the audit's.
+func TestAClaimAfterThePrereadDropsTheEventsEffects(t *testing.T) {
+	const created, asked = 1700000500, 1700000900
+	e := newEnv(t, nil)
+	fake := stripefake.New()
+	defer fake.Close()
+	api, err := stripeapi.New(stripeapi.Config{Key: "rk_test_claim", BaseURL: fake.URL, MaxNetworkRetries: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reg effect.Registry
+	reg.On(effect.Func{HandlerName: "count", Fn: e.effect.handle}, "*")
+	a := &audit.Auditor{
+		API: api, Mirror: &mirror.Mirror{Table: e.stack.Table("MirrorTable")}, Reader: e.reader, DB: e.stack.DynamoDB,
+		Effects: &reg, Now: func() time.Time { return time.Unix(asked, 0) },
+	}
+	ctx := context.Background()
+	hook := &hookedPrereader{Prereader: mirror.Prereader{Reader: e.reader}, after: func() {
+		if _, err := a.Run(ctx, audit.Options{}); err != nil {
+			t.Error(err)
+		}
+	}}
+	p := e.processorAt(t, nil, nil, func(c *processor.Config) { c.Preread = hook })
+	body := build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: "sub_late", Customer: "cus_late", Created: created, Status: "past_due"})
+	change := e.store(t, body)
+	var ev struct {
+		Data struct {
+			Object json.RawMessage `json:"object"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := fake.PutObject("", ev.Data.Object); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := p.Handle(ctx, batch(message(change, 1))); err != nil || len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("got %v %+v", err, resp)
+	}
+	order := e.effect.order["sub_late"]
+	commits := 0
+	for _, id := range order {
+		commits += e.commits(t, id)
+	}
+	if commits != 1 || e.commits(t, change.ID) != 0 {
+		t.Errorf("effects ran for %v, committed %d times (the event's %d); want the audit's commit alone", order, commits, e.commits(t, change.ID))
+	}
+	if r := e.record(t, change.ID); r.Status != event.StatusProcessed || r.Outcome != outcome.Superseded {
+		t.Errorf("the event: %s %s, want processed, superseded", r.Status, r.Outcome)
+	}
+}

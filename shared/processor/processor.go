@@ -30,7 +30,10 @@
 // effect's outside call, so an API read that fails fails the event with
 // no outside call made, and a change whose effects the audit's repair
 // already ran (mirror.ClaimPut) runs none; the commit checks the claim
-// again (mirror.Mirror.ClaimCheck) against one written after the read.
+// again (mirror.Mirror.ClaimCheck) against one written after the read,
+// for an event that does not win, or once its snapshot write fails (a
+// repair that claims writes the snapshot at or after the event's second):
+// an event that wins pays for no check.
 // The commit's own conflict handling stays the backstop for any other
 // change after the read.
 //
@@ -494,15 +497,20 @@ func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, 
 		}
 		switch {
 		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects)+len(ev.claim):
-			ev.effects, ev.claim, ev.twin = nil, nil, nil
+			ev.effects, ev.claim, ev.check, ev.twin = nil, nil, nil, nil
 			if !backfill {
 				c.Outcome = outcome.Twinned
 			}
 		case len(ev.claim) > 0 && conflict.Index >= len(writes)+len(ev.effects):
 			// The audit claimed this change after the pre-read: its
 			// repair ran the effects, the event's are dropped.
-			ev.effects, ev.claim = nil, nil
+			ev.effects, ev.claim, ev.check = nil, nil, nil
 		case conflict.Index < len(writes):
+			if len(ev.effects) > 0 && len(ev.claim) == 0 {
+				// The event no longer wins: the audit may have claimed
+				// its change since the pre-read.
+				ev.claim = ev.check
+			}
 			settler, ok := p.cfg.Mirror.(Settler)
 			if !settled && ok && p.cfg.API != nil && mirror.Tie(rec, ev.plan.Key, conflict.Item) {
 				// Another event of this object in the same second was
@@ -621,7 +629,7 @@ func (p *Processor) handlers(
 ) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			ev.plan, ev.effects, ev.claim = mirror.Plan{}, nil, nil
+			ev.plan, ev.effects, ev.claim, ev.check = mirror.Plan{}, nil, nil, nil
 			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
@@ -684,7 +692,15 @@ func (p *Processor) preread(ctx context.Context, rec event.Record, payload []byt
 			slog.String("event_id", rec.ID), slog.String("effects_by", "audit"))
 		return false, nil
 	}
-	ev.claim = st.Check
+	// An event that wins the guard needs no check: a repair claiming its
+	// change after this read writes the snapshot at the claim's second,
+	// at or after the event's, so the event's snapshot write fails and
+	// the commit includes the check from then on. One that does not win
+	// includes it now.
+	ev.check = st.Check
+	if !st.Wins {
+		ev.claim = st.Check
+	}
 	return true, nil
 }
 
