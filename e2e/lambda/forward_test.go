@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -81,10 +82,8 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 	q := s.stack.Queue("WebhookQueue")
 	events := &store.Events{DB: dynamodb.NewFromConfig(s.stack.AWS), Table: s.stack.Table("EventsTable")}
 	in := &ingest.Ingester{Store: events, Queue: &queue.Queue{Client: sqs.NewFromConfig(s.stack.AWS), URL: q.URL}, Provider: event.ProviderStripe}
-	body, err := stripefixture.Build(
-		"customer.subscription.created",
-		stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4)},
-	)
+	firstSub := stripefixture.Options{Customer: "cus_rie_" + randomHex(4), ObjectID: "sub_rie_" + randomHex(4), Created: time.Now().Unix()}
+	body, err := stripefixture.Build("customer.subscription.created", firstSub)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,15 +130,37 @@ func TestProcessorForwardsWithTheTemplatesForwardSettings(t *testing.T) {
 		t.Fatalf("fetched event's record: got %s (%v), want processed\n%s", rec.Status, err, fn.out.String())
 	}
 
+	// An older event of the first subscription, arriving after it: read
+	// before its effect runs (the object's standing), superseded, its
+	// commit checks that no audit claimed its change.
+	older := firstSub
+	older.Created -= 60
+	olderBody, err := stripefixture.Build("customer.subscription.updated", older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	olderEnv, _ := event.DecodeEnvelope(olderBody)
+	if _, err := in.Ingest(ctx, olderEnv, olderBody, event.SourceWebhook); err != nil {
+		t.Fatal(err)
+	}
+	status, out = fn.call(t, sqsEvent(t, q.ARN, receive(t, s, q.URL)))
+	decodeAnswer(t, status, out, &answer)
+	if rec, err := events.Get(ctx, event.ProviderStripe, olderEnv.ID); err != nil || rec.Status != event.StatusProcessed || rec.Outcome != outcome.Superseded {
+		t.Fatalf("older event's record: got %s %s (%v), want processed, superseded\n%s", rec.Status, rec.Outcome, err, fn.out.String())
+	}
+
 	mu.Lock()
 	defer mu.Unlock()
-	if len(got) != 3 {
-		t.Fatalf("forwarded: got %d requests, want the first event twice (503, then 200) and the fetched one once", len(got))
+	if len(got) != 4 {
+		t.Fatalf("forwarded: got %d requests, want the first event twice (503, then 200), the fetched one and the older one once", len(got))
 	}
 	for i, d := range got {
 		want := body
-		if i == 2 {
+		switch i {
+		case 2:
 			want = big
+		case 3:
+			want = olderBody
 		}
 		// As the application verifies it (effect.Forward's doc): stripe-go's
 		// verifier, the forward secret, the default 5-minute tolerance.

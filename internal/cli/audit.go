@@ -10,6 +10,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 )
 
 // AuditJSON is the JSON shape of `inboxctl audit --json`: audit.Result.
@@ -167,7 +168,7 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 		return err
 	}
 	for _, r := range res.Repairs {
-		fmt.Fprintf(a.stdout, "\n%s (%s): %s", r.ID, r.Customer, strings.Join(r.Changes, "; "))
+		fmt.Fprintf(a.stdout, "\n%s (%s): %s", mirror.Key(r.Account, r.ID), r.Customer, strings.Join(r.Changes, "; "))
 	}
 	if len(res.Unknown) > 0 {
 		fmt.Fprintf(a.stdout, "\nin the mirror, not in Stripe's list: %s\n", strings.Join(res.Unknown, ", "))

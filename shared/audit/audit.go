@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,9 +47,29 @@ type Auditor struct {
 	// Runs, when set, keeps each run's summary and repairs for operators
 	// (the console's audit page, inboxctl status).
 	Runs Runs
+	// ConnectAccounts are connected accounts (Stripe Connect) audited
+	// after the platform's own subscriptions, each under its own keys;
+	// ListAccounts, when set, adds every account the platform lists;
+	// SeenAccounts, when set, every account the inbox has stored an event
+	// of.
+	ConnectAccounts []string
+	ListAccounts    AccountLister
+	SeenAccounts    AccountPager
 	// Provider names the runs' provider for Runs; Stripe's when empty.
 	Provider string
 	Now      func() time.Time
+}
+
+// AccountLister lists the platform's connected accounts;
+// *stripeapi.Client implements it.
+type AccountLister interface {
+	ListAccounts(ctx context.Context) ([]string, error)
+}
+
+// AccountPager pages the connected accounts the inbox has stored an event
+// of, sorted; *store.Accounts implements it.
+type AccountPager interface {
+	Page(ctx context.Context, provider, after string, limit int) (accounts []string, next string, err error)
 }
 
 // Effects runs the team's effects for an event; *effect.Registry
@@ -170,48 +191,64 @@ func (r Result) Summary(started, finished time.Time, resumedAfter string, err er
 
 func (a *Auditor) run(ctx context.Context, o Options, now func() time.Time) (Result, error) {
 	res := Result{RunID: "audit_" + nonce(), DryRun: o.DryRun, Repairs: []Repair{}}
-	listed := map[string]bool{}
-	after := o.StartingAfter
-	// Each page's repairs are stamped with the time before it was
-	// requested: the API's state is at least that recent.
-	asked := now()
-	err := a.API.ListSubscriptions(
-		ctx,
-		stripeapi.SubscriptionQuery{StartingAfter: o.StartingAfter, Account: o.Account},
-		func(p stripeapi.SubscriptionPage) (bool, error) {
-			res.Pages++
-			if err := a.page(ctx, p, asked, o, &res); err != nil {
-				return false, err
-			}
-			for _, raw := range p.Subscriptions {
-				after = idOf(raw)
-				listed[after] = true
-			}
-			asked = now()
-			budget := o.MaxPages > 0 && res.Pages >= o.MaxPages
-			late := !o.StopAt.IsZero() && !asked.Before(o.StopAt)
-			if (budget || late) && p.HasMore {
-				res.Cursor = after
-				return false, nil
-			}
-			return true, nil
-		},
-	)
-	if err != nil {
-		// Where it got to: the next run resumes there.
-		res.Cursor = after
-		return res, fmt.Errorf("audit: %w", err)
-	}
-	if a.Scan != nil && o.StartingAfter == "" && res.Cursor == "" {
-		ids, err := a.Reader.SubscriptionIDs(ctx, a.Scan)
+	// The platform's own first, then each connected account, sorted: a
+	// cursor (Key(account, id)) says where in that order to resume.
+	accounts := []string{o.Account}
+	if o.Account == "" {
+		more, err := a.accounts(ctx)
 		if err != nil {
 			return res, fmt.Errorf("audit: %w", err)
 		}
-		for _, id := range ids {
-			if !listed[id] {
+		accounts = append(accounts, more...)
+	}
+	fromAccount, after := mirror.SplitKey(o.StartingAfter)
+	first := 0
+	if o.Account == "" && fromAccount != "" {
+		first = len(accounts)
+		for i := 1; i < len(accounts); i++ {
+			if accounts[i] >= fromAccount {
+				first = i
+				break
+			}
+		}
+		if first < len(accounts) && accounts[first] != fromAccount {
+			after = "" // the cursor's account is gone: the next one from its start
+		}
+	}
+	listed := map[string]bool{}
+	audited := map[string]bool{}
+	for i := first; i < len(accounts); i++ {
+		acct := accounts[i]
+		if i > first {
+			after = ""
+		}
+		spent, err := a.account(ctx, acct, after, o, now, &res, listed)
+		audited[acct] = true
+		if err != nil {
+			return res, fmt.Errorf("audit: %w", err)
+		}
+		if res.Cursor != "" {
+			return res, nil
+		}
+		if spent && i+1 < len(accounts) {
+			// The budget ran out with this account's list: the next run
+			// starts the next account.
+			res.Cursor = mirror.Key(accounts[i+1], "")
+			return res, nil
+		}
+	}
+	if a.Scan != nil && o.StartingAfter == "" {
+		keys, err := a.Reader.SubscriptionIDs(ctx, a.Scan)
+		if err != nil {
+			return res, fmt.Errorf("audit: %w", err)
+		}
+		for _, key := range keys {
+			// Only the accounts this run listed: their subscriptions
+			// Stripe did not list are unknown there.
+			if acct, _ := mirror.SplitKey(key); audited[acct] && !listed[key] {
 				res.UnknownThere++
 				if len(res.Unknown) < 100 {
-					res.Unknown = append(res.Unknown, id)
+					res.Unknown = append(res.Unknown, key)
 				}
 			}
 		}
@@ -219,13 +256,105 @@ func (a *Auditor) run(ctx context.Context, o Options, now func() time.Time) (Res
 	return res, nil
 }
 
+// account audits one account's subscriptions ("" the platform's own)
+// after the subscription after, adding to res and listed (their keys).
+// It reports whether the run's budget (MaxPages, StopAt) is spent; when
+// it is spent before the account's list ends, res.Cursor says where to
+// resume, as it does when the list fails.
+func (a *Auditor) account(ctx context.Context, acct, after string, o Options, now func() time.Time, res *Result, listed map[string]bool) (bool, error) {
+	spent := false
+	// Each page's repairs are stamped with the time before it was
+	// requested: the API's state is at least that recent.
+	asked := now()
+	err := a.API.ListSubscriptions(
+		ctx,
+		stripeapi.SubscriptionQuery{StartingAfter: after, Account: acct},
+		func(p stripeapi.SubscriptionPage) (bool, error) {
+			res.Pages++
+			if err := a.page(ctx, p, asked, acct, o, res); err != nil {
+				return false, err
+			}
+			for _, raw := range p.Subscriptions {
+				after = idOf(raw)
+				listed[mirror.Key(acct, after)] = true
+			}
+			asked = now()
+			budget := o.MaxPages > 0 && res.Pages >= o.MaxPages
+			late := !o.StopAt.IsZero() && !asked.Before(o.StopAt)
+			spent = budget || late
+			if spent && p.HasMore {
+				res.Cursor = mirror.Key(acct, after)
+				return false, nil
+			}
+			return true, nil
+		},
+	)
+	if err != nil {
+		// Where it got to: the next run resumes there.
+		res.Cursor = mirror.Key(acct, after)
+		if after == "" && acct != "" {
+			res.Cursor = mirror.Key(acct, "")
+		}
+		return spent, err
+	}
+	return spent, nil
+}
+
+// accounts lists the connected accounts to audit, sorted, once each: the
+// configured ones, the ones the platform lists (ListAccounts) and the ones
+// the inbox has seen (SeenAccounts, paged).
+func (a *Auditor) accounts(ctx context.Context) ([]string, error) {
+	set := map[string]bool{}
+	for _, acct := range a.ConnectAccounts {
+		set[acct] = true
+	}
+	if a.ListAccounts != nil {
+		ids, err := a.ListAccounts.ListAccounts(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("list the platform's accounts: %w", err)
+		}
+		for _, acct := range ids {
+			set[acct] = true
+		}
+	}
+	if a.SeenAccounts != nil {
+		provider := a.Provider
+		if provider == "" {
+			provider = event.ProviderStripe
+		}
+		for after := ""; ; {
+			ids, next, err := a.SeenAccounts.Page(ctx, provider, after, 1000)
+			if err != nil {
+				return nil, fmt.Errorf("read the accounts seen: %w", err)
+			}
+			for _, acct := range ids {
+				set[acct] = true
+			}
+			if next == "" {
+				break
+			}
+			after = next
+		}
+	}
+	delete(set, "")
+	out := make([]string, 0, len(set))
+	for acct := range set {
+		out = append(out, acct)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
 // page compares and repairs one page.
-func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked time.Time, o Options, res *Result) error {
+func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked time.Time, acct string, o Options, res *Result) error {
 	ids := make([]string, 0, len(p.Subscriptions))
+	keys := make([]string, 0, len(p.Subscriptions))
 	for _, raw := range p.Subscriptions {
 		ids = append(ids, idOf(raw))
+		keys = append(keys, mirror.Key(acct, ids[len(ids)-1]))
 	}
-	snaps, err := a.Reader.Objects(ctx, ids)
+	// One account's page: the snapshots come back by id.
+	snaps, err := a.Reader.Objects(ctx, keys)
 	if err != nil {
 		return err
 	}
@@ -241,13 +370,24 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 				res.Matched++
 				continue
 			}
+			if snap.LastEventCreated >= asked.Unix() {
+				// The mirror holds a state of the page's second or
+				// later: the page may be the older of the two. The next
+				// run compares again.
+				res.Raced++
+				continue
+			}
 		} else {
 			res.MissingHere++
 			changes = []string{"missing here"}
 		}
-		rep := Repair{ID: ids[i], Account: o.Account, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
+		rep := Repair{ID: ids[i], Account: acct, Customer: customerOf(raw), Missing: !here, Changes: changes, At: asked.UTC()}
 		if !o.DryRun {
-			won, ran, err := a.repair(ctx, raw, asked, res.RunID, o.Account, !here, changes)
+			var seen *mirror.Snapshot
+			if here {
+				seen = &snap
+			}
+			won, ran, err := a.repair(ctx, raw, asked, res.RunID, acct, seen, changes)
 			if err != nil {
 				return err
 			}
@@ -265,19 +405,35 @@ func (a *Auditor) page(ctx context.Context, p stripeapi.SubscriptionPage, asked 
 	return nil
 }
 
-// repair writes the API's object through the mirror's guarded write and,
-// with Effects, the effects' writes in the same transaction; it reports
-// false when a newer event won the guard, and whether effects ran.
-func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID, account string, missing bool, changes []string) (won, ran bool, err error) {
-	plan, err := a.Mirror.PlanState(raw, mirror.Version{
-		Created: asked.Unix(), ID: runID, Type: "audit", Source: mirror.SourceAudit, Changes: changes,
-	})
+// repair writes the API's object in place of seen (the snapshot the page's
+// read found, nil when there was none) and, with Effects, the effects'
+// writes and their claim (mirror.ClaimPut) in the same transaction. It
+// reports false when the mirror no longer holds what was read (an event
+// was applied since: its state stands), and whether effects ran.
+//
+// Everything that can be known is checked before an effect's outside
+// call: the snapshot is read again, strongly consistent, just before the
+// effects run. What remains is the moment between that read and the
+// transaction: an event applied then makes the transaction fail after the
+// effects ran (raced). Their idempotency keys are the object's and the
+// state's (RepairEvent), so the next repair to that state reuses them.
+func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Time, runID, account string, seen *mirror.Snapshot, changes []string) (won, ran bool, err error) {
+	plan, err := a.Mirror.PlanRepair(raw, mirror.Version{
+		Created: asked.Unix(), ID: runID, Type: "audit", Source: mirror.SourceAudit, Changes: changes, Account: account,
+	}, seen)
 	if err != nil {
 		return false, false, err
 	}
 	writes := plan.Writes
-	if a.Effects != nil {
-		rec, payload, err := RepairEvent(raw, account, missing, asked)
+	if a.Effects != nil && !History(raw, seen == nil) {
+		if same, err := a.unchanged(ctx, plan.Key, seen); err != nil || !same {
+			return false, false, err
+		}
+		rec, payload, err := RepairEvent(raw, account, seen == nil, asked)
+		if err != nil {
+			return false, false, err
+		}
+		claim, err := mirror.ClaimKey(account, raw)
 		if err != nil {
 			return false, false, err
 		}
@@ -285,7 +441,8 @@ func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Ti
 		if err != nil {
 			return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
 		}
-		writes, ran = append(append([]types.TransactWriteItem(nil), writes...), w...), true
+		writes = slices.Concat(writes, w, []types.TransactWriteItem{a.Mirror.ClaimPut(claim, asked.Unix(), rec.ID)})
+		ran = true
 	}
 	_, err = a.DB.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: writes})
 	var tce *types.TransactionCanceledException
@@ -300,6 +457,40 @@ func (a *Auditor) repair(ctx context.Context, raw json.RawMessage, asked time.Ti
 		return false, false, fmt.Errorf("repair %s: %w", plan.Key, err)
 	}
 	return true, ran, nil
+}
+
+// unchanged reads the snapshot of key again, strongly consistent (the
+// batched read the page used, for one key: no other permission), and
+// reports whether it is still seen (nil: still none).
+func (a *Auditor) unchanged(ctx context.Context, key string, seen *mirror.Snapshot) (bool, error) {
+	snaps, err := a.Reader.Objects(ctx, []string{key})
+	if err != nil {
+		return false, fmt.Errorf("repair %s: %w", key, err)
+	}
+	_, id := mirror.SplitKey(key)
+	now, here := snaps[id]
+	if !here {
+		return seen == nil, nil
+	}
+	return seen != nil && now.LastEventID == seen.LastEventID && now.LastEventCreated == seen.LastEventCreated, nil
+}
+
+// History reports whether a repair of the subscription obj is history,
+// which runs no effect (as a backfilled event runs none in the
+// processor): one the mirror lacked (missing) that is in a final state,
+// canceled or incomplete_expired. Such a subscription ended with no event
+// of it ever applied here; its end was the business of whatever handled
+// it then. A subscription the mirror lacks that is still live is not
+// history: its effects run (as customer.subscription.created).
+func History(obj json.RawMessage, missing bool) bool {
+	if !missing {
+		return false
+	}
+	var o struct {
+		Status string `json:"status"`
+	}
+	_ = json.Unmarshal(obj, &o)
+	return o.Status == "canceled" || o.Status == "incomplete_expired"
 }
 
 // RepairEvent is the event a repair runs the team's effects as: the type

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
 
@@ -145,7 +146,7 @@ func (s *Scheduled) log(ctx context.Context, started time.Time, res Result, err 
 	}
 	ids := make([]string, 0, len(res.Repairs))
 	for _, r := range res.Repairs {
-		ids = append(ids, r.ID)
+		ids = append(ids, mirror.Key(r.Account, r.ID))
 	}
 	attrs = append(attrs, slog.Any("repaired_ids", ids))
 	if res.Effects > 0 {

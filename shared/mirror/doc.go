@@ -33,6 +33,15 @@
 // entitlement is derived from them when read (DeriveEntitlement), so
 // concurrent events of two subscriptions never overwrite each other.
 //
+// The processor reads an event's standing before its effects run
+// (Prereader: one strongly consistent read of the snapshot and, for a
+// subscription, its effects claim), so a tie is settled and a superseded
+// event known before any effect's outside call. The audit repairs through
+// PlanRepair (conditioned on the mirror holding what it read) and, when
+// it runs the team's effects, writes an effects claim for the change
+// (ClaimKey, ClaimPut): an event of that change created at or before the
+// claim runs none (ClaimCheck in its commit is the backstop).
+//
 // Reader reads it back: Object for one snapshot, CustomerObjects for a
 // customer's objects (the by_customer index), Entitlement for a customer.
 // Their JSON is what inboxctl prints; see Snapshot and Entitlement. Eraser

@@ -22,6 +22,21 @@
 // died between the record and the payload) is read from the provider's
 // API.
 //
+// With effects (and Config.Preread), a Stripe event the mirror keeps and
+// an effect handles costs one request more, before the effects run: a
+// strongly consistent BatchGetItem of its object's snapshot and, for a
+// subscription, of the audit's effects claim for the state it carries
+// (mirror.Prereader). A tie is then settled from the API before any
+// effect's outside call, so an API read that fails fails the event with
+// no outside call made, and a change whose effects the audit's repair
+// already ran (mirror.ClaimPut) runs none; the commit checks the claim
+// again (mirror.Mirror.ClaimCheck) against one written after the read,
+// for an event that does not win, or once its snapshot write fails (a
+// repair that claims writes the snapshot at or after the event's second):
+// an event that wins pays for no check.
+// The commit's own conflict handling stays the backstop for any other
+// change after the read.
+//
 // Failures are classified (Class): an error marked *fault.Permanent makes
 // the record failed_permanent and the message is acknowledged; any other
 // error is retried with exponential backoff (ChangeMessageVisibility) until
@@ -96,6 +111,14 @@ type Settler interface {
 }
 
 var _ Settler = (*mirror.Mirror)(nil)
+
+// Prereader reads an event's standing in the mirror before its effects
+// run; mirror.Prereader implements it.
+type Prereader interface {
+	Standing(ctx context.Context, r event.Record, payload []byte) (mirror.Standing, error)
+}
+
+var _ Prereader = mirror.Prereader{}
 
 // Effects runs the team's own effects; *effect.Registry implements it.
 type Effects interface {
@@ -186,6 +209,12 @@ type Config struct {
 	// mirror.Tie); it needs a Mirror that is a Settler, with
 	// mirror.Mirror.TiesByAPI set. nil: the mirror breaks ties itself.
 	API mirror.ObjectReader
+	// Preread reads, before an event's effects run, what the mirror holds
+	// for its object (mirror.Prereader): a tie is then settled from the
+	// API before any effect's outside call, and an event whose change the
+	// audit already ran the effects of runs none. nil: effects run first
+	// and the commit finds out.
+	Preread Prereader
 	// Thin reads what Stripe's thin events name (the event whole, the
 	// object it is about); nil: a thin event fails, retryably
 	// (ErrNoThinReader).
@@ -428,7 +457,7 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 		ev = prepared{outcome: outcome.Applied, settleRecord: rec, settlePayload: payload}
 		run := !backfill
 		if run, err = p.snapshotClaim(ctx, rec, &ev, run); err == nil {
-			ev.plan, ev.effects, err = p.handlers(ctx, rec, payload, run)
+			err = p.handlers(ctx, rec, payload, run, &ev, reads)
 		}
 	}
 	if err != nil {
@@ -452,14 +481,17 @@ func (p *Processor) apply(ctx context.Context, rec event.Record, owner string, r
 //   - a mirror write lost to another event of the same second (a tie,
 //     mirror.Tie): the API's state replaces it (Settle), once;
 //   - a mirror write lost to a later event: the snapshot stays, the
-//     effects still happen, exactly once (superseded).
+//     effects still happen, exactly once (superseded);
+//   - the audit's effects claim covers the event (written after the
+//     pre-read): the audit ran the change's effects, so the event's are
+//     dropped.
 func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, ev prepared, reads *atomic.Int64) (outcome.Outcome, error) {
 	backfill := rec.Source == event.SourceBackfill
 	writes := ev.plan.Writes
 	c := store.Completion{Outcome: ev.outcome, MirrorKey: ev.plan.Key}
-	settled := false
+	settled := ev.settled
 	for {
-		c.Writes = slices.Concat(writes, ev.effects, ev.twin)
+		c.Writes = slices.Concat(writes, ev.effects, ev.claim, ev.twin)
 		err := p.cfg.Store.Complete(ctx, rec, owner, p.cfg.Now(), c)
 		var conflict *store.ConflictError
 		if !errors.As(err, &conflict) {
@@ -469,18 +501,27 @@ func (p *Processor) commit(ctx context.Context, rec event.Record, owner string, 
 			return c.Outcome, nil
 		}
 		switch {
-		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects):
+		case len(ev.twin) > 0 && conflict.Index >= len(writes)+len(ev.effects)+len(ev.claim):
 			var next []types.TransactWriteItem
 			if ev.onTwinned != nil {
 				if next, err = ev.onTwinned(); err != nil {
 					return "", err
 				}
 			}
-			ev.effects, ev.twin = nil, next
+			ev.effects, ev.claim, ev.check, ev.twin = nil, nil, nil, next
 			if !backfill {
 				c.Outcome = outcome.Twinned
 			}
+		case len(ev.claim) > 0 && conflict.Index >= len(writes)+len(ev.effects):
+			// The audit claimed this change after the pre-read: its
+			// repair ran the effects, the event's are dropped.
+			ev.effects, ev.claim, ev.check = nil, nil, nil
 		case conflict.Index < len(writes):
+			if len(ev.effects) > 0 && len(ev.claim) == 0 {
+				// The event no longer wins: the audit may have claimed
+				// its change since the pre-read.
+				ev.claim = ev.check
+			}
 			settler, ok := p.cfg.Mirror.(Settler)
 			if !settled && ok && p.cfg.API != nil && mirror.Tie(rec, ev.plan.Key, conflict.Item) {
 				// Another event of this object in the same second was
@@ -584,31 +625,111 @@ func (p *Processor) fetch(ctx context.Context, rec event.Record) ([]byte, error)
 	return payload, nil
 }
 
-// handlers runs the mirror's plan and, with runEffects, the team's
-// effects for rec. A panic in either becomes a *PanicError, so the attempt
-// is recorded as failed.
+// handlers plans the mirror's writes of rec and, with runEffects, runs
+// the team's effects, into ev. With Config.Preread, for an event the
+// mirror keeps and an effect handles, it first reads the object's
+// standing (preread). A panic in either becomes a *PanicError, so the
+// attempt is recorded as failed.
 func (p *Processor) handlers(
 	ctx context.Context,
 	rec event.Record,
 	payload []byte,
 	runEffects bool,
-) (plan mirror.Plan, effects []types.TransactWriteItem, err error) {
+	ev *prepared,
+	reads *atomic.Int64,
+) (err error) {
 	defer func() {
 		if v := recover(); v != nil {
-			plan, effects, err = mirror.Plan{}, nil, &PanicError{Value: v, Stack: debug.Stack()}
+			ev.plan, ev.effects, ev.claim, ev.check = mirror.Plan{}, nil, nil, nil
+			err = &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
 	if p.cfg.Mirror != nil && isStripe(rec) {
-		if plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
-			return mirror.Plan{}, nil, err
+		if ev.plan, err = p.cfg.Mirror.Plan(rec, payload); err != nil {
+			return err
 		}
 	}
-	if p.cfg.Effects != nil && runEffects {
-		if effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
-			return mirror.Plan{}, nil, err
+	if p.cfg.Effects == nil || !runEffects {
+		return nil
+	}
+	if ev.plan.Key != "" && p.cfg.Preread != nil && p.effectFor(rec) {
+		run, err := p.preread(ctx, rec, payload, ev, reads)
+		if err != nil || !run {
+			return err
 		}
 	}
-	return plan, effects, nil
+	if ev.effects, err = p.cfg.Effects.Run(ctx, rec, payload); err != nil {
+		ev.effects = nil
+		return err
+	}
+	return nil
+}
+
+// preread reads the standing of rec's object (Config.Preread: one
+// strongly consistent read) before any effect's outside call, and
+// reports whether the effects are to run. A tie is settled from the API
+// now (Settle), so an API read that fails fails the event before an
+// effect ran, and the retry runs them once. An event that does not win
+// the mirror (superseded, or a tie) and whose change the audit already
+// ran the effects of (an effects claim at or after its created second)
+// runs none: it commits superseded (or, a tie settled, applied) without
+// them. Otherwise the claim's check goes into the commit, the backstop
+// for a claim written after this read.
+func (p *Processor) preread(ctx context.Context, rec event.Record, payload []byte, ev *prepared, reads *atomic.Int64) (bool, error) {
+	st, err := p.cfg.Preread.Standing(ctx, rec, payload)
+	if err != nil {
+		return false, err
+	}
+	if settler, ok := p.cfg.Mirror.(Settler); ok && st.Tie && p.cfg.API != nil {
+		if reads != nil {
+			reads.Add(1)
+		}
+		s, err := settler.Settle(ctx, p.cfg.API, rec, payload)
+		if err != nil {
+			return false, err
+		}
+		ev.plan.Writes, ev.settled = s.Writes, true
+	}
+	if !st.Wins && !st.Tie && !ev.settled {
+		// A later state is applied, and states only move forward: the
+		// commit leaves the snapshot alone rather than fail on it.
+		ev.plan.Writes, ev.outcome = nil, outcome.Superseded
+	}
+	if !st.Wins && st.Claimed {
+		if !ev.settled {
+			ev.outcome = outcome.Superseded
+		}
+		p.cfg.Logger.InfoContext(ctx, "effects run already by the audit's repair to this state",
+			slog.String("event_id", rec.ID), slog.String("effects_by", "audit"))
+		return false, nil
+	}
+	// An event that wins the guard needs no check: a repair claiming its
+	// change after this read writes the snapshot at the claim's second,
+	// at or after the event's, so the event's snapshot write fails and
+	// the commit includes the check from then on. One that does not win
+	// includes it now.
+	ev.check = st.Check
+	if !st.Wins {
+		ev.claim = st.Check
+	}
+	return true, nil
+}
+
+// effectFor reports whether an effect handles rec's type, when the
+// Effects can say (*effect.Registry can): the pre-read is made only for
+// events whose effects would run.
+func (p *Processor) effectFor(rec event.Record) bool {
+	h, ok := p.cfg.Effects.(interface {
+		HandlesFor(provider, eventType string) bool
+	})
+	if !ok {
+		return true
+	}
+	provider := rec.Provider
+	if provider == "" {
+		provider = event.ProviderStripe
+	}
+	return h.HandlesFor(provider, rec.Type)
 }
 
 // fail records a failed attempt and decides the message's fate.

@@ -116,7 +116,9 @@ func TestEveryOrderOfThreeSameSecondEventsEndsInTheAPIsState(t *testing.T) {
 	e := newEnv(t, nil)
 	fake := stripefake.New()
 	defer fake.Close()
-	p := e.processorAt(t, nil, nil, withAPI(t, fake))
+	// As deployed with effects: ties are found and settled by the read
+	// before the effects run.
+	p := e.processorAt(t, nil, nil, withAPI(t, fake), e.withPreread())
 	ctx := context.Background()
 	statuses := []string{"incomplete", "active", "unpaid"}
 	perms := permutations(3)

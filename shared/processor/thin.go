@@ -101,6 +101,13 @@ type prepared struct {
 	outcome       outcome.Outcome
 	settleRecord  event.Record
 	settlePayload []byte
+	// claim is the commit's check that no effects claim of the audit
+	// covers the event (mirror.Mirror.ClaimCheck), when included; check
+	// is that check, included once the mirror says the event does not
+	// win; settled says the pre-read settled a tie already
+	// (Config.Preread).
+	claim, check []types.TransactWriteItem
+	settled      bool
 }
 
 // thin prepares a Stripe thin event: it reads the event whole

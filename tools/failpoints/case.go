@@ -101,7 +101,15 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 			return res
 		}
 	case w.Provider == event.ProviderStripe:
-		if err := s.stripe.Add(d.body); err != nil {
+		err := s.stripe.Add(d.body)
+		if err == nil && w.Tie {
+			err = e.tie(ctx, s, d)
+		}
+		if err == nil && w.Audit {
+			// The API lists the subscription as the delivery has it.
+			err = s.stripe.PutObject("", objectOf(d.body))
+		}
+		if err != nil {
 			s.stop()
 			res.Err = err.Error()
 			return res

@@ -106,6 +106,16 @@ func (e *env) check(res *Result, s *stack, snd *sender, d delivery) {
 		res.Err = fmt.Sprintf("read the ledger: %v", err)
 		return
 	}
+	if s.w.AuditEffects {
+		// The audit's repair to the event's state runs the change's
+		// effects under its own id; the event then runs none.
+		n, err := auditCommits(ctx, db, s.res.Tables["MirrorTable"], d)
+		if err != nil {
+			res.Err = fmt.Sprintf("read the ledger: %v", err)
+			return
+		}
+		commits += n
+	}
 	acked := snd.acked()
 	// The reconciler repairs what it lists: GitHub's deliveries, Stripe's
 	// snapshot events with a key; no thin event is listed.

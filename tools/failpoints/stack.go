@@ -347,6 +347,9 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	if !w.APIKey {
 		fenv[reconcilerID]["STRIPE_API_KEY"] = revokedAPIKey
 	}
+	if w.AuditEffects {
+		fenv[reconcilerID]["AUDIT_RUN_EFFECTS"] = "true"
+	}
 	// The sweep reads the lanes of the world's provider alone: 16 queries
 	// a run, where every provider's would be 64 for records no case has.
 	fenv[reconcilerID]["RECONCILE_STUCK_PROVIDERS"] = w.Provider
@@ -424,6 +427,20 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	if err != nil {
 		return nil, err
 	}
+	runs := []json.RawMessage{json.RawMessage(`{}`)}
+	handle := func(ctx context.Context, payload json.RawMessage) error { return rec.Handle(ctx, payload) }
+	if w.Audit {
+		// The audit's effects call the application through the
+		// reconciler's own proxy.
+		recDown, err := outside(functionReconciler, serviceApp, downSrv.URL)
+		if err != nil {
+			return nil, err
+		}
+		auditEffects := worldEffects(s.res.Tables["MirrorTable"], recDown+"/notify", w.Provider)
+		auditEffects.On(&notify{client: &http.Client{Timeout: 5 * time.Second}, url: recDown + "/notify"}, "*")
+		handle = reconcilerboot.Handler(envOf(reconcilerID), awsFor[functionReconciler], logger(functionReconciler), rec, auditEffects)
+		runs = []json.RawMessage{json.RawMessage(`{"run":"audit"}`), json.RawMessage(`{}`)}
+	}
 
 	// The bridge behind the ingress queue, polled as the processor's is.
 	var bp *poller.Poller
@@ -478,6 +495,13 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		defer s.wg.Done()
 		tick := time.NewTicker(reconcileEvery)
 		defer tick.Stop()
+		if w.Audit {
+			// An audit as the case starts: it races the event in flight.
+			invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
+			_ = handle(invCtx, runs[0])
+			cancel()
+			s.tap.ended(functionReconciler)
+		}
 		for {
 			select {
 			case <-runCtx.Done():
@@ -489,10 +513,12 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 			s.runsMu.Lock()
 			s.started++
 			s.runsMu.Unlock()
-			invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
-			_ = rec.Handle(invCtx, json.RawMessage(`{}`))
-			cancel()
-			s.tap.ended(functionReconciler)
+			for _, payload := range runs {
+				invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
+				_ = handle(invCtx, payload)
+				cancel()
+				s.tap.ended(functionReconciler)
+			}
 			s.runsMu.Lock()
 			s.ended++
 			s.runsMu.Unlock()

@@ -62,7 +62,18 @@ type World struct {
 	// call of the pipeline's: never faulted here) and the bridge ingests
 	// it, recording its connected account on a Connect platform.
 	Bridge bool
-	Sender Sender
+	// Tie: the mirror holds another event of the delivery's object and
+	// second before it arrives, so the processor settles the tie from
+	// Stripe's API (its read a failure point) before any effect runs.
+	Tie bool
+	// Audit: the reconciler function also runs the scheduled audit, once
+	// as the case starts (racing the event in flight) and before each
+	// reconciliation; Stripe's API lists the delivery's subscription.
+	// AuditEffects runs the team's effects with its repairs
+	// (AUDIT_RUN_EFFECTS).
+	Audit        bool
+	AuditEffects bool
+	Sender       Sender
 }
 
 // Sender is the model of a provider's sender: what it does after an
@@ -168,15 +179,13 @@ var DefaultSender = Sender{
 }
 
 // Worlds are the worlds enumerated: one per provider the tables may hold
-// (event.Providers), Stripe's four times: with and without an API key,
-// sending thin events, and a connected account's; then the declared
-// senders' (DeclaredWorlds). A provider added to that list joins with
-// its sender's model (Senders, else DefaultSender) and its first sample
-// delivery (Samples).
-// (event.Providers), Stripe's six times: with and without an API key,
-// sending thin events, and a connected account's, known from its events
-// or also from the platform's account list, or arriving through the
-// EventBridge destination's bridge. A
+// (event.Providers), Stripe's nine times: with and without an API key,
+// sending thin events, a connected account's (known from its events, or
+// also from the platform's account list, or arriving through the
+// EventBridge destination's bridge), one that ties with a same-second
+// event of its object (the processor's API read), and two with the audit
+// running beside the event (without and with its effects); then the
+// declared senders' (DeclaredWorlds). A
 // provider added to that list joins with its sender's model (Senders,
 // else DefaultSender) and its first sample delivery (Samples).
 func Worlds() []World {
@@ -193,6 +202,9 @@ func Worlds() []World {
 			out = append(out, World{Name: p + "-connect", Provider: p, APIKey: true, Connect: connectAccount, Sender: s})
 			out = append(out, World{Name: p + "-connect-listed", Provider: p, APIKey: true, Connect: connectAccount, ListAccounts: true, Sender: s})
 			out = append(out, World{Name: p + "-bridge-connect", Provider: p, APIKey: true, Connect: connectAccount, Bridge: true, Sender: EventBridgeSender})
+			out = append(out, World{Name: p + "-tie", Provider: p, APIKey: true, Tie: true, Sender: s})
+			out = append(out, World{Name: p + "-audit", Provider: p, APIKey: true, Audit: true, Sender: s})
+			out = append(out, World{Name: p + "-audit-effects", Provider: p, APIKey: true, Audit: true, AuditEffects: true, Sender: s})
 			continue
 		}
 		out = append(out, World{Name: p, Provider: p, Sender: s})

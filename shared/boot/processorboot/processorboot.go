@@ -119,10 +119,19 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		eff = then{first: eff, next: fwd}
 	}
 	sqsClient := sqs.NewFromConfig(cfg)
+	db := dynamodb.NewFromConfig(cfg)
+	// With effects, an event's standing in the mirror is read before they
+	// run (a tie settled, an audit's claim honoured) so that no outside
+	// call is made for a commit that may not happen.
+	var preread processor.Prereader
+	if eff != nil {
+		preread = mirror.Prereader{Reader: &mirror.Reader{DB: db, Table: c.MirrorTable}, TiesByAPI: api != nil}
+	}
 	return processor.New(processor.Config{
-		Store:           c.Events(dynamodb.NewFromConfig(cfg)),
+		Store:           c.Events(db),
 		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: api != nil},
 		Effects:         eff,
+		Preread:         preread,
 		Fetcher:         fetcher,
 		API:             api,
 		Thin:            thin,
@@ -183,6 +192,20 @@ func (f *forward) Handle(ctx context.Context, ev effect.Event) ([]types.Transact
 // team's registry is the caller's, so the forward effect runs beside it,
 // after it, rather than being registered into it.
 type then struct{ first, next processor.Effects }
+
+// HandlesFor reports whether first or next has an effect for the type,
+// when they can say (processor's pre-read asks).
+func (t then) HandlesFor(provider, eventType string) bool {
+	for _, e := range []processor.Effects{t.first, t.next} {
+		h, ok := e.(interface {
+			HandlesFor(provider, eventType string) bool
+		})
+		if e != nil && (!ok || h.HandlesFor(provider, eventType)) {
+			return true
+		}
+	}
+	return false
+}
 
 func (t then) Run(ctx context.Context, rec event.Record, payload []byte) ([]types.TransactWriteItem, error) {
 	var writes []types.TransactWriteItem

@@ -308,6 +308,13 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config, effects *effe
 	if runEffects && effects != nil {
 		configs = r.Effects(effects.Specs())
 	}
+	listAccounts := r.Checked("STRIPE_CONNECT_LIST_ACCOUNTS", "false", func(v string) error {
+		if v != "true" && v != "false" {
+			return fmt.Errorf("STRIPE_CONNECT_LIST_ACCOUNTS=%q: want true or false", v)
+		}
+		return nil
+	}) == "true"
+	connect := connectAccounts(r)
 	if err := r.Err("audit"); err != nil {
 		return nil, err
 	}
@@ -324,6 +331,13 @@ func NewAuditor(ctx context.Context, env boot.Env, cfg aws.Config, effects *effe
 		Scan:     db,
 		Runs:     &store.Runs{DB: db, Table: c.EventsTable},
 		Provider: event.ProviderStripe,
+		// Every account the reconciler lists events of is audited too,
+		// under its own keys.
+		ConnectAccounts: connect,
+		SeenAccounts:    &store.Accounts{DB: db, Table: c.EventsTable},
+	}
+	if listAccounts {
+		a.ListAccounts = api
 	}
 	if runEffects && effects != nil {
 		built, err := effects.Build(configs)
