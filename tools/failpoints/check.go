@@ -290,43 +290,53 @@ func ledgerCommits(ctx context.Context, db *dynamodb.Client, table, provider, id
 }
 
 // checkMirror judges the object's mirror after a case with a second
-// event of it: its state is the newest (by created) of the events whose
-// record ended processed, whatever order they were applied in; with none
-// processed, the mirror holds none of them. recs are the events' records
-// (nil: none), as snds.
+// event of it (mirrorWhy). recs are the events' records (nil: none), as
+// snds.
 func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*sender, recs []*event.Record) error {
-	var want *stripeHead
-	var obj stripeHead
-	for i, snd := range snds {
+	var heads []stripeHead
+	for _, snd := range snds {
 		h, err := stripeHeadOf(snd.d.body)
 		if err != nil {
 			return err
 		}
-		obj = h
-		if r := recs[i]; r != nil && r.Status == event.StatusProcessed && (want == nil || h.Created > want.Created) {
-			want = &h
-		}
+		heads = append(heads, h)
 	}
+	obj := heads[0]
 	reader := &mirror.Reader{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["MirrorTable"]}
 	snap, err := reader.Object(ctx, mirror.Key(obj.Account, obj.Object))
 	if err != nil && !errors.Is(err, mirror.ErrNotFound) {
 		return fmt.Errorf("read the mirror: %w", err)
 	}
-	got, why := "none", ""
-	if err == nil {
-		got = fmt.Sprintf("%s's (created %d)", snap.LastEventID, snap.LastEventCreated)
+	if why := mirrorWhy(heads, recs, snap, err == nil); why != "" {
+		// A mirror in an older state than an event processed is a
+		// change of state lost.
+		res.Lost = true
+		res.Why = strings.TrimPrefix(res.Why+"; "+why, "; ")
+	}
+	return nil
+}
+
+// mirrorWhy says what is wrong with the snapshot of an object (found:
+// there is one) after its events heads, whose records are recs (nil:
+// none): its state must be the newest (by created) of the events whose
+// record ended processed, whatever order they were applied in, and with
+// none processed the mirror holds none. "" when it is right.
+func mirrorWhy(heads []stripeHead, recs []*event.Record, snap mirror.Snapshot, found bool) string {
+	var want *stripeHead
+	for i := range heads {
+		if r := recs[i]; r != nil && r.Status == event.StatusProcessed && (want == nil || heads[i].Created > want.Created) {
+			want = &heads[i]
+		}
+	}
+	got := "none"
+	if found {
+		got = fmt.Sprintf("%s's state (created %d)", snap.LastEventID, snap.LastEventCreated)
 	}
 	switch {
-	case want == nil && err == nil:
-		why = fmt.Sprintf("the mirror holds %s, and no event of it ended processed", got)
-	case want != nil && (err != nil || snap.LastEventID != want.ID || snap.LastEventCreated != want.Created):
-		why = fmt.Sprintf("the mirror holds %s, want %s's (created %d), the newest processed", got, want.ID, want.Created)
-	default:
-		return nil
+	case want == nil && found:
+		return fmt.Sprintf("the mirror holds %s, and no event of it ended processed", got)
+	case want != nil && (!found || snap.LastEventID != want.ID || snap.LastEventCreated != want.Created):
+		return fmt.Sprintf("the mirror holds %s, want %s's (created %d), the newest processed", got, want.ID, want.Created)
 	}
-	// A mirror in an older state than an event processed is a change of
-	// state lost.
-	res.Lost = true
-	res.Why = strings.TrimPrefix(res.Why+"; "+why, "; ")
-	return nil
+	return ""
 }

@@ -68,12 +68,13 @@ type Report struct {
 	// OtherPairs.
 	Pairs                                        []Result
 	FaultPathPairs, OtherPairs, SampledFaultPath int
+	Seed                                         uint64
+	Elapsed                                      time.Duration
+
 	// Seconds are the single faults' cases again, each with a second
 	// event of the same object in flight as its fault strikes
 	// (Options.Second); SecondPairs the sampled pairs with one.
 	Seconds, SecondPairs []Result
-	Seed                                         uint64
-	Elapsed                                      time.Duration
 }
 
 // Totals counts the cases and the broken invariants, over singles and
