@@ -187,7 +187,8 @@ loadtest: venv
 
 ## failpoints: the failure-point enumeration: every AWS and outside call of
 ## every function, discovered from a fault-free run per provider, with every
-## fault kind, and sampled pairs; prints the table of docs/reliability.md
+## fault kind, each again with a second event of the same object in flight,
+## and sampled pairs; prints the table of docs/reliability.md
 ## (FAILPOINTS_FLAGS=-write rewrites it there) and fails on a broken invariant
 FAILPOINTS_FLAGS ?=
 failpoints: venv
