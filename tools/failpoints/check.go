@@ -134,11 +134,48 @@ func (e *env) check(res *Result, s *stack, snds []*sender) {
 			res.Why = v.Why
 		}
 	}
+	if why := e.countedEach(s, recs, inDLQ); why != "" && !res.Silent {
+		res.Silent, res.Why = true, strings.TrimPrefix(res.Why+"; "+why, "; ")
+	}
 	if len(ids) > 1 && s.w.Provider == event.ProviderStripe {
 		if err := e.checkMirror(ctx, res, s, snds, recs); err != nil {
 			res.Err = err.Error()
 		}
 	}
+}
+
+// countedEach says which status needing a person holds more of the
+// case's events than the metrics an alarm watches counted (and, for
+// dead_lettered, the DLQ holds): each event that needs a person is
+// counted, not one for two. "" when each is.
+func (e *env) countedEach(s *stack, recs []*event.Record, inDLQ map[string]int) string {
+	held := map[event.Status]int{}
+	dlq := map[event.Status]int{}
+	for _, r := range recs {
+		if r != nil && personMetrics[r.Status] != nil {
+			held[r.Status]++
+			if r.Status == event.StatusDeadLettered && inDLQ[r.ID] > 0 && e.alarms.queues["DeadLetterQueue"] {
+				dlq[r.Status]++
+			}
+		}
+	}
+	for st, n := range held {
+		if n < 2 {
+			continue // checkEvent's own test
+		}
+		var total float64
+		for _, m := range personMetrics[st] {
+			for f, l := range s.logs {
+				if e.alarms.metrics[f+"/"+m] {
+					total += counted(l.lines(), m)
+				}
+			}
+		}
+		if int(total)+dlq[st] < n {
+			return fmt.Sprintf("%d events %s, and the metrics an alarm watches counted %v", n, st, total)
+		}
+	}
+	return ""
 }
 
 // checkEvent judges one event (check), with inDLQ its messages in the

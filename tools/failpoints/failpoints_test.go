@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -307,5 +308,25 @@ func TestASecondEventMeetsEveryFault(t *testing.T) {
 	c := rep.Seconds[0]
 	if !c.OK() || !c.Second || c.Outcome != OutcomeProcessed || c.SecondOutcome != OutcomeProcessed || len(c.Unfired) > 0 {
 		t.Errorf("got %q then %q (ok %t, unfired %v): %s%s; want both events processed, every invariant held", c.Outcome, c.SecondOutcome, c.OK(), c.Unfired, c.Why, c.Err)
+	}
+}
+
+// TestEachEventNeedingAPersonIsCounted: two events failed_permanent need
+// two counts of a metric an alarm watches; one count for the two is
+// silent about one.
+func TestEachEventNeedingAPersonIsCounted(t *testing.T) {
+	e := &env{alarms: alarms{metrics: map[string]bool{functionProcessor + "/permanent": true}, queues: map[string]bool{}}}
+	recs := []*event.Record{{ID: "a", Status: event.StatusFailedPermanent}, {ID: "b", Status: event.StatusFailedPermanent}}
+	for _, tc := range []struct {
+		counts int
+		silent bool
+	}{{1, true}, {2, false}} {
+		s := &stack{logs: map[string]*logs{functionProcessor: {}}}
+		for range tc.counts {
+			fmt.Fprintln(s.logs[functionProcessor], `{"_aws":{},"permanent":1}`)
+		}
+		if why := e.countedEach(s, recs, nil); (why != "") != tc.silent {
+			t.Errorf("%d counts of 2 events: got %q, want silent %t", tc.counts, why, tc.silent)
+		}
 	}
 }
