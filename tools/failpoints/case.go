@@ -32,13 +32,20 @@ var Limit = 100 * time.Second
 type Spec struct {
 	World  World   `json:"world"`
 	Faults []Fault `json:"faults"`
+	// Second: a second event of the same object is delivered by its
+	// sender as the first fault strikes (second.go), and the invariants
+	// are checked for each event, and for the object's mirror.
+	Second bool `json:"second_event,omitempty"`
 }
 
 // Result is what one case did.
 type Result struct {
 	Spec
-	// Outcome is where the event ended (Outcome*).
-	Outcome string `json:"outcome"`
+	// Outcome is where the event ended (Outcome*); SecondOutcome where
+	// the second event did (Spec.Second), "" when it was never sent (the
+	// fault's point was not reached).
+	Outcome       string `json:"outcome"`
+	SecondOutcome string `json:"second_outcome,omitempty"`
 	// Lost, Doubled, Silent and Disagree say which invariant broke.
 	Lost     bool `json:"lost,omitempty"`
 	Doubled  bool `json:"doubled,omitempty"`
@@ -87,71 +94,114 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		res.Err = err.Error()
 		return res
 	}
-	switch {
-	case w.Thin:
-		// Stripe's API serves the thin event whole and its object; it
-		// lists no thin event.
-		err = s.stripe.AddV2("", d.body)
-		if err == nil {
-			err = s.stripe.PutObject("", d.object)
-		}
+	url := s.gateway.URL + "/webhooks/" + w.Provider
+	snds := []*sender{{w: w, d: d, url: url, github: s.github}}
+	if spec.Second {
+		d2, err := w.second(e.root, d)
 		if err != nil {
 			s.stop()
 			res.Err = err.Error()
 			return res
 		}
-	case w.Provider == event.ProviderStripe:
-		err := s.stripe.Add(d.body)
-		if err == nil && w.Tie {
-			err = e.tie(ctx, s, d)
-		}
-		if err == nil && w.Audit {
-			// The API lists the subscription as the delivery has it.
-			err = s.stripe.PutObject("", objectOf(d.body))
-		}
-		if err != nil {
-			s.stop()
-			res.Err = err.Error()
-			return res
+		snds = append(snds, &sender{w: w, d: d2, url: url, github: s.github})
+	}
+	if w.Bridge {
+		for _, snd := range snds {
+			snd.put = s.putEvent
 		}
 	}
-	snd := &sender{w: w, d: d, url: s.gateway.URL + "/webhooks/" + w.Provider, github: s.github}
-	if w.Bridge {
-		snd.put = s.putEvent
+	if w.Tie {
+		// The mirror holds another event of the object and second first.
+		if err := e.tie(ctx, s, d); err != nil {
+			s.stop()
+			res.Err = err.Error()
+			return res
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, Limit)
 	defer cancel()
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		snd.run(ctx)
-	}()
-	e.settle(ctx, s, snd, d)
+	var (
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		closed bool
+	)
+	launch := func(snd *sender) {
+		mu.Lock()
+		defer mu.Unlock()
+		if closed {
+			return
+		}
+		snd.begin()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.publish(snd.d); err != nil {
+				snd.fail(err)
+				return
+			}
+			snd.run(ctx)
+		}()
+	}
+	if spec.Second {
+		// The second event is sent as the first fault strikes, by its own
+		// sender, while the fault's call goes on.
+		s.tap.whenFault(func() { launch(snds[1]) })
+	}
+	launch(snds[0])
+	e.settle(ctx, s, snds)
 	cancel()
+	mu.Lock()
+	closed = true
+	mu.Unlock()
 	wg.Wait()
 	s.halt()
 	res.Calls = s.tap.recorded()
 	res.CallCount = len(res.Calls)
 	res.Unfired = s.tap.unfired()
-	e.check(&res, s, snd, d)
+	e.check(&res, s, snds)
 	s.remove()
 	res.Elapsed = time.Since(start)
 	return res
 }
 
-// settle waits until the world is quiet for the event, or the case's time
-// is up: the sender done, the record finished, the queue empty, and a
-// reconciler run since, which finds nothing more to do. (A GitHub delivery
-// whose attempt failed after the receiver stored it whole stays failed in
-// GitHub's log, and needs no redelivery: its record is what settles it.)
-func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
+// publish makes an event Stripe's API serves before its sender sends it:
+// a thin event whole and its object (the object's state is the newest
+// event's from then on; no thin event is listed), a snapshot event in the
+// event list.
+func (s *stack) publish(d delivery) error {
+	switch {
+	case s.w.Thin:
+		if err := s.stripe.AddV2("", d.body); err != nil {
+			return err
+		}
+		return s.stripe.PutObject("", d.object)
+	case s.w.Provider == event.ProviderStripe:
+		if err := s.stripe.Add(d.body); err != nil {
+			return err
+		}
+		if s.w.Audit || s.w.Tie {
+			// The API serves the object in the newest event's state: the
+			// audit compares with it, a tie is settled from it.
+			return s.stripe.PutObject("", objectOf(d.body))
+		}
+	}
+	return nil
+}
+
+// settle waits until the world is quiet for the events sent, or the
+// case's time is up: each sender done, each record finished, the queue
+// empty, and a reconciler run since, which finds nothing more to do. (A
+// GitHub delivery whose attempt failed after the receiver stored it whole
+// stays failed in GitHub's log, and needs no redelivery: its record is
+// what settles it.) A second event not sent (its fault not yet struck) is
+// not waited for; once sent, it is.
+func (e *env) settle(ctx context.Context, s *stack, snds []*sender) {
 	events := &store.Events{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["EventsTable"]}
 	q := sqs.NewFromConfig(e.direct)
 	queue := s.res.Queues["WebhookQueue"].URL
 	// quietFrom is the count of runs started when the world went quiet;
 	// -1 while it is not. Each look costs the emulator two requests at
-	// most, and none while the sender is still at work.
+	// most, and none while a sender is still at work.
 	quietFrom, faults := -1, 0
 	for {
 		select {
@@ -159,7 +209,15 @@ func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 			return
 		case <-time.After(400 * time.Millisecond):
 		}
-		if !snd.done() {
+		var ids []string
+		busy := false
+		for _, snd := range snds {
+			busy = busy || !snd.done()
+			if snd.sent() {
+				ids = append(ids, snd.d.id)
+			}
+		}
+		if busy {
 			quietFrom = -1
 			continue
 		}
@@ -173,8 +231,14 @@ func (e *env) settle(ctx context.Context, s *stack, snd *sender, d delivery) {
 				continue
 			}
 		}
-		held, err := events.Held(ctx, s.w.Provider, []string{d.id})
-		if h, ok := held[d.id]; err != nil || !ok || h.Status.Pending() {
+		held, err := events.Held(ctx, s.w.Provider, ids)
+		pending := err != nil
+		for _, id := range ids {
+			if h, ok := held[id]; !ok || h.Status.Pending() {
+				pending = true
+			}
+		}
+		if pending {
 			quietFrom = -1
 			continue
 		}
@@ -226,7 +290,31 @@ type sender struct {
 
 	mu       sync.Mutex
 	answers  []int
+	started  bool
 	finished bool
+	err      error
+}
+
+// begin marks the sender started: from now on the case waits for it.
+func (s *sender) begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = true
+}
+
+// fail ends a sender that could not send: the case's error.
+func (s *sender) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.err, s.finished = err, true
+}
+
+// sent reports whether the sender was started (a second event is sent
+// only once its fault strikes).
+func (s *sender) sent() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.started
 }
 
 func (s *sender) run(ctx context.Context) {
@@ -299,11 +387,12 @@ func (s *sender) post(ctx context.Context) int {
 	return resp.StatusCode
 }
 
-// done reports whether the sender has nothing more to send by itself.
+// done reports whether the sender has nothing more to send by itself:
+// it finished, or it was never started.
 func (s *sender) done() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.finished
+	return s.finished || !s.started
 }
 
 // acked reports whether any attempt was answered 2xx: for GitHub, any

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/store"
 )
@@ -73,7 +75,7 @@ func counted(lines []map[string]any, name string) float64 {
 	return n
 }
 
-// check reads where the case left the event and judges it by the
+// check reads where the case left each event sent and judges it by the
 // invariants:
 //
 //   - an event the sender was answered 2xx for (or that the world repairs
@@ -84,27 +86,115 @@ func counted(lines []map[string]any, name string) float64 {
 //     application gets one idempotency key per effect;
 //   - the store and the DLQ agree: dead_lettered exactly when the DLQ
 //     holds its message;
-//   - nothing is left received, processing or failed when the case ends.
-func (e *env) check(res *Result, s *stack, snd *sender, d delivery) {
+//   - nothing is left received, processing or failed when the case ends;
+//   - with a second event of the object (Spec.Second), the mirror ends in
+//     the state of the newest event processed: chronological order,
+//     whichever was applied last.
+func (e *env) check(res *Result, s *stack, snds []*sender) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	var ids []string
+	for _, snd := range snds {
+		if snd.err != nil {
+			res.Err = snd.err.Error()
+			return
+		}
+		if snd.sent() {
+			ids = append(ids, snd.d.id)
+		}
+	}
+	inDLQ, err := dlqCount(ctx, sqs.NewFromConfig(e.direct), s.res.Queues["DeadLetterQueue"].URL, ids)
+	if err != nil {
+		res.Err = fmt.Sprintf("read the DLQ: %v", err)
+		return
+	}
+	var recs []*event.Record
+	for i, snd := range snds {
+		if !snd.sent() {
+			recs = append(recs, nil)
+			continue
+		}
+		v, rec := e.checkEvent(ctx, s, snd, inDLQ[snd.d.id])
+		recs = append(recs, rec)
+		if v.Err != "" {
+			res.Err = v.Err
+			return
+		}
+		if i == 0 {
+			res.Outcome = v.Outcome
+		} else {
+			res.SecondOutcome = v.Outcome
+			if v.Why != "" {
+				v.Why = "second event: " + v.Why
+			}
+		}
+		res.Lost, res.Doubled = res.Lost || v.Lost, res.Doubled || v.Doubled
+		res.Silent, res.Disagree = res.Silent || v.Silent, res.Disagree || v.Disagree
+		if res.Why == "" {
+			res.Why = v.Why
+		}
+	}
+	if why := e.countedEach(s, recs, inDLQ); why != "" && !res.Silent {
+		res.Silent, res.Why = true, strings.TrimPrefix(res.Why+"; "+why, "; ")
+	}
+	if len(ids) > 1 && s.w.Provider == event.ProviderStripe {
+		if err := e.checkMirror(ctx, res, s, snds, recs); err != nil {
+			res.Err = err.Error()
+		}
+	}
+}
+
+// countedEach says which status needing a person holds more of the
+// case's events than the metrics an alarm watches counted (and, for
+// dead_lettered, the DLQ holds): each event that needs a person is
+// counted, not one for two. "" when each is.
+func (e *env) countedEach(s *stack, recs []*event.Record, inDLQ map[string]int) string {
+	held := map[event.Status]int{}
+	dlq := map[event.Status]int{}
+	for _, r := range recs {
+		if r != nil && personMetrics[r.Status] != nil {
+			held[r.Status]++
+			if r.Status == event.StatusDeadLettered && inDLQ[r.ID] > 0 && e.alarms.queues["DeadLetterQueue"] {
+				dlq[r.Status]++
+			}
+		}
+	}
+	for st, n := range held {
+		if n < 2 {
+			continue // checkEvent's own test
+		}
+		var total float64
+		for _, m := range personMetrics[st] {
+			for f, l := range s.logs {
+				if e.alarms.metrics[f+"/"+m] {
+					total += counted(l.lines(), m)
+				}
+			}
+		}
+		if int(total)+dlq[st] < n {
+			return fmt.Sprintf("%d events %s, and the metrics an alarm watches counted %v", n, st, total)
+		}
+	}
+	return ""
+}
+
+// checkEvent judges one event (check), with inDLQ its messages in the
+// DLQ; it returns its record, nil when there is none.
+func (e *env) checkEvent(ctx context.Context, s *stack, snd *sender, inDLQ int) (Result, *event.Record) {
+	var res Result
+	d := snd.d
 	db := dynamodb.NewFromConfig(e.direct)
 	events := &store.Events{DB: db, Table: s.res.Tables["EventsTable"]}
 	rec, err := events.Get(ctx, s.w.Provider, d.id)
 	found := err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		res.Err = fmt.Sprintf("read the record: %v", err)
-		return
-	}
-	inDLQ, err := dlqCount(ctx, sqs.NewFromConfig(e.direct), s.res.Queues["DeadLetterQueue"].URL, d.id)
-	if err != nil {
-		res.Err = fmt.Sprintf("read the DLQ: %v", err)
-		return
+		return res, nil
 	}
 	commits, err := ledgerCommits(ctx, db, s.res.Tables["MirrorTable"], s.w.Provider, d.id)
 	if err != nil {
 		res.Err = fmt.Sprintf("read the ledger: %v", err)
-		return
+		return res, nil
 	}
 	if s.w.AuditEffects {
 		// The audit's repair to the event's state runs the change's
@@ -112,7 +202,7 @@ func (e *env) check(res *Result, s *stack, snd *sender, d delivery) {
 		n, err := auditCommits(ctx, db, s.res.Tables["MirrorTable"], d)
 		if err != nil {
 			res.Err = fmt.Sprintf("read the ledger: %v", err)
-			return
+			return res, nil
 		}
 		commits += n
 	}
@@ -190,6 +280,10 @@ func (e *env) check(res *Result, s *stack, snd *sender, d delivery) {
 	if res.Outcome == "" && !res.Lost && !res.Silent {
 		res.Outcome = statusOf(rec, found)
 	}
+	if !found {
+		return res, nil
+	}
+	return res, &rec
 }
 
 // final reports whether a record in st needs nothing more from the
@@ -205,20 +299,21 @@ func statusOf(r event.Record, found bool) string {
 	return string(r.Status)
 }
 
-// dlqCount drains the DLQ and counts the messages pointing to id.
-func dlqCount(ctx context.Context, q *sqs.Client, url, id string) (int, error) {
-	n := 0
+// dlqCount drains the DLQ and counts the messages pointing to each of
+// ids.
+func dlqCount(ctx context.Context, q *sqs.Client, url string, ids []string) (map[string]int, error) {
+	n := map[string]int{}
 	for range 20 {
 		out, err := q.ReceiveMessage(ctx, &sqs.ReceiveMessageInput{QueueUrl: aws.String(url), MaxNumberOfMessages: 10, VisibilityTimeout: 60})
 		if err != nil {
-			return 0, err
+			return nil, err
 		}
 		if len(out.Messages) == 0 {
 			return n, nil
 		}
 		for _, m := range out.Messages {
-			if p, err := queue.Decode(aws.ToString(m.Body)); err == nil && p.ID == id {
-				n++
+			if p, err := queue.Decode(aws.ToString(m.Body)); err == nil && slices.Contains(ids, p.ID) {
+				n[p.ID]++
 			}
 		}
 	}
@@ -239,4 +334,56 @@ func ledgerCommits(ctx context.Context, db *dynamodb.Client, table, provider, id
 	var n int
 	fmt.Sscan(v.Value, &n)
 	return n, nil
+}
+
+// checkMirror judges the object's mirror after a case with a second
+// event of it (mirrorWhy). recs are the events' records (nil: none), as
+// snds.
+func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*sender, recs []*event.Record) error {
+	var heads []stripeHead
+	for _, snd := range snds {
+		h, err := stripeHeadOf(snd.d.body)
+		if err != nil {
+			return err
+		}
+		heads = append(heads, h)
+	}
+	obj := heads[0]
+	reader := &mirror.Reader{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["MirrorTable"]}
+	snap, err := reader.Object(ctx, mirror.Key(obj.Account, obj.Object))
+	if err != nil && !errors.Is(err, mirror.ErrNotFound) {
+		return fmt.Errorf("read the mirror: %w", err)
+	}
+	if why := mirrorWhy(heads, recs, snap, err == nil); why != "" {
+		// A mirror in an older state than an event processed is a
+		// change of state lost.
+		res.Lost = true
+		res.Why = strings.TrimPrefix(res.Why+"; "+why, "; ")
+	}
+	return nil
+}
+
+// mirrorWhy says what is wrong with the snapshot of an object (found:
+// there is one) after its events heads, whose records are recs (nil:
+// none): its state must be the newest (by created) of the events whose
+// record ended processed, whatever order they were applied in, and with
+// none processed the mirror holds none. "" when it is right.
+func mirrorWhy(heads []stripeHead, recs []*event.Record, snap mirror.Snapshot, found bool) string {
+	var want *stripeHead
+	for i := range heads {
+		if r := recs[i]; r != nil && r.Status == event.StatusProcessed && (want == nil || heads[i].Created > want.Created) {
+			want = &heads[i]
+		}
+	}
+	got := "none"
+	if found {
+		got = fmt.Sprintf("%s's state (created %d)", snap.LastEventID, snap.LastEventCreated)
+	}
+	switch {
+	case want == nil && found:
+		return fmt.Sprintf("the mirror holds %s, and no event of it ended processed", got)
+	case want != nil && (!found || snap.LastEventID != want.ID || snap.LastEventCreated != want.Created):
+		return fmt.Sprintf("the mirror holds %s, want %s's (created %d), the newest processed", got, want.ID, want.Created)
+	}
+	return ""
 }

@@ -18,12 +18,16 @@
 // the process is killed right after it), and pairs of faults on one
 // event's path: a single fault's case records the calls it made after
 // the fault, each a candidate second fault; a fixed seed samples them.
+// Each single fault is then run again with a second event of the same
+// object in flight (Options.Second, second.go): its sender delivers it as
+// the fault strikes, a newer state of the object for Stripe, so that the
+// mirror's ordering guard meets every fault.
 // After the fault the world goes on as it does for that provider (its
 // sender's retries, or GitHub's redeliveries on the reconciler's request;
 // the event source's redeliveries, the stuck sweep and the reconciler on
 // their schedules), Scale times faster than its own clock, until the
-// event is settled and the world quiet, or Limit. Then the invariants are
-// checked (env.check).
+// events are settled and the world quiet, or Limit. Then the invariants
+// are checked, for each event and the object's mirror (env.check).
 //
 // Each case has its own tables and queues and its own stand-ins, so cases
 // run side by side (Options.Workers), and one function runs one

@@ -34,6 +34,13 @@ type Options struct {
 	// after it); 0 runs none, a negative number all of them.
 	Pairs int
 	Seed  uint64
+	// Second adds, for each single fault, the case where a second event
+	// of the same object is in flight as the fault strikes (Spec.Second);
+	// SecondPairs is how many pairs of faults are run with one too,
+	// sampled with Seed from the pairs' whole set (0: none; a negative
+	// number: every pair).
+	Second      bool
+	SecondPairs int
 	// Workers is how many cases run at once.
 	Workers int
 	// SinglesOnly stops after the single faults; DiscoverOnly after the
@@ -63,12 +70,17 @@ type Report struct {
 	FaultPathPairs, OtherPairs, SampledFaultPath int
 	Seed                                         uint64
 	Elapsed                                      time.Duration
+
+	// Seconds are the single faults' cases again, each with a second
+	// event of the same object in flight as its fault strikes
+	// (Options.Second); SecondPairs the sampled pairs with one.
+	Seconds, SecondPairs []Result
 }
 
 // Totals counts the cases and the broken invariants, over singles and
 // pairs (the fault-free runs are the discovery, not cases).
 func (r *Report) Totals() (cases, lost, doubled, silent, disagree int) {
-	for _, set := range [][]Result{r.Singles, r.Pairs} {
+	for _, set := range [][]Result{r.Singles, r.Pairs, r.Seconds, r.SecondPairs} {
 		for _, c := range set {
 			cases++
 			if c.Lost || c.Err != "" {
@@ -92,7 +104,7 @@ func (r *Report) Totals() (cases, lost, doubled, silent, disagree int) {
 // included.
 func (r *Report) Failed() []Result {
 	var out []Result
-	for _, set := range [][]Result{r.Discovery, r.Singles, r.Pairs} {
+	for _, set := range [][]Result{r.Discovery, r.Singles, r.Pairs, r.Seconds, r.SecondPairs} {
 		for _, c := range set {
 			if !c.OK() {
 				out = append(out, c)
@@ -158,7 +170,15 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	singles = keep(singles, o.Only)
-	rep.Singles = e.runAll(ctx, singles, o, 0, len(singles)+max(o.Pairs, 0))
+	var seconds []Spec
+	if o.Second {
+		seconds = withSecond(singles)
+	}
+	total := len(singles) + len(seconds) + max(o.Pairs, 0) + max(o.SecondPairs, 0)
+	rep.Singles = e.runAll(ctx, singles, o, 0, total)
+	if ctx.Err() == nil && len(seconds) > 0 {
+		rep.Seconds = e.runAll(ctx, seconds, o, len(singles), total)
+	}
 	if ctx.Err() != nil || o.SinglesOnly {
 		rep.Elapsed = time.Since(start)
 		return rep, ctx.Err()
@@ -186,9 +206,30 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	nf = min(len(fault), budget-no)
 	chosen := append(sample(rng, fault, nf), sample(rng, others, no)...)
 	rep.SampledFaultPath = nf
-	rep.Pairs = e.runAll(ctx, chosen, o, len(singles), len(singles)+len(chosen))
+	done := len(singles) + len(seconds)
+	rep.Pairs = e.runAll(ctx, chosen, o, done, total)
+	if o.Second && o.SecondPairs != 0 && ctx.Err() == nil {
+		// Drawn from every pair, apart from the draw above.
+		all := append(append([]Spec(nil), fault...), others...)
+		n := len(all)
+		if o.SecondPairs > 0 {
+			n = min(n, o.SecondPairs)
+		}
+		rng2 := rand.New(rand.NewPCG(o.Seed^0x5eed5eed, o.Seed))
+		rep.SecondPairs = e.runAll(ctx, withSecond(sample(rng2, all, n)), o, done+len(chosen), total)
+	}
 	rep.Elapsed = time.Since(start)
 	return rep, ctx.Err()
+}
+
+// withSecond returns specs, each with a second event (Spec.Second).
+func withSecond(specs []Spec) []Spec {
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		s.Second = true
+		out[i] = s
+	}
+	return out
 }
 
 // sites returns the distinct sites of calls, in the order first called.

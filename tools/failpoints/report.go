@@ -100,12 +100,68 @@ func (r *Report) Markdown(out io.Writer) {
 			w("- %s: %s then %s: %s\n", c.World.Name, c.Faults[0], c.Faults[1], cell(c))
 		}
 	}
+	if len(r.Seconds)+len(r.SecondPairs) > 0 {
+		r.secondsMarkdown(out)
+	}
 	w("\n%s", r.TotalsLine())
 	if disagree > 0 {
 		w(", %d where the store and the DLQ disagree", disagree)
 	}
 	w(".\n")
 	_ = cases + lost + doubled + silent
+}
+
+// secondOutcome is a case's outcome with a second event: the first
+// event's, then the second's ("not sent" when its fault never struck).
+func secondOutcome(c Result) string {
+	if !c.OK() || len(c.Unfired) > 0 {
+		return cell(c)
+	}
+	second := c.SecondOutcome
+	if second == "" {
+		second = "not sent"
+	}
+	return c.Outcome + " / " + second
+}
+
+// secondsMarkdown writes the cases with a second event: per world, how
+// many ended how (the first event's outcome / the second's), and every
+// case that broke an invariant.
+func (r *Report) secondsMarkdown(out io.Writer) {
+	w := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
+	all := append(append([]Result(nil), r.Seconds...), r.SecondPairs...)
+	w("With a second event of the same object in flight, sent by its sender as the (first) fault strikes: %d cases, each single fault again and %d sampled pairs. Outcomes: the first event's / the second's.\n\n", len(all), len(r.SecondPairs))
+	w("| world | cases | outcomes |\n|---|---|---|\n")
+	for _, d := range r.Discovery {
+		outcomes := map[string]int{}
+		n := 0
+		for _, c := range all {
+			if c.World.Name == d.World.Name {
+				outcomes[secondOutcome(c)]++
+				n++
+			}
+		}
+		if n == 0 {
+			continue
+		}
+		var parts []string
+		for _, o := range sortedKeys(outcomes) {
+			if !strings.HasPrefix(o, "**") {
+				parts = append(parts, fmt.Sprintf("%d %s", outcomes[o], o))
+			}
+		}
+		w("| %s | %d | %s |\n", d.World.Name, n, strings.Join(parts, "; "))
+	}
+	w("\n")
+	for _, c := range all {
+		if !c.OK() {
+			var fs []string
+			for _, f := range c.Faults {
+				fs = append(fs, f.String())
+			}
+			w("- %s, a second event at %s: %s\n", c.World.Name, strings.Join(fs, " then "), cell(c))
+		}
+	}
 }
 
 func (r *Report) points() int {

@@ -102,6 +102,10 @@ type tap struct {
 	// the client's own retries (stripe-go's) meet it too.
 	stickyHTTP map[Site]stickyWindow
 	killed     map[string]bool
+	// onFault, when set, is called once, as the first planned fault
+	// strikes (before the faulted call goes on): a case's second event is
+	// sent then. It must not call the tap.
+	onFault func()
 }
 
 type stickyWindow struct {
@@ -153,6 +157,10 @@ func (t *tap) decider(function string) func(faultproxy.Request) faultproxy.Verdi
 			}
 			t.fired[i] = true
 			c.Injected = f.Kind
+			if t.onFault != nil {
+				t.onFault()
+				t.onFault = nil
+			}
 			switch {
 			case f.Kind == Kill:
 			case r.Invocation != "":
@@ -168,6 +176,13 @@ func (t *tap) decider(function string) func(faultproxy.Request) faultproxy.Verdi
 		}
 		return t.verdict(function, site, c.Injected)
 	}
+}
+
+// whenFault sets the tap's onFault.
+func (t *tap) whenFault(fn func()) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.onFault = fn
 }
 
 // verdict is the proxy's action for a fault of kind k at site.

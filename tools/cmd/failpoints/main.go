@@ -29,6 +29,8 @@ func run() int {
 	var o failpoints.Options
 	flag.IntVar(&o.Pairs, "pairs", 100, "pairs of faults to run, sampled with -seed (-1: every pair)")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the pairs' sample")
+	flag.BoolVar(&o.Second, "second", true, "run each single fault again with a second event of the same object sent as the fault strikes")
+	flag.IntVar(&o.SecondPairs, "second-pairs", 20, "pairs of faults run with a second event, sampled with -seed from every pair (-1: every pair)")
 	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
 	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")
@@ -89,7 +91,13 @@ func run() int {
 				}
 				faults = strings.Join(fs, ", then ")
 			}
+			if r.Second {
+				faults += " (a second event sent as it strikes)"
+			}
 			status := r.Outcome
+			if r.SecondOutcome != "" {
+				status += "; second: " + r.SecondOutcome
+			}
 			if !r.OK() {
 				status = "FAILED: " + r.Why + r.Err
 			}
