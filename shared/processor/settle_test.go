@@ -246,8 +246,8 @@ func TestAPIDownFailsTheTieRetryably(t *testing.T) {
 			build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: sub, Customer: cus, Created: 1700000000, Status: "active"}),
 		)
 		tie := e.store(t, build(t, "customer.subscription.updated", stripefixture.Options{ObjectID: sub, Customer: cus, Created: 1700000000, Status: "unpaid"}))
-		if _, err := p.Handle(ctx, batch(message(first, 1))); err != nil {
-			t.Fatal(err)
+		if resp, err := p.Handle(ctx, batch(message(first, 1))); err != nil || len(resp.BatchItemFailures) != 0 {
+			t.Fatalf("status %d: the first event: got %v %+v, want it processed", status, err, resp)
 		}
 		fake.FailNext(1, status)
 		resp, err := p.Handle(ctx, batch(message(tie, 1)))
