@@ -97,7 +97,7 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 	url := s.gateway.URL + "/webhooks/" + w.Provider
 	snds := []*sender{{w: w, d: d, url: url, github: s.github}}
 	if spec.Second {
-		d2, err := w.second(e.root, d)
+		d2, err := w.second(e.root, d, newEventID(w.Provider), time.Now())
 		if err != nil {
 			s.stop()
 			res.Err = err.Error()
@@ -131,10 +131,28 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		if closed {
 			return
 		}
+		var notBefore time.Time
+		if len(snds) > 1 && snd == snds[1] && w.Provider == event.ProviderStripe {
+			// Created as it is sent (second): its state is Stripe's from
+			// its created second on, not before.
+			d2, err := w.second(e.root, d, snd.d.id, time.Now())
+			if err == nil {
+				snd.d = d2
+				if h, err := stripeHeadOf(d2.body); err == nil {
+					notBefore = time.Unix(h.Created, 0)
+				}
+			}
+		}
 		snd.begin()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if wait := time.Until(notBefore); wait > 0 {
+				select {
+				case <-time.After(wait):
+				case <-ctx.Done():
+				}
+			}
 			if err := s.publish(snd.d); err != nil {
 				snd.fail(err)
 				return

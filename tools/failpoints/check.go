@@ -2,6 +2,7 @@ package failpoints
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -341,12 +342,18 @@ func ledgerCommits(ctx context.Context, db *dynamodb.Client, table, provider, id
 // snds.
 func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*sender, recs []*event.Record) error {
 	var heads []stripeHead
+	var objs []json.RawMessage
 	for _, snd := range snds {
 		h, err := stripeHeadOf(snd.d.body)
 		if err != nil {
 			return err
 		}
 		heads = append(heads, h)
+		obj := snd.d.object
+		if len(obj) == 0 {
+			obj = objectOf(snd.d.body)
+		}
+		objs = append(objs, obj)
 	}
 	obj := heads[0]
 	reader := &mirror.Reader{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["MirrorTable"]}
@@ -354,7 +361,7 @@ func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*se
 	if err != nil && !errors.Is(err, mirror.ErrNotFound) {
 		return fmt.Errorf("read the mirror: %w", err)
 	}
-	if why := mirrorWhy(heads, recs, snap, err == nil); why != "" {
+	if why := mirrorWhy(heads, objs, recs, snap, err == nil); why != "" {
 		// A mirror in an older state than an event processed is a
 		// change of state lost.
 		res.Lost = true
@@ -364,26 +371,45 @@ func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*se
 }
 
 // mirrorWhy says what is wrong with the snapshot of an object (found:
-// there is one) after its events heads, whose records are recs (nil:
-// none): its state must be the newest (by created) of the events whose
-// record ended processed, whatever order they were applied in, and with
-// none processed the mirror holds none. "" when it is right.
-func mirrorWhy(heads []stripeHead, recs []*event.Record, snap mirror.Snapshot, found bool) string {
-	var want *stripeHead
+// there is one) after its events heads, whose objects are objs and whose
+// records are recs (nil: none): its state must be the newest (by created)
+// of the events whose record ended processed, whatever order they were
+// applied in: that event's own, or a state read from Stripe's API (an
+// audit's repair, a tie's settling) no older than it and equal to it on
+// what the mirror compares (mirror.Differences). With none processed, no
+// event of the case's may have written it (the world's own state, an
+// audit's repair or an event seeded before the case, may stand). "" when
+// it is right.
+func mirrorWhy(heads []stripeHead, objs []json.RawMessage, recs []*event.Record, snap mirror.Snapshot, found bool) string {
+	want := -1
 	for i := range heads {
-		if r := recs[i]; r != nil && r.Status == event.StatusProcessed && (want == nil || heads[i].Created > want.Created) {
-			want = &heads[i]
+		if r := recs[i]; r != nil && r.Status == event.StatusProcessed && (want < 0 || heads[i].Created > heads[want].Created) {
+			want = i
 		}
 	}
 	got := "none"
 	if found {
 		got = fmt.Sprintf("%s's state (created %d)", snap.LastEventID, snap.LastEventCreated)
 	}
-	switch {
-	case want == nil && found:
-		return fmt.Sprintf("the mirror holds %s, and no event of it ended processed", got)
-	case want != nil && (!found || snap.LastEventID != want.ID || snap.LastEventCreated != want.Created):
-		return fmt.Sprintf("the mirror holds %s, want %s's (created %d), the newest processed", got, want.ID, want.Created)
+	ours := func(id string) bool {
+		for _, h := range heads {
+			if h.ID == id {
+				return true
+			}
+		}
+		return false
 	}
-	return ""
+	switch {
+	case want < 0 && found && ours(snap.LastEventID):
+		return fmt.Sprintf("the mirror holds %s, and no event of it ended processed", got)
+	case want < 0:
+		return ""
+	case found && snap.LastEventID == heads[want].ID && snap.LastEventCreated == heads[want].Created:
+		return ""
+	case found && snap.SettledBy != "" && !ours(snap.LastEventID) && snap.LastEventCreated >= heads[want].Created && len(objs[want]) > 0:
+		if diffs, err := mirror.Differences(snap, objs[want]); err == nil && len(diffs) == 0 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("the mirror holds %s, want %s's (created %d), the newest processed", got, heads[want].ID, heads[want].Created)
 }

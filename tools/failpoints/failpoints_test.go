@@ -156,7 +156,7 @@ func TestTheSecondEventIsOfTheSameObjectAndNewer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			second, err := w.second(root, first)
+			second, err := w.second(root, first, newEventID(w.Provider), now)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -229,6 +229,13 @@ func TestTheMirrorMustEndInTheNewestProcessedState(t *testing.T) {
 	snap := func(h stripeHead) mirror.Snapshot {
 		return mirror.Snapshot{ID: h.Object, LastEventID: h.ID, LastEventCreated: h.Created}
 	}
+	olderObj := json.RawMessage(`{"id":"sub_1","object":"subscription","customer":"cus_1","status":"active"}`)
+	newerObj := json.RawMessage(`{"id":"sub_1","object":"subscription","customer":"cus_1","status":"past_due"}`)
+	// audited is the snapshot an audit's repair to obj leaves, its
+	// version the page's second.
+	audited := func(at int64, obj json.RawMessage) mirror.Snapshot {
+		return mirror.Snapshot{ID: "sub_1", Customer: "cus_1", LastEventID: "audit_1", LastEventCreated: at, SettledBy: mirror.SourceAudit, Data: obj}
+	}
 	for _, tc := range []struct {
 		name  string
 		recs  []*event.Record
@@ -244,9 +251,13 @@ func TestTheMirrorMustEndInTheNewestProcessedState(t *testing.T) {
 		{"the older not stored, the newer's state", []*event.Record{nil, processed}, snap(newer), true, true},
 		{"none processed, no state", []*event.Record{person, nil}, mirror.Snapshot{}, false, true},
 		{"none processed, a state", []*event.Record{person, nil}, snap(older), true, false},
+		{"none processed, the world's own state (an audit's)", []*event.Record{person, nil}, audited(102, newerObj), true, true},
+		{"both processed, an audit's repair to the newer's state after it", []*event.Record{processed, processed}, audited(102, newerObj), true, true},
+		{"both processed, an audit's repair to the older's state after the newer", []*event.Record{processed, processed}, audited(102, olderObj), true, false},
+		{"both processed, an audit's repair to the newer's state before it", []*event.Record{processed, processed}, audited(100, newerObj), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			why := mirrorWhy([]stripeHead{older, newer}, tc.recs, tc.snap, tc.found)
+			why := mirrorWhy([]stripeHead{older, newer}, []json.RawMessage{olderObj, newerObj}, tc.recs, tc.snap, tc.found)
 			if (why == "") != tc.ok {
 				t.Errorf("got %q, want ok %t", why, tc.ok)
 			}

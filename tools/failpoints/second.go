@@ -25,10 +25,16 @@ import (
 const secondStatus = "past_due"
 
 // second returns the second event of a case whose first is first: of the
-// same object, created one second after it.
-func (w World) second(root string, first delivery) (delivery, error) {
+// same object, named id, created at at (Unix seconds), and at least one
+// second after the first. The case builds it again, under the same id,
+// when its fault strikes and it is sent (at that moment), so that its
+// state is Stripe's from its created second on, as a real event's is: a
+// state the API serves before its event was created would be one no
+// event of Stripe's can have, and an audit reading it a second early
+// would claim a change its event then supersedes.
+func (w World) second(root string, first delivery, id string, at time.Time) (delivery, error) {
 	if w.Provider != event.ProviderStripe {
-		d, err := w.sample(root, newEventID(w.Provider), time.Now())
+		d, err := w.sample(root, id, at)
 		switch {
 		case err != nil:
 			return d, err
@@ -67,8 +73,7 @@ func (w World) second(root string, first delivery) (delivery, error) {
 		}
 		h.Customer = obj.Customer
 	}
-	id := newEventID(w.Provider)
-	o := stripefixture.Options{ID: id, Created: h.Created + 1, ObjectID: h.Object, Customer: h.Customer, Account: h.Account, Status: secondStatus}
+	o := stripefixture.Options{ID: id, Created: max(h.Created+1, at.Unix()), ObjectID: h.Object, Customer: h.Customer, Account: h.Account, Status: secondStatus}
 	typ := strings.TrimPrefix(first.typ, event.ThinV1Prefix)
 	if w.Thin {
 		body, obj, err := stripefixture.Thin(typ, o, stripefixture.ThinOptions{})
