@@ -130,7 +130,11 @@ func secondOutcome(c Result) string {
 func (r *Report) secondsMarkdown(out io.Writer) {
 	w := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
 	all := append(append([]Result(nil), r.Seconds...), r.SecondPairs...)
-	w("With a second event of the same object in flight, sent by its sender as the (first) fault strikes: %d cases, each single fault again and %d sampled pairs. Outcomes: the first event's / the second's.\n\n", len(all), len(r.SecondPairs))
+	which := "each single fault again"
+	if len(r.Seconds) < len(r.Singles) {
+		which = fmt.Sprintf("%d of the %d single faults again, sampled with seed %d", len(r.Seconds), len(r.Singles), r.Seed)
+	}
+	w("With a second event of the same object in flight, sent by its sender as the (first) fault strikes: %d cases, %s and %d sampled pairs. Outcomes: the first event's / the second's.\n\n", len(all), which, len(r.SecondPairs))
 	w("| world | cases | outcomes |\n|---|---|---|\n")
 	for _, d := range r.Discovery {
 		outcomes := map[string]int{}

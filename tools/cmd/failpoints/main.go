@@ -30,6 +30,7 @@ func run() int {
 	flag.IntVar(&o.Pairs, "pairs", 100, "pairs of faults to run, sampled with -seed (-1: every pair)")
 	flag.Uint64Var(&o.Seed, "seed", 1, "seed of the pairs' sample")
 	flag.BoolVar(&o.Second, "second", true, "run each single fault again with a second event of the same object sent as the fault strikes")
+	flag.IntVar(&o.SecondSingles, "second-singles", -1, "single faults run again with a second event, sampled with -seed (-1: every one)")
 	flag.IntVar(&o.SecondPairs, "second-pairs", 20, "pairs of faults run with a second event, sampled with -seed from every pair (-1: every pair)")
 	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
