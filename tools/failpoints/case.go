@@ -225,7 +225,7 @@ func (e *env) settle(ctx context.Context, s *stack, snds []*sender) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(400 * time.Millisecond):
+		case <-time.After(settlePoll):
 		}
 		var ids []string
 		busy := false
@@ -468,3 +468,8 @@ func newEventID(p string) string {
 	}
 	return "msg_fp" + id
 }
+
+// settlePoll is how often settle looks at the world: each look costs the
+// emulator a few requests, and with a dozen cases at once the looks were
+// a good part of what the emulator served.
+const settlePoll = time.Second
