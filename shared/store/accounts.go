@@ -41,7 +41,7 @@ const prefixAccount = "connect_account#"
 
 // kindAccount marks an account's item (attrKind), for an operator reading
 // the table.
-const kindAccount = "connect_account"
+const kindAccount = "account_seen"
 
 // The index's keys on an account's item.
 const (
