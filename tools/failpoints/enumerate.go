@@ -23,8 +23,11 @@ import (
 
 // Options configure an enumeration.
 type Options struct {
-	// Endpoints are the AWS emulators'.
-	Endpoints emulator.Endpoints
+	// Emulators are the AWS emulators' endpoints, one or more: each case
+	// runs on one of them, the workers spread evenly over them. An
+	// emulator serializes its DynamoDB requests (dev/emulator.py), so one
+	// per core lets a many-core machine run more cases at once.
+	Emulators []emulator.Endpoints
 	// Root is the repository's root (template.yaml, the samples).
 	Root string
 	// Worlds are the worlds enumerated; Worlds() when nil.
@@ -132,21 +135,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Workers <= 0 {
 		o.Workers = 8
 	}
-	e := &env{endpoints: o.Endpoints, root: o.Root, template: filepath.Join(o.Root, "template.yaml")}
-	var err error
-	if e.direct, err = emulator.Config(ctx, o.Endpoints); err != nil {
-		return nil, err
+	if len(o.Emulators) == 0 {
+		return nil, errors.New("failpoints: no emulator")
 	}
-	tmpl, err := template.Load(e.template, nil)
+	tmpl, err := template.Load(filepath.Join(o.Root, "template.yaml"), nil)
 	if err != nil {
 		return nil, err
 	}
-	e.alarms = loadAlarms(tmpl)
-	if err := e.warm(ctx); err != nil {
-		return nil, err
-	}
-	if err := e.seed(ctx); err != nil {
-		return nil, err
+	var e lanes
+	for _, endpoints := range o.Emulators {
+		l, err := newEnv(ctx, endpoints, o.Root, loadAlarms(tmpl))
+		if err != nil {
+			return nil, err
+		}
+		e = append(e, l)
 	}
 	rep := &Report{Worlds: o.Worlds, Seed: o.Seed}
 
@@ -334,19 +336,41 @@ func sample(rng *rand.Rand, specs []Spec, n int) []Spec {
 	return out
 }
 
-// runAll runs specs on o.Workers workers, in order of results.
-func (e *env) runAll(ctx context.Context, specs []Spec, o Options, done0, total int) []Result {
+// newEnv readies one emulator for cases: it waits until each of its
+// services answers and stores the world's secrets there.
+func newEnv(ctx context.Context, endpoints emulator.Endpoints, root string, al alarms) (*env, error) {
+	e := &env{endpoints: endpoints, root: root, template: filepath.Join(root, "template.yaml"), alarms: al}
+	var err error
+	if e.direct, err = emulator.Config(ctx, endpoints); err != nil {
+		return nil, err
+	}
+	if err := e.warm(ctx); err != nil {
+		return nil, err
+	}
+	if err := e.seed(ctx); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// lanes are the emulators an enumeration runs its cases on, each with its
+// own setup.
+type lanes []*env
+
+// runAll runs specs on o.Workers workers, in order of results; worker i
+// runs its cases on emulator i modulo their number.
+func (e lanes) runAll(ctx context.Context, specs []Spec, o Options, done0, total int) []Result {
 	out := make([]Result, len(specs))
 	work := make(chan int)
 	var mu sync.Mutex
 	done := done0
 	var wg sync.WaitGroup
-	for range min(o.Workers, max(len(specs), 1)) {
+	for w := range min(o.Workers, max(len(specs), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for i := range work {
-				out[i] = e.run(ctx, specs[i])
+				out[i] = e[w%len(e)].run(ctx, specs[i])
 				if o.Progress != nil {
 					mu.Lock()
 					done++

@@ -12,6 +12,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
 	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
@@ -27,7 +28,7 @@ func TestEveryWorldsFaultFreeRunIsDiscovered(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(context.Background(), Options{Endpoints: testenv.Endpoints(t), Root: root, DiscoverOnly: true, Workers: 3})
+	rep, err := Run(context.Background(), Options{Emulators: []emulator.Endpoints{testenv.Endpoints(t)}, Root: root, DiscoverOnly: true, Workers: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func TestASecondEventMeetsEveryFault(t *testing.T) {
 			stripe = append(stripe, w)
 		}
 	}
-	rep, err := Run(context.Background(), Options{Endpoints: testenv.Endpoints(t), Root: root, Worlds: stripe, Workers: 2, SinglesOnly: true, Second: true,
+	rep, err := Run(context.Background(), Options{Emulators: []emulator.Endpoints{testenv.Endpoints(t)}, Root: root, Worlds: stripe, Workers: 2, SinglesOnly: true, Second: true,
 		Only: func(s Spec) bool {
 			return s.Faults[0].Kind == Kill && s.Faults[0].Site.Call == "UpdateItem Events.record →processing"
 		}})

@@ -33,6 +33,7 @@ func run() int {
 	flag.IntVar(&o.SecondSingles, "second-singles", -1, "single faults run again with a second event, sampled with -seed (-1: every one)")
 	flag.IntVar(&o.SecondPairs, "second-pairs", 20, "pairs of faults run with a second event, sampled with -seed from every pair (-1: every pair)")
 	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
+	emulators := flag.Int("emulators", 1, "AWS emulators the cases are spread over: the environment's (AWS_ENDPOINT_URL, or one started) and moto servers started beside it")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
 	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")
 	discover := flag.Bool("discover", false, "run the fault-free runs only and print their calls")
@@ -80,7 +81,18 @@ func run() int {
 		return 1
 	}
 	defer emu.Stop()
-	o.Endpoints = emu.Endpoints
+	o.Emulators = append(o.Emulators, emu.Endpoints)
+	for range *emulators - 1 {
+		more, err := emulator.Start(ctx, emulator.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "failpoints:", err)
+			return 1
+		}
+		defer more.Stop()
+		// Services with their own endpoint in the environment keep it.
+		more.Endpoints.Services = emu.Endpoints.Services
+		o.Emulators = append(o.Emulators, more.Endpoints)
+	}
 	start := time.Now()
 	o.Progress = func(done, total int, r failpoints.Result) {
 		if *verbose || !r.OK() {
