@@ -74,13 +74,8 @@ func TestConsumedCapacityIsSummedByTarget(t *testing.T) {
 func TestAskingForConsumedCapacityChangesNothing(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	opts := Options{Endpoints: testenv.Endpoints(t), Template: testenv.TemplatePath(t), Samples: 2}
-	plain, err := Measure(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Consumed = true
-	asked, err := Measure(ctx, opts)
+	plain := measured(t)
+	asked, err := Measure(ctx, Options{Endpoints: testenv.Endpoints(t), Template: testenv.TemplatePath(t), Samples: 3, Consumed: true})
 	if err != nil {
 		t.Fatal(err)
 	}
