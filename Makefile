@@ -150,13 +150,18 @@ demo: venv
 ## test: unit, integration and end-to-end tests against the emulator (and
 ## the real bootstrap binaries under the Lambda runtime emulator).
 ## TEST_SKIP leaves packages out (go list patterns): CI leaves out those it
-## runs on LocalStack next, where they check the same things
+## runs on LocalStack next, where they check the same things.
+## TEST_SKIP_RUN leaves tests out by name (go test -skip): CI runs the fast
+## path's own test in an earlier step
 TEST_SKIP ?=
+TEST_SKIP_RUN ?=
 test: venv rie stripe-mock
 	@pkgs=./...; if [ -n "$(strip $(TEST_SKIP))" ]; then \
 	  skip=$$($(GO) list $(TEST_SKIP)) && pkgs=$$($(GO) list ./... | grep -vxF "$$skip") || exit 1; \
 	  echo "test: leaving out $$(echo $$skip | wc -w) packages (TEST_SKIP): $(TEST_SKIP)"; fi; \
-	$(GO) run ./tools/cmd/withemulator -- $(GO) test $(TEST_FLAGS) $$pkgs
+	skiprun=; if [ -n "$(strip $(TEST_SKIP_RUN))" ]; then skiprun="-skip $(TEST_SKIP_RUN)"; \
+	  echo "test: leaving out the tests matching $(TEST_SKIP_RUN) (TEST_SKIP_RUN)"; fi; \
+	$(GO) run ./tools/cmd/withemulator -- $(GO) test $(TEST_FLAGS) $$skiprun $$pkgs
 
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
@@ -194,8 +199,9 @@ loadtest: venv
 ## failpoints: the failure-point enumeration: every AWS and outside call of
 ## every function, discovered from a fault-free run per provider, with every
 ## fault kind, each again with a second event of the same object in flight,
-## and sampled pairs; prints the table of docs/reliability.md
-## (FAILPOINTS_FLAGS=-write rewrites it there) and fails on a broken invariant
+## and sampled pairs, spread over one emulator per core; prints the table
+## of docs/reliability.md (FAILPOINTS_FLAGS=-write rewrites it there) and
+## fails on a broken invariant
 FAILPOINTS_FLAGS ?=
 failpoints: venv
 	$(GO) run ./tools/cmd/withemulator -- $(GO) run ./tools/cmd/failpoints $(FAILPOINTS_FLAGS)

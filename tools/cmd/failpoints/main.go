@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -32,8 +33,10 @@ func run() int {
 	flag.BoolVar(&o.Second, "second", true, "run each single fault again with a second event of the same object sent as the fault strikes")
 	flag.IntVar(&o.SecondSingles, "second-singles", -1, "single faults run again with a second event, sampled with -seed (-1: every one)")
 	flag.IntVar(&o.SecondPairs, "second-pairs", 20, "pairs of faults run with a second event, sampled with -seed from every pair (-1: every pair)")
-	flag.IntVar(&o.Workers, "workers", 12, "cases run at once")
-	emulators := flag.Int("emulators", 1, "AWS emulators the cases are spread over: the environment's (AWS_ENDPOINT_URL, or one started) and moto servers started beside it")
+	flag.IntVar(&o.Workers, "workers", 0, "cases run at once (0: 12 per emulator)")
+	// One emulator per core: each runs its DynamoDB requests one at a
+	// time, on one core (dev/emulator.py).
+	emulators := flag.Int("emulators", min(runtime.NumCPU(), 4), "AWS emulators the cases are spread over: the environment's (AWS_ENDPOINT_URL, or one started) and moto servers started beside it")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
 	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")
 	discover := flag.Bool("discover", false, "run the fault-free runs only and print their calls")
@@ -50,6 +53,9 @@ func run() int {
 		return 1
 	}
 	o.Root = root
+	if o.Workers <= 0 {
+		o.Workers = 12 * max(*emulators, 1)
+	}
 	if *only != "" {
 		for _, w := range failpoints.Worlds() {
 			for _, name := range strings.Split(*only, ",") {
