@@ -166,7 +166,7 @@ test: venv rie stripe-mock
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
 ## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
-LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./internal/provision ./tools/faultproxy ./shared/secrets
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./tools/provision ./tools/faultproxy ./shared/platform/secrets
 test-localstack: venv rie localstack-venv
 	$(GO) run ./tools/cmd/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 
@@ -212,7 +212,7 @@ failpoints: venv
 # exceeded" when the time runs out mid-execution on a busy machine
 # (golang/go#75804, fixed in Go 1.27); a count has no deadline to race.
 FUZZTIME ?= 100000x
-FUZZ_TARGETS := ./shared/event:FuzzDecodeEnvelope ./shared/provider:FuzzVerify ./shared/receiver:FuzzHandle
+FUZZ_TARGETS := ./shared/pipeline/event:FuzzDecodeEnvelope ./shared/providers/provider:FuzzVerify ./shared/pipeline/receiver:FuzzHandle
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do pkg=$${t%%:*}; fn=$${t##*:}; \
 	  echo "== $$fn ($$pkg, $(FUZZTIME))"; \

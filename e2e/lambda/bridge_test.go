@@ -15,13 +15,13 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/bridge"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/outcome"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/bridge"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 

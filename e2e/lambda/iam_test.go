@@ -14,9 +14,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/provision"
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
+	"github.com/webhook-inbox/webhook-inbox/tools/provision"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // apiCall is one AWS API call a function made, as the recorder saw it.

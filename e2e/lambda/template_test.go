@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // The dashboard's body is JSON inside a !Sub: neither sam validate nor

@@ -4,13 +4,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 // TestEachFunctionLogsItsVersionAtColdStart: the real binaries write one
 // JSON line at cold start, "cold start" with the release they are
-// (shared/version, as `inboxctl version` prints and CHANGELOG.md names),
+// (shared/platform/version, as `inboxctl version` prints and CHANGELOG.md names),
 // so a log line leads to the code that wrote it.
 func TestEachFunctionLogsItsVersionAtColdStart(t *testing.T) {
 	s := newSetup(t)

@@ -1,6 +1,6 @@
 // Command bridge is the Lambda function behind the ingress queue of
 // Stripe's Amazon EventBridge destination. It holds wiring only; the logic
-// lives in shared/bridge.
+// lives in shared/stripe/bridge.
 package main
 
 import (
@@ -11,11 +11,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/bridgeboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
 )
 
 func main() {

@@ -1,5 +1,5 @@
 // Command processor is the Lambda function that consumes the webhook queue.
-// It holds wiring only; the logic lives in shared/processor.
+// It holds wiring only; the logic lives in shared/pipeline/processor.
 package main
 
 import (
@@ -10,11 +10,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
 )
 
 func main() {
@@ -25,7 +25,7 @@ func main() {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	// The team's own effects are registered in shared/hooks; every
+	// The team's own effects are registered in shared/pipeline/hooks; every
 	// function gets them the same way.
 	p, err := processorboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command reconciler is the Lambda function EventBridge Scheduler invokes
 // on the template's ReconcileRate, and
 // with {"run":"audit"} on its AuditRate. It holds wiring only; the logic lives in
-// shared/reconcile.
+// shared/pipeline/reconcile.
 package main
 
 import (
@@ -12,11 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-lambda-go/lambdacontext"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/awsenv"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/awsenv"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
 )
 
 func main() {
@@ -27,7 +27,7 @@ func main() {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
 	}
-	// The team's own effects are registered in shared/hooks; every
+	// The team's own effects are registered in shared/pipeline/hooks; every
 	// function gets them the same way.
 	effects := hooks.Registry()
 	r, err := reconcilerboot.New(ctx, boot.OSEnv, cfg, logger, effects)

@@ -12,7 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/sdkhttp"
 )
 
 // Load loads the configuration with sdkhttp.Client, then wraps the client

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
-	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 )
 
 func TestLoadKeepsTheCABundleAndGuardsRequestBodies(t *testing.T) {

@@ -7,10 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/audit"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 // AuditJSON is the JSON shape of `inboxctl audit --json`: audit.Result.
@@ -38,7 +38,7 @@ still wins, the snapshot records what changed (settled_by audit), and none of
 your effects runs unless --run-effects says so. A subscription the mirror
 lacks is written as a backfill is.
 
-With --run-effects each repair runs your effects (shared/hooks) as an event
+With --run-effects each repair runs your effects (shared/pipeline/hooks) as an event
 applying the object would (customer.subscription.created for one the mirror
 lacked, .deleted for a canceled one, .updated otherwise), with their
 settings and secrets found as the processor finds them (EFFECT_SETTINGS,

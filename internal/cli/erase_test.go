@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 // TestErase erases the golden world's customer: a dry run that changes

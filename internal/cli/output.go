@@ -14,7 +14,7 @@ import (
 	"github.com/schollz/progressbar/v3"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/timetext"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // ANSI colours, used only when stdout is a terminal.

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // TestEventWhosePayloadInflatesPastTheLimit: the record of an event whose

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 )
 
 // samples are realistic deliveries of the providers other than Stripe,

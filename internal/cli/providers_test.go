@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/ingest"
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 )
 
 const standardTestSecret = "whsec_c3RhbmRhcmQgbG9jYWwga2V5"

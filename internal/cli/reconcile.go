@@ -12,8 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 )
 
 // ReconcileJSON is the JSON shape of `inboxctl reconcile --json`.

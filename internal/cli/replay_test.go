@@ -9,10 +9,10 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/fault"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 func TestReplayGolden(t *testing.T) {

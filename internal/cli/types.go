@@ -9,7 +9,7 @@ import (
 	"github.com/stripe/stripe-go/v81"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
 )
 
 // TypesJSON is the JSON shape of `inboxctl types --json`: what to enter

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror/handled"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror/handled"
 )
 
 // TestTypesIsWhatToRegister: inboxctl types prints the receiver's

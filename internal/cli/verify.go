@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 )
 
 // VerifyJSON is the stable JSON shape of inboxctl verify --json. Problem is

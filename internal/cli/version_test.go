@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/version"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
 )
 
 func TestVersionPrintsTheRelease(t *testing.T) {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // auditView is the audit page: the last audit run's summary and the

@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/ops"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 // Events is what the console reads of the events table; *store.Events

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // TestTimelineSaysHowTheEventCame: an event's first step names the way it

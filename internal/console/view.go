@@ -16,7 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/ops"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // page is what every template receives.

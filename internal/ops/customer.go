@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 // CustomerEventReader is what CustomerEvents reads of the events table;

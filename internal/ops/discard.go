@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // What a discard did about one event (DiscardResult.Action).

@@ -14,9 +14,9 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/aws/smithy-go"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/pause"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/pause"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // DLQ is a peek at the dead-letter queue.

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 // What an erasure did with one item (ErasedItem.Action).

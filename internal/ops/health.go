@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // Health is a window's picture of a stack: the events table's counts by

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/timetext"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // What a replay did with one event (ReplayResult.Action).

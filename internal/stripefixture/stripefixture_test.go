@@ -3,7 +3,7 @@ package stripefixture
 import (
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 func TestBuildMakesEventsThePipelineReads(t *testing.T) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // TestThinDecodesAsTheInboxReadsIt: a built thin event is what the

@@ -13,8 +13,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
 // Env reads a configuration variable; os.Getenv in Lambda.

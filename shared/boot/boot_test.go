@@ -11,8 +11,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 )
 
 func envMap(m map[string]string) Env { return func(k string) string { return m[k] } }

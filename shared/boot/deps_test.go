@@ -44,11 +44,11 @@ func TestDependencies(t *testing.T) {
 		"receiver": {
 			forbidden: append(
 				[]string{
-					module + "shared/reconcile",
-					module + "shared/mirror",
-					module + "shared/processor",
-					module + "shared/stripeapi",
-					module + "shared/githubapi",
+					module + "shared/pipeline/reconcile",
+					module + "shared/stripe/mirror",
+					module + "shared/pipeline/processor",
+					module + "shared/stripe/stripeapi",
+					module + "shared/providers/githubapi",
 					gogithub,
 				},
 				everywhere...),
@@ -59,19 +59,19 @@ func TestDependencies(t *testing.T) {
 		"bridge": {
 			forbidden: append(
 				[]string{
-					module + "shared/reconcile",
-					module + "shared/mirror",
-					module + "shared/processor",
-					module + "shared/stripeapi",
-					module + "shared/githubapi",
-					module + "shared/receiver",
-					module + "shared/provider",
+					module + "shared/pipeline/reconcile",
+					module + "shared/stripe/mirror",
+					module + "shared/pipeline/processor",
+					module + "shared/stripe/stripeapi",
+					module + "shared/providers/githubapi",
+					module + "shared/pipeline/receiver",
+					module + "shared/providers/provider",
 					gogithub,
 				},
 				everywhere...),
 			stripe: []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
-		"processor":  {forbidden: append([]string{module + "shared/reconcile", module + "shared/githubapi", gogithub}, everywhere...)},
+		"processor":  {forbidden: append([]string{module + "shared/pipeline/reconcile", module + "shared/providers/githubapi", gogithub}, everywhere...)},
 		"reconciler": {forbidden: everywhere},
 	}
 	for fn, rule := range rules {

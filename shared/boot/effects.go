@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 )
 
 // settingName and secretName are what effect.Spec's Settings and Secrets
@@ -97,12 +97,12 @@ func (r *Reader) Effects(specs []effect.Spec) map[string]effect.Config {
 	}
 	for _, n := range slices.Sorted(maps.Keys(settings)) {
 		if !declaredSetting[n] {
-			r.Fail(fmt.Errorf("EFFECT_SETTINGS sets %s, which no effect declares (shared/hooks)", n))
+			r.Fail(fmt.Errorf("EFFECT_SETTINGS sets %s, which no effect declares (shared/pipeline/hooks)", n))
 		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(granted)) {
 		if !declaredSecret[n] {
-			r.Fail(fmt.Errorf("EFFECT_SECRETS names %s, which no effect declares (shared/hooks)", n))
+			r.Fail(fmt.Errorf("EFFECT_SECRETS names %s, which no effect declares (shared/pipeline/hooks)", n))
 		}
 	}
 	return out

@@ -14,8 +14,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
 )
 
 // counted declares an effect that counts how often it is built.
@@ -110,7 +110,7 @@ func TestEffectConfiguration(t *testing.T) {
 }
 
 // TestTheExampleEffectIsOffUntilConfigured: the repository's own
-// declaration (shared/hooks, the billing example) costs a deployment that
+// declaration (shared/pipeline/hooks, the billing example) costs a deployment that
 // does not configure it nothing, and builds when configured as the docs
 // say.
 func TestTheExampleEffectIsOffUntilConfigured(t *testing.T) {

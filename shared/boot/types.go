@@ -4,9 +4,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror/handled"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror/handled"
 )
 
 // HandledTypeList lists the event types the pipeline handles, sorted:

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // secondsPerMonth is a 30-day month, the month the monthly figures use.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 

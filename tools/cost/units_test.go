@@ -94,7 +94,7 @@ func TestReadOperations(t *testing.T) {
 }
 
 // events is a table shaped like the inbox's events table, with names of its
-// own: the real ones are shared/store's, and the rules do not depend on them.
+// own: the real ones are shared/storage/store's, and the rules do not depend on them.
 var events = &Table{LogicalID: "Events", Hash: "pk", Indexes: []Index{
 	{Name: "by_stage", Hash: "stage_date", Range: "moment_at", Projection: types.ProjectionTypeInclude, NonKey: []string{"status", "note"}},
 	{Name: "keys", Hash: "shard", Projection: types.ProjectionTypeKeysOnly},

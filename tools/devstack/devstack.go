@@ -30,19 +30,19 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/devsecret"
-	"github.com/webhook-inbox/webhook-inbox/internal/provision"
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/bridgeboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/processorboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/receiverboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/hooks"
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
+	"github.com/webhook-inbox/webhook-inbox/tools/provision"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // DefaultWebhookSecret is the signing secret of the local stack, for local
@@ -97,7 +97,7 @@ type Options struct {
 	Env map[string]string
 	// Effects are the team's effects, handed to the three functions as
 	// their main packages hand them hooks.Registry(); nil for the team's
-	// (shared/hooks).
+	// (shared/pipeline/hooks).
 	Effects *effect.Registry
 	// ReconcileEvery overrides the reconciler's schedule (the template's
 	// ScheduleExpression); zero keeps it, negative turns the reconciler off.

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/docs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // TestEveryAlarmHasARunbookSection: each alarm in template.yaml has a

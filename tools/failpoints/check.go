@@ -14,12 +14,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/metrics"
-	"github.com/webhook-inbox/webhook-inbox/shared/mirror"
-	"github.com/webhook-inbox/webhook-inbox/shared/queue"
-	"github.com/webhook-inbox/webhook-inbox/shared/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/metrics"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // alarms are what the template's alarms watch: the pipeline's own metrics

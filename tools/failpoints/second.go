@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // A case with a second event (Spec.Second) has a second event of the

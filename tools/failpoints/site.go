@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 // A Site is where a function makes a call: the function, the service and

@@ -10,7 +10,7 @@ import (
 // Owner is a package that alone reads and writes a table.
 type Owner struct {
 	// Dir is the package's directory, relative to the repository root and
-	// slash-separated ("shared/store").
+	// slash-separated ("shared/storage/store").
 	Dir string
 	// Vocabulary: see Rules.
 	Vocabulary map[string]string

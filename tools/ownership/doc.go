@@ -1,7 +1,7 @@
 // Package ownership checks that the names a package owns, the attribute and
 // index names of the table it alone reads and writes, appear in no other
-// package's Go source. The owner's tests call Check (see shared/store and
-// shared/mirror), so a package that starts reading the table itself, or a
+// package's Go source. The owner's tests call Check (see shared/storage/store and
+// shared/stripe/mirror), so a package that starts reading the table itself, or a
 // rename that would break one silently, fails make test.
 //
 // Owned collects what a package owns from its non-test Go files: the

@@ -18,8 +18,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // TestALongPollOutlastsTheFunctionsAttemptTimeout: a queue that answers a

@@ -26,9 +26,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
-	"github.com/webhook-inbox/webhook-inbox/shared/pause"
-	"github.com/webhook-inbox/webhook-inbox/shared/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/pause"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/sdkhttp"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // Handler is a Lambda handler for SQS events.

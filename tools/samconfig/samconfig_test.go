@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/cli"
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 	"github.com/webhook-inbox/webhook-inbox/tools/samconfig"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 func TestParseOverridesAsSAMDoes(t *testing.T) {

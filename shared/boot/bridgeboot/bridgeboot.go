@@ -19,8 +19,8 @@ import (
 	"github.com/stripe/stripe-go/v81"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/bridge"
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/bridge"
 )
 
 // New builds the bridge's handler from the environment the template

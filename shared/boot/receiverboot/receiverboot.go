@@ -10,10 +10,10 @@ import (
 	"github.com/stripe/stripe-go/v81"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/effect"
-	"github.com/webhook-inbox/webhook-inbox/shared/provider"
-	"github.com/webhook-inbox/webhook-inbox/shared/receiver"
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/receiver"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 )
 
 // New builds the receiver's handler. effects are the team's effects

@@ -9,7 +9,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 // TestTheAuditScheduleReachesTheAudit: the template's Audit schedule sends

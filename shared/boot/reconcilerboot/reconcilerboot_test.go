@@ -10,7 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
-	"github.com/webhook-inbox/webhook-inbox/shared/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

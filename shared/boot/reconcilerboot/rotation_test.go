@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/shared/secrets"
-	"github.com/webhook-inbox/webhook-inbox/shared/stripeapi"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
+	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
 	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 )
 

@@ -139,7 +139,7 @@ func table(out io.Writer, r results, p pipeline) {
 	row(
 		"processor events/s / raw replay",
 		num("BenchmarkProcessor", "processor/raw", "%.2f"),
-		"shared/processor benchmark: its own DynamoDB requests replayed raw",
+		"shared/pipeline/processor benchmark: its own DynamoDB requests replayed raw",
 	)
 
 	initAllocs := func(fn string) string {

@@ -33,10 +33,10 @@ import (
 	ssmtypes "github.com/aws/aws-sdk-go-v2/service/ssm/types"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
-	"github.com/webhook-inbox/webhook-inbox/internal/provision"
-	"github.com/webhook-inbox/webhook-inbox/internal/template"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
+	"github.com/webhook-inbox/webhook-inbox/tools/provision"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/template"
 )
 
 func main() {
