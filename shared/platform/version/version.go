@@ -4,7 +4,7 @@ import "runtime"
 
 // Version is the release this code is, as CHANGELOG.md names it (its
 // preamble says how the numbers are chosen).
-const Version = "0.17.0"
+const Version = "0.21.0"
 
 // String is the version with the Go release and platform it was built
 // with, as `inboxctl version` prints it.
