@@ -166,7 +166,7 @@ test: venv rie stripe-mock
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
 ## on a free port) and DynamoDB on moto; fails if LocalStack cannot start
-LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./tools/provision ./tools/faultproxy ./shared/platform/secrets
+LOCALSTACK_TESTS := ./e2e/... ./drills ./internal/cli ./tools/cmd/provision ./tools/provision ./tools/testing/faultproxy ./shared/platform/secrets
 test-localstack: venv rie localstack-venv
 	$(GO) run ./tools/cmd/withemulator -localstack -- $(GO) test $(TEST_FLAGS) $(LOCALSTACK_TESTS)
 

@@ -23,9 +23,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // build makes a Stripe event of type typ from Stripe's sample objects.

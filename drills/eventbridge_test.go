@@ -16,8 +16,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/bridge"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // Drill: the bridge killed mid-batch. A SIGKILL of the local stack while

@@ -25,9 +25,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // downstream is the team's application as the forward effect sees it: it

@@ -13,7 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestAConnectedAccountsEventThroughTheGateway: on the local stack with a

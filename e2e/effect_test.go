@@ -17,7 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect/billing"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestTheExampleEffectThroughTheLocalStack follows docs/design.md's "Try

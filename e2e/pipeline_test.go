@@ -22,9 +22,9 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func deliver(t *testing.T, url string, body []byte, secret string) (int, string) {

@@ -18,8 +18,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // thinBody is a thin event as an event destination delivers it and as

@@ -36,8 +36,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/devconsole"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 var docsShot = flag.Bool("docs-screenshot", false, "write the events page's screenshot to docs/console.png too")

@@ -22,7 +22,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/bridge"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // bridgeID is in the template only with StripeEventSourceName set.

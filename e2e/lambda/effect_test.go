@@ -23,7 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestProcessorRunsTheExampleEffectWithTheTemplatesSettings deploys the

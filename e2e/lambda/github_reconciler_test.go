@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // TestReconcilerRedeliversGitHubWithTheTemplatesGitHubSettings deploys the

@@ -16,7 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // TestReconcilerBinaryAnswersTheScheduleAsLambdaRunsIt invokes the real

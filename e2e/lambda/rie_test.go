@@ -25,9 +25,9 @@ import (
 	"time"
 
 	awsemulator "github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // Logical ids of the functions in template.yaml, and the benchmark's

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/version"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestEachFunctionLogsItsVersionAtColdStart: the real binaries write one

@@ -32,8 +32,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // deployStage creates, in the emulator's CloudFormation, a stack named as

@@ -17,7 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 var now = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)

@@ -17,7 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 const labelAudit = "audit run"

@@ -47,8 +47,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 	"github.com/webhook-inbox/webhook-inbox/tools/provision"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // Options configure Measure.

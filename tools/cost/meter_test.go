@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // plain is the meter's plain run against the emulator (no consumed

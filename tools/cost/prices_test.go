@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // docs/performance.md prints the one price table there is.

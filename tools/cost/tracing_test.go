@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestTracingIsAParameterAndActiveIsPriced: X-Ray tracing is the

@@ -92,7 +92,7 @@ type Day struct {
 }
 
 // Stand is where the missed webhook is put: the Stripe stand-in's Add
-// (tools/stripefake), whose events the reconciler lists.
+// (tools/testing/stripefake), whose events the reconciler lists.
 type Stand interface {
 	Add(payloads ...[]byte) error
 }

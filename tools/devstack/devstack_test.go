@@ -12,8 +12,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func TestScheduleInterval(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package emulator starts and stops the local AWS emulators, moto in server
-// mode (through dev/emulator.py) and LocalStack without Docker (from
+// mode (through tools/emulator/motoserver.py) and LocalStack without Docker (from
 // .venv-localstack), for the local stack and the tests, and says where
 // each service's requests go (Endpoints).
 //
@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
 )
 
 // DefaultPort is LocalStack's port, so one endpoint setting serves both.
@@ -105,7 +105,7 @@ func Start(ctx context.Context, opts Options) (*Emulator, error) {
 			return nil, err
 		}
 	}
-	cmd := exec.Command(python, filepath.Join(root, "dev", "emulator.py"), "--port", strconv.Itoa(port))
+	cmd := exec.Command(python, filepath.Join(root, "tools", "emulator", "motoserver.py"), "--port", strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = opts.Log, opts.Log
 	if opts.Log == nil {
 		cmd.Stdout, cmd.Stderr = io.Discard, io.Discard

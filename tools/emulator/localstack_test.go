@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
 )
 
 // fakeProject makes a project root whose .venv-localstack/bin/python is

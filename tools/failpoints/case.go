@@ -20,7 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
 )
 
 // Limit bounds one case: longer than the processor's whole retry budget,

@@ -25,7 +25,7 @@ import (
 type Options struct {
 	// Emulators are the AWS emulators' endpoints, one or more: each case
 	// runs on one of them, the workers spread evenly over them. An
-	// emulator serializes its DynamoDB requests (dev/emulator.py), so one
+	// emulator serializes its DynamoDB requests (tools/emulator/motoserver.py), so one
 	// per core lets a many-core machine run more cases at once.
 	Emulators []emulator.Endpoints
 	// Root is the repository's root (template.yaml, the samples).

@@ -32,13 +32,13 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
 	"github.com/webhook-inbox/webhook-inbox/tools/provision"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // The functions of a case, as the report names them. The event source

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
 )
 
 // Kind is a kind of fault.

@@ -40,8 +40,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // Config shapes a run.

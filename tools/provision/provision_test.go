@@ -17,7 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/tools/provision"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func TestProvisionIsIdempotentAndFollowsTheTemplate(t *testing.T) {

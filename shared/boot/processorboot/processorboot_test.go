@@ -21,7 +21,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // countingClient counts the GetParameter requests that go through it.

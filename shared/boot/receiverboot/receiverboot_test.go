@@ -17,7 +17,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }

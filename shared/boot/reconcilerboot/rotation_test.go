@@ -7,7 +7,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 type keyParameter struct{ value *string }

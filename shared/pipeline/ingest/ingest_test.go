@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/ingesttest"
 )
 
 func TestIngest(t *testing.T) {

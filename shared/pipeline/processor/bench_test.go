@@ -19,7 +19,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // recorder forwards to DynamoDB and keeps the write requests it sent, by

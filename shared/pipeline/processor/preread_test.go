@@ -15,7 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // withPreread wires the processor's pre-read as processorboot does: the

@@ -13,7 +13,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/processor"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // withAPI wires the processor as processorboot does with an API key: the

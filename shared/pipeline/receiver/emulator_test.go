@@ -1,7 +1,7 @@
 package receiver_test
 
 // Tests against the AWS emulator: real tables and queues created from
-// template.yaml (tools/testenv), the real SDK clients, wired by
+// template.yaml (tools/testing/testenv), the real SDK clients, wired by
 // boot.NewIngester exactly as in Lambda. Failures are real too: a queue that
 // does not exist, an endpoint that refuses connections or never answers.
 
@@ -37,7 +37,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // The signing secrets of the emulator tests' receivers.

@@ -18,10 +18,10 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
-	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest/ingesttest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/ingesttest"
 )
 
 const secret = "whsec_test_secret"

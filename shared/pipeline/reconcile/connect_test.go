@@ -16,7 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestAConnectedAccountsMissedEventIsFound: with connected accounts

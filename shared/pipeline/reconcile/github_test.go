@@ -15,7 +15,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
 )
 
 const githubToken = "github_pat_reconcile_test"

@@ -16,7 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
 )
 
 // payloadFails fails the second PutItem it is asked for: Create's put of

@@ -22,7 +22,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // TestClientAgainstTheEmulator reads parameters stored with the SDK's own

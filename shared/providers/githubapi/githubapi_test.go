@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/githubfake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
 )
 
 const token = "github_pat_test_0123456789"

@@ -18,8 +18,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
-	"github.com/webhook-inbox/webhook-inbox/tools/faultproxy"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/faultproxy"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func newEvents(t *testing.T) (*store.Events, *testenv.Stack) {

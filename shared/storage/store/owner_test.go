@@ -27,7 +27,7 @@ func TestNoOtherPackageNamesTheEventsTable(t *testing.T) {
 			"last_error": "inboxctl's labels", "last_error_at": "inboxctl's labels", "payload_hash": "inboxctl's labels",
 			"discarded_at": "inboxctl's labels", "discard_reason": "inboxctl's labels",
 			"provider": "the route's path parameter ({provider}), the console's query and path parameters, log keys, inboxctl's flag and labels",
-			"cursor":   "GitHub's list query parameter (tools/githubfake)",
+			"cursor":   "GitHub's list query parameter (tools/testing/githubfake)",
 		},
 		Except: map[string]string{
 			"pk": "the partition key of every table in template.yaml, which test fakes and effects' own items use",

@@ -23,7 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/ddbattr"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // fixture is a mirror table on the emulator with a Mirror and a Reader.

@@ -9,7 +9,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // TestListAccountsEveryPage: every connected account is listed, over as

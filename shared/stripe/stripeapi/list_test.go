@@ -13,7 +13,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 func fakeWith(t testing.TB, n int) (*stripefake.Server, map[string][]byte) {

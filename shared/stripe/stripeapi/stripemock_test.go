@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripemock"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripemock"
 )
 
 // TestStripeAcceptsEveryRequestShape sends each API v1 request the inbox
@@ -15,7 +15,7 @@ import (
 // platform and as a connected account with Stripe-Account) to
 // stripe-mock, which validates a request's path,
 // method and parameters against Stripe's OpenAPI specification and
-// answers 400 to one Stripe would refuse. The stand-in (tools/stripefake)
+// answers 400 to one Stripe would refuse. The stand-in (tools/testing/stripefake)
 // tests what the answers mean; this test, that Stripe would take the
 // questions. stripe-mock knows no API v2 path, so GET /v2/core/events/{id}
 // is checked against the stand-in only.

@@ -27,7 +27,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/stripefake"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // counter counts AWS operations made through a configuration.

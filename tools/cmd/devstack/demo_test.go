@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 // lines collects a process's output, line by line, as it comes.

@@ -35,7 +35,7 @@ func run() int {
 	flag.IntVar(&o.SecondPairs, "second-pairs", 20, "pairs of faults run with a second event, sampled with -seed from every pair (-1: every pair)")
 	flag.IntVar(&o.Workers, "workers", 0, "cases run at once (0: 12 per emulator)")
 	// One emulator per core: each runs its DynamoDB requests one at a
-	// time, on one core (dev/emulator.py).
+	// time, on one core (tools/emulator/motoserver.py).
 	emulators := flag.Int("emulators", min(runtime.NumCPU(), 4), "AWS emulators the cases are spread over: the environment's (AWS_ENDPOINT_URL, or one started) and moto servers started beside it")
 	write := flag.Bool("write", false, "replace the report in docs/reliability.md")
 	only := flag.String("worlds", "", "comma-separated worlds to run (default: every world)")

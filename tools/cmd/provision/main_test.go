@@ -17,7 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func TestProvisionsTheTemplateTwiceWithTheSameResult(t *testing.T) {

@@ -4,7 +4,7 @@
 // each request's path, method and parameters against Stripe's OpenAPI
 // specification and refuses with 400 what Stripe would refuse. It serves
 // fixtures, ignores filters and cursors and knows no API v2 path, so the
-// behaviour of a listing is tested against tools/stripefake instead; this
+// behaviour of a listing is tested against tools/testing/stripefake instead; this
 // package answers only "would Stripe accept this request?".
 package stripemock
 
@@ -21,8 +21,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
 )
 
 var (

@@ -30,10 +30,10 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/awsconfig"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
-	"github.com/webhook-inbox/webhook-inbox/tools/needs"
 	"github.com/webhook-inbox/webhook-inbox/tools/provision"
 	"github.com/webhook-inbox/webhook-inbox/tools/repo"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/needs"
 )
 
 var (

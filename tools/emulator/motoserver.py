@@ -7,7 +7,7 @@ moto's WSGI application with a lock around DynamoDB requests (those whose
 X-Amz-Target names DynamoDB), so concurrency tests exercise our code and not
 the emulator's races. Everything else, SQS long polls included, stays parallel.
 
-Usage: python dev/emulator.py [--port 4566]
+Usage: python tools/emulator/motoserver.py [--port 4566]
 """
 
 import argparse
