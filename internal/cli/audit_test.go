@@ -103,7 +103,7 @@ func TestAuditRepairsWhatNoEventWillShow(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil {
 		t.Fatalf("%v\n%s", err, r.stdout)
 	}
-	if st.Audit == nil || st.Audit.RunID != last || st.Audit.Outcome != "completed" || st.Audit.Listed != 1 {
+	if st.Audit == nil || st.Audit.RunID != last || st.Audit.Outcome != "complete" || st.Audit.Listed != 1 {
 		t.Errorf("status --json: audit %+v; want the last run %s, completed, 1 listed", st.Audit, last)
 	}
 	if text := c.run(ctx, "status").must(t, 0).stdout; !strings.Contains(text, "audit: last run") {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/ops"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
@@ -59,15 +60,15 @@ func auditJSON(runs []store.AuditRun) *StatusAuditJSON {
 		return nil
 	}
 	r := runs[0]
-	outcome := "completed"
+	ended := outcome.RunComplete
 	switch {
 	case r.Error != "":
-		outcome = "failed"
+		ended = outcome.RunAborted
 	case r.Resumable():
-		outcome = "resumable"
+		ended = outcome.RunPartial
 	}
 	return &StatusAuditJSON{
-		RunID: r.ID, StartedAt: ts(r.StartedAt), FinishedAt: ts(r.FinishedAt), Outcome: outcome, DryRun: r.DryRun,
+		RunID: r.ID, StartedAt: ts(r.StartedAt), FinishedAt: ts(r.FinishedAt), Outcome: string(ended), DryRun: r.DryRun,
 		Listed: r.Listed, Matched: r.Matched, Repaired: r.Repaired, MissingHere: r.MissingHere, UnknownThere: r.UnknownThere, Pages: r.Pages,
 	}
 }

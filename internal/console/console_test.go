@@ -938,7 +938,7 @@ func TestTheAuditIsShown(t *testing.T) {
 		`data-audit="listed">240<`, `data-audit="repaired">3<`, `data-audit="missing_here">1<`, `data-audit="unknown_there">1<`,
 		`href="` + RunPath(token) + `/objects/sub_golden"`, "status: past_due → active",
 		`href="` + RunPath(token) + `/objects/sub_connected?account=acct_1Golden"`, "missing here: written as a backfill is",
-		"completed", "audit_0b0b", "resumable",
+		"complete", "audit_0b0b", "partial",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("audit page: no %q", want)

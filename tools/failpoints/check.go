@@ -57,7 +57,7 @@ func loadAlarms(t *template.Template) alarms {
 // that needs a person, by status: an alarm must watch one of them (or,
 // for dead_lettered, the DLQ it is in).
 var personMetrics = map[event.Status][]string{
-	event.StatusFailedPermanent: {"permanent"},
+	event.StatusFailedPermanent: {"failed_permanent"},
 	event.StatusDeadLettered:    {"dead_lettered"},
 }
 

@@ -345,7 +345,7 @@ func TestEachEventNeedingAPersonIsCounted(t *testing.T) {
 	}{{1, true}, {2, false}} {
 		s := &stack{logs: map[string]*logs{functionProcessor: {}}}
 		for range tc.counts {
-			fmt.Fprintln(s.logs[functionProcessor], `{"_aws":{},"permanent":1}`)
+			fmt.Fprintln(s.logs[functionProcessor], `{"_aws":{},"failed_permanent":1}`)
 		}
 		if why := e.countedEach(s, recs, nil); (why != "") != tc.silent {
 			t.Errorf("%d counts of 2 events: got %q, want silent %t", tc.counts, why, tc.silent)

@@ -143,13 +143,13 @@ const (
 	// LeaseLost: the lease expired before the commit and another worker
 	// took the event over; it finishes the event.
 	LeaseLost Outcome = "lease_lost"
-	// Retry: the attempt failed; the record is failed and the message comes
+	// Failed: the attempt failed; the record is failed and the message comes
 	// back after a backoff.
-	Retry Outcome = "retry"
-	// Permanent: the attempt failed in a way no retry can fix, or the
+	Failed Outcome = "failed"
+	// FailedPermanent: the attempt failed in a way no retry can fix, or the
 	// message met a record an earlier attempt failed so; the record is
 	// failed_permanent and the message deleted.
-	Permanent Outcome = "permanent"
+	FailedPermanent Outcome = "failed_permanent"
 	// DeadLettered: the last receive the redrive policy allows failed; the
 	// record is dead_lettered and the message moves to the DLQ.
 	DeadLettered Outcome = "dead_lettered"
@@ -163,8 +163,8 @@ const (
 	// RunPartial: the run stopped cleanly before the present (its
 	// `stopped` field says why); the next run resumes from the checkpoint.
 	RunPartial Outcome = "partial"
-	// RunFailed: the run stopped on an error (its `error` field).
-	RunFailed Outcome = "failed"
+	// RunAborted: the run stopped on an error (its `error` field).
+	RunAborted Outcome = "aborted"
 )
 
 // Receiver lists the receiver's outcomes, by answer.
@@ -188,8 +188,8 @@ var Bridge = []Outcome{
 // batch line counts them.
 var Processor = []Outcome{
 	Applied, Superseded, Twinned, Repaired, Backfilled, Duplicate, Leased, LeaseWait, Missing, BadMessage, LeaseLost,
-	Retry, Permanent, DeadLettered,
+	Failed, FailedPermanent, DeadLettered,
 }
 
 // Run lists the outcomes of a reconciler run.
-var Run = []Outcome{RunComplete, RunPartial, RunFailed}
+var Run = []Outcome{RunComplete, RunPartial, RunAborted}

@@ -145,7 +145,7 @@ func TestAMessageMeetingAPermanentFailureCountsIt(t *testing.T) {
 		t.Errorf("failures: got %v, want none: nothing more to do", f)
 	}
 	b := batchLine(t, &logs)
-	if got, _ := b["permanent"].(float64); got != 1 {
-		t.Errorf("permanent: got %v, want 1", b["permanent"])
+	if got, _ := b["failed_permanent"].(float64); got != 1 {
+		t.Errorf("failed_permanent: got %v, want 1", b["failed_permanent"])
 	}
 }

@@ -312,7 +312,7 @@ func (p *Processor) Handle(ctx context.Context, batch events.SQSEvent) (events.S
 // backoff, and a dead-lettered one moves to the DLQ on its next receive.
 // Every other outcome deletes the message.
 func redelivered(o outcome.Outcome) bool {
-	return o == outcome.Retry || o == outcome.DeadLettered || o == outcome.LeaseWait
+	return o == outcome.Failed || o == outcome.DeadLettered || o == outcome.LeaseWait
 }
 
 // groupByObject returns the indexes of records, grouped by the object their
@@ -348,7 +348,7 @@ func (p *Processor) guarded(ctx context.Context, m events.SQSMessage, reads *ato
 		if v := recover(); v != nil {
 			p.cfg.Logger.ErrorContext(ctx, "processing panicked; the message will be retried",
 				slog.String("message_id", m.MessageId), slog.String("panic", fmt.Sprint(v)), slog.String("stack", string(debug.Stack())))
-			result = outcome.Retry
+			result = outcome.Failed
 		}
 	}()
 	return p.message(ctx, m, reads)
@@ -409,7 +409,7 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage, reads *ato
 		// failure recorded by an attempt that never learned so (its
 		// answer lost, and its read-back) was counted as a retry.
 		log.ErrorContext(ctx, "message for an event that failed permanently", slog.String("last_error", nc.Current.LastError))
-		return outcome.Permanent
+		return outcome.FailedPermanent
 	case errors.As(err, &nc):
 		log.InfoContext(ctx, "duplicate message", slog.String("status", string(nc.Current.Status)))
 		return outcome.Duplicate
@@ -422,7 +422,7 @@ func (p *Processor) message(ctx context.Context, m events.SQSMessage, reads *ato
 		// ends, and its next receive finds it (lease_wait) or claims.
 		log.ErrorContext(ctx, "claim failed", slog.String("error", err.Error()))
 		p.delay(ctx, m, untilSeconds(until.Sub(now)))
-		return outcome.Retry
+		return outcome.Failed
 	}
 
 	done, err := p.apply(ctx, rec, owner, reads)
@@ -742,10 +742,10 @@ func (p *Processor) fail(
 	receives int,
 	cause error,
 ) outcome.Outcome {
-	status, result := event.StatusFailed, outcome.Retry
+	status, result := event.StatusFailed, outcome.Failed
 	switch {
 	case fault.IsPermanent(cause):
-		status, result = event.StatusFailedPermanent, outcome.Permanent
+		status, result = event.StatusFailedPermanent, outcome.FailedPermanent
 	case receives >= p.cfg.MaxReceiveCount:
 		// SQS moves the message to the DLQ instead of delivering it again:
 		// mark the record first so the store and the DLQ agree.
@@ -760,7 +760,7 @@ func (p *Processor) fail(
 	now := p.cfg.Now()
 	var wait time.Duration
 	var retryAt time.Time
-	if result == outcome.Retry {
+	if result == outcome.Failed {
 		wait = p.backoff(receives)
 		retryAt = now.Add(wait)
 	}
@@ -768,10 +768,10 @@ func (p *Processor) fail(
 		// The record stays processing under our lease, which expires; the
 		// message is retried either way.
 		log.ErrorContext(ctx, "recording the failure failed", slog.String("record_error", err.Error()))
-		return outcome.Retry
+		return outcome.Failed
 	}
 	switch result {
-	case outcome.Permanent:
+	case outcome.FailedPermanent:
 		log.ErrorContext(ctx, "event failed permanently")
 	case outcome.DeadLettered:
 		log.ErrorContext(ctx, "event dead-lettered after its last allowed receive")

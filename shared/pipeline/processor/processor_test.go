@@ -468,7 +468,7 @@ func TestBatchLogCarriesTheResultMetrics(t *testing.T) {
 	if batch == nil {
 		t.Fatalf("no batch log line in:\n%s", logs.String())
 	}
-	for name, want := range map[string]float64{"messages": 3, "applied": 1, "duplicate": 1, "permanent": 1, "retry": 0, "dead_lettered": 0} {
+	for name, want := range map[string]float64{"messages": 3, "applied": 1, "duplicate": 1, "failed_permanent": 1, "failed": 0, "dead_lettered": 0} {
 		if got, _ := batch[name].(float64); got != want {
 			t.Errorf("%s: got %v, want %v", name, batch[name], want)
 		}
@@ -483,7 +483,7 @@ func TestBatchLogCarriesTheResultMetrics(t *testing.T) {
 	for _, m := range d["Metrics"].([]any) {
 		names = append(names, m.(map[string]any)["Name"].(string))
 	}
-	if d["Namespace"] != "WebhookInbox" || !slices.Contains(names, "permanent") || !slices.Contains(names, "dead_lettered") {
+	if d["Namespace"] != "WebhookInbox" || !slices.Contains(names, "failed_permanent") || !slices.Contains(names, "dead_lettered") {
 		t.Errorf("EMF directive: namespace %v, metrics %v", d["Namespace"], names)
 	}
 }

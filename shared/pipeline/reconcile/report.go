@@ -26,7 +26,7 @@ func (r *Reconciler) record(ctx context.Context, rn *run, err error) {
 	}
 	switch {
 	case err != nil:
-		x.Outcome, x.Error = string(outcome.RunFailed), err.Error()
+		x.Outcome, x.Error = string(outcome.RunAborted), err.Error()
 	case res.Stopped != stopNone:
 		x.Outcome = string(outcome.RunPartial)
 	}
@@ -55,7 +55,7 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	level := slog.LevelInfo
 	switch {
 	case err != nil:
-		ended, level = outcome.RunFailed, slog.LevelError
+		ended, level = outcome.RunAborted, slog.LevelError
 	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
 		ended = outcome.RunPartial
 	}

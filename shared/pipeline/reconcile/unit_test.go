@@ -531,7 +531,7 @@ func TestEveryRunIsKeptForOperators(t *testing.T) {
 	if _, err := r.Run(context.Background(), RunOptions{}); err == nil {
 		t.Fatal("a run whose listing fails: got no error")
 	}
-	if got := runs.runs[1]; got.Outcome != string(outcome.RunFailed) || !strings.Contains(got.Error, "503") {
+	if got := runs.runs[1]; got.Outcome != string(outcome.RunAborted) || !strings.Contains(got.Error, "503") {
 		t.Errorf("a failed run was kept as %+v, want failed with its error", got)
 	}
 
