@@ -148,8 +148,8 @@ func New(cfg Config) (*Redeliverer, error) {
 func (r *Redeliverer) Hooks() []githubapi.Hook { return r.cfg.Hooks }
 
 // Turn is what a reconciler run shares with its GitHub sweep: its id,
-// clock and logger, its deadline, its operator's options and the settings
-// both providers' windows follow.
+// clock and logger (both required), its deadline, its operator's options
+// and the settings both providers' windows follow.
 type Turn struct {
 	RunID  string
 	Now    func() time.Time
@@ -379,7 +379,7 @@ func (sw *sweep) failed(ctx context.Context, h githubapi.Hook, err error) error 
 		sw.stop(sw.halt)
 		return nil
 	}
-	return fmt.Errorf("reconcile: github hook %s: %w", h, err)
+	return fmt.Errorf("redeliver: github hook %s: %w", h, err)
 }
 
 // sleep waits d or until ctx is done.
