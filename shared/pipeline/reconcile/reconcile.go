@@ -97,7 +97,7 @@ type Result struct {
 	Pages int
 	// Throttled counts 429 answers that made the run back off.
 	Throttled int
-	// Stopped says why the run stopped early (Stop*), "" when it reached the
+	// Stopped says why the run stopped early (outcome.Stop*), "" when it reached the
 	// present in every group.
 	Stopped string
 	// GitHub is what the run's GitHub sweep did (Config.Redeliverer): its
