@@ -110,27 +110,78 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	if err != nil {
 		return a.tableHint(events.Table, err)
 	}
-	if payload && prov != event.ProviderStripe && (rec.PayloadOmitted || len(rec.Payload) == 0) && !rec.PayloadErased {
+	if payload {
+		return a.writePayload(prov, id, rec)
+	}
+	j := ToJSON(rec)
+	if err := a.addMirror(ctx, rec, &j); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a.stdout, j)
+	}
+	return a.rows(a.eventRows(prov, rec, j))
+}
+
+func sinceText(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return " (since " + when(t) + ", " + ago(now, t) + ")"
+}
+
+// mirrorRows describe a snapshot, and whether eventID is the event it
+// reflects.
+func mirrorRows(s *mirror.Snapshot, eventID string) [][2]string {
+	state := "current"
+	switch {
+	case s.Erased:
+		state = "erased"
+	case s.Deleted:
+		state = "deleted"
+	}
+	latest := fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))
+	rows := [][2]string{
+		{"mirror", fmt.Sprintf("%s %s, %s", s.Object, s.ID, state)},
+		{"mirror_customer", s.Customer},
+		{"mirror_last_event", latest},
+	}
+	if eventID != "" {
+		if s.LastEventID == eventID {
+			rows = append(rows, [2]string{"mirror_reflects", "this event"})
+		} else {
+			rows = append(rows, [2]string{"mirror_reflects", "a later event: " + s.LastEventID})
+		}
+	}
+	return rows
+}
+
+// writePayload writes an event's payload exactly as it was signed and
+// stored, or says why there is none to write.
+func (a *app) writePayload(prov, id string, rec event.Record) error {
+	if prov != event.ProviderStripe && (rec.PayloadOmitted || len(rec.Payload) == 0) && !rec.PayloadErased {
 		// Only Stripe has an API to read an event back from.
 		return fmt.Errorf("%s event %s has no stored payload (too large to store, or past the stack's PayloadRetentionDays), and %s has no API to read it from",
 			prov, id, prov)
 	}
-	if payload {
-		if rec.PayloadOmitted {
-			return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
-		}
-		if rec.PayloadErased {
-			return fmt.Errorf("event %s has no stored payload: it was erased (inboxctl erase)", id)
-		}
-		if len(rec.Payload) == 0 {
-			// Kept for PAYLOAD_RETENTION_DAYS, shorter than the record.
-			return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; "+
-				"read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
-		}
-		_, err := a.stdout.Write(rec.Payload)
-		return err
+	if rec.PayloadOmitted {
+		return fmt.Errorf("event %s was stored without its payload (too large even compressed): read it from Stripe's API (GET /v1/events/%s)", id, id)
 	}
-	j := ToJSON(rec)
+	if rec.PayloadErased {
+		return fmt.Errorf("event %s has no stored payload: it was erased (inboxctl erase)", id)
+	}
+	if len(rec.Payload) == 0 {
+		// Kept for PAYLOAD_RETENTION_DAYS, shorter than the record.
+		return fmt.Errorf("event %s has no stored payload any more: a payload is kept for the stack's PayloadRetentionDays after it was received; "+
+			"read it from Stripe's API (GET /v1/events/%s) while Stripe keeps it", id, id)
+	}
+	_, err := a.stdout.Write(rec.Payload)
+	return err
+}
+
+// addMirror adds to j the mirror's object the event was applied to, if
+// the record names one and the mirror still holds it.
+func (a *app) addMirror(ctx context.Context, rec event.Record, j *EventJSON) error {
 	if rec.MirrorKey != "" {
 		ms, err := a.open(ctx, withMirror)
 		if err != nil {
@@ -146,9 +197,11 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 			j.Mirror = &snap
 		}
 	}
-	if asJSON {
-		return writeJSON(a.stdout, j)
-	}
+	return nil
+}
+
+// eventRows are an event's rows, as inboxctl event prints them.
+func (a *app) eventRows(prov string, rec event.Record, j EventJSON) [][2]string {
 	now := a.now()
 	lease := ""
 	if j.LeaseOwner != "" {
@@ -188,38 +241,5 @@ func (a *app) event(ctx context.Context, prov, id string, asJSON, payload bool) 
 	default:
 		pairs = append(pairs, mirrorRows(j.Mirror, rec.ID)...)
 	}
-	return a.rows(pairs)
-}
-
-func sinceText(now, t time.Time) string {
-	if t.IsZero() {
-		return ""
-	}
-	return " (since " + when(t) + ", " + ago(now, t) + ")"
-}
-
-// mirrorRows describe a snapshot, and whether eventID is the event it
-// reflects.
-func mirrorRows(s *mirror.Snapshot, eventID string) [][2]string {
-	state := "current"
-	switch {
-	case s.Erased:
-		state = "erased"
-	case s.Deleted:
-		state = "deleted"
-	}
-	latest := fmt.Sprintf("%s %s (created %s)", s.LastEventID, s.LastEventType, unix(s.LastEventCreated))
-	rows := [][2]string{
-		{"mirror", fmt.Sprintf("%s %s, %s", s.Object, s.ID, state)},
-		{"mirror_customer", s.Customer},
-		{"mirror_last_event", latest},
-	}
-	if eventID != "" {
-		if s.LastEventID == eventID {
-			rows = append(rows, [2]string{"mirror_reflects", "this event"})
-		} else {
-			rows = append(rows, [2]string{"mirror_reflects", "a later event: " + s.LastEventID})
-		}
-	}
-	return rows
+	return pairs
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -152,6 +153,12 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		}
 		return writeJSON(a.stdout, out)
 	}
+	return a.printEvents(page, o, st, since, now)
+}
+
+// printEvents prints a page of events as a table, with the command that
+// lists the next page, or says there is none.
+func (a *app) printEvents(page store.Page, o eventsOpts, st event.Status, since, now time.Time) error {
 	if len(page.Records) == 0 {
 		if o.failing {
 			fmt.Fprintf(a.stdout, "no failing events (%s) since %s\n", failingNames(), when(since))
@@ -173,25 +180,31 @@ func (a *app) events(ctx context.Context, o eventsOpts) error {
 		return err
 	}
 	if page.Next != "" {
-		// The absolute time keeps the window of the next page where it was.
-		next := "inboxctl events"
-		if st != "" {
-			next += " --status " + string(st)
-		}
-		if o.failing {
-			next += " --failing"
-		}
-		next += " --since " + when(since)
-		if o.typ != "" {
-			next += " --type " + o.typ
-		}
-		if o.account != "" {
-			next += " --account " + o.account
-		}
-		if o.limit != store.DefaultPageSize {
-			next += fmt.Sprintf(" --limit %d", o.limit)
-		}
-		fmt.Fprintf(a.stdout, "\nnext page: %s --next %s\n", next, page.Next)
+		fmt.Fprintf(a.stdout, "\nnext page: %s --next %s\n", nextEvents(o, st, since), page.Next)
 	}
 	return nil
+}
+
+// nextEvents is the command that lists the page after one: the same
+// filters, the window's start as an absolute time.
+func nextEvents(o eventsOpts, st event.Status, since time.Time) string {
+	// The absolute time keeps the window of the next page where it was.
+	next := "inboxctl events"
+	if st != "" {
+		next += " --status " + string(st)
+	}
+	if o.failing {
+		next += " --failing"
+	}
+	next += " --since " + when(since)
+	if o.typ != "" {
+		next += " --type " + o.typ
+	}
+	if o.account != "" {
+		next += " --account " + o.account
+	}
+	if o.limit != store.DefaultPageSize {
+		next += fmt.Sprintf(" --limit %d", o.limit)
+	}
+	return next
 }

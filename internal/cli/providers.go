@@ -135,48 +135,9 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 	if err != nil {
 		return err
 	}
-	type delivery struct {
-		id, typ string
-		body    []byte
-	}
-	// A declared sender signs as declared, any type, on one sample body.
-	sender, declared := a.sender(name)
-	sign := func(secret string, d provider.Delivery) (map[string]string, error) {
-		return provider.Sign(name, secret, d)
-	}
-	dir := name
-	if declared {
-		sign, dir = sender.Spec().Sign, genericSamples
-	}
-	var deliveries []delivery
-	for i, typ := range types {
-		file := typ
-		if declared {
-			file = sampleTypes(genericSamples)[0]
-		}
-		body, err := samples.ReadFile(path.Join("testdata/samples", dir, file+".json"))
-		if err != nil {
-			return usagef("no %s sample of type %q (have: %s)", name, typ, strings.Join(sampleTypes(name), ", "))
-		}
-		id := o.id
-		switch {
-		case id == "":
-			id = newDeliveryID(name)
-		case len(types) > 1:
-			id = fmt.Sprintf("%s_%d", o.id, i+1)
-		}
-		// A provider whose id is in the body sends it there.
-		if declared {
-			body, id, err = sender.Sample(body, id, typ)
-		} else {
-			body, id, err = provider.Stamp(name, body, id)
-		}
-		if err != nil {
-			return usageError{err}
-		}
-		for range o.repeat {
-			deliveries = append(deliveries, delivery{id: id, typ: typ, body: body})
-		}
+	sign, deliveries, err := a.providerDeliveries(name, types, o)
+	if err != nil {
+		return err
 	}
 	if o.shuffle {
 		a.shuffle(len(deliveries), func(i, j int) { deliveries[i], deliveries[j] = deliveries[j], deliveries[i] })
@@ -216,6 +177,61 @@ func (a *app) sendProvider(ctx context.Context, name string, types []string, o s
 		return fmt.Errorf("%d of %d deliveries were not accepted", failed, len(deliveries))
 	}
 	return nil
+}
+
+// providerDelivery is one delivery sendProvider posts.
+type providerDelivery struct {
+	id, typ string
+	body    []byte
+}
+
+// signer signs a delivery with a secret, as its provider does.
+type signer func(secret string, d provider.Delivery) (map[string]string, error)
+
+// providerDeliveries reads a sample of each of types, stamps each with
+// its id (--id, numbered for more than one type, or a fresh one), each
+// --repeat times, and returns them with how the provider signs.
+func (a *app) providerDeliveries(name string, types []string, o sendOpts) (signer, []providerDelivery, error) {
+	// A declared sender signs as declared, any type, on one sample body.
+	sender, declared := a.sender(name)
+	var sign signer = func(secret string, d provider.Delivery) (map[string]string, error) {
+		return provider.Sign(name, secret, d)
+	}
+	dir := name
+	if declared {
+		sign, dir = sender.Spec().Sign, genericSamples
+	}
+	var deliveries []providerDelivery
+	for i, typ := range types {
+		file := typ
+		if declared {
+			file = sampleTypes(genericSamples)[0]
+		}
+		body, err := samples.ReadFile(path.Join("testdata/samples", dir, file+".json"))
+		if err != nil {
+			return nil, nil, usagef("no %s sample of type %q (have: %s)", name, typ, strings.Join(sampleTypes(name), ", "))
+		}
+		id := o.id
+		switch {
+		case id == "":
+			id = newDeliveryID(name)
+		case len(types) > 1:
+			id = fmt.Sprintf("%s_%d", o.id, i+1)
+		}
+		// A provider whose id is in the body sends it there.
+		if declared {
+			body, id, err = sender.Sample(body, id, typ)
+		} else {
+			body, id, err = provider.Stamp(name, body, id)
+		}
+		if err != nil {
+			return nil, nil, usageError{err}
+		}
+		for range o.repeat {
+			deliveries = append(deliveries, providerDelivery{id: id, typ: typ, body: body})
+		}
+	}
+	return sign, deliveries, nil
 }
 
 // newDeliveryID is a fresh id in the provider's own shape: a GUID for

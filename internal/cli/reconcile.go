@@ -104,37 +104,9 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if o.withEffects && !o.backfill {
 		return usagef("--with-effects goes with --backfill")
 	}
-	// The deployed reconciler's settings: with --stage they come from the
-	// parameters the stack was deployed with, as its resources come from
-	// its outputs, and nothing comes from the shell. A local STRIPE_API_KEY
-	// or STRIPE_MODE must not run a test key against a live stage, and a
-	// STRIPE_API_BASE left from local work (a plain-http stand-in, say)
-	// must not receive the stage's live key: the stage's reconciler talks
-	// to Stripe's API, so this run does too.
-	env := map[string]string{}
-	getenv := a.getenv
-	if a.deployed() {
-		getenv = func(string) string { return "" }
-		params, err := a.stageParameters(ctx)
-		if err != nil {
-			return err
-		}
-		for param, key := range map[string]string{
-			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE",
-		} {
-			if v := params[param]; v != "" {
-				env[key] = v
-			}
-		}
-		if env["STRIPE_API_KEY_PARAMETER"] == "" {
-			return fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
-		}
-		if a.stageAPIBase != "" {
-			env["STRIPE_API_BASE"] = a.stageAPIBase
-		}
-	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
-		return usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) " +
-			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+	env, getenv, err := a.reconcileEnv(ctx)
+	if err != nil {
+		return err
 	}
 	cfg, err := a.aws(ctx)
 	if err != nil {
@@ -164,6 +136,82 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 	if err != nil {
 		return a.hint(fmt.Errorf("reconcile: %w", err))
 	}
+	return a.printReconcile(res, o, since)
+}
+
+// count renders a number, coloured when it is not zero.
+func (a *app) count(n int, colour string) string {
+	if n == 0 {
+		return "0"
+	}
+	return a.paint(colour, fmt.Sprint(n))
+}
+
+// spinner returns a function that shows a status line on a terminal (an
+// empty line clears it), and does nothing when stderr is piped.
+func (a *app) spinner(what string) func(string) {
+	if !a.bars {
+		return func(string) {}
+	}
+	bar := progressbar.NewOptions(-1,
+		progressbar.OptionSetWriter(a.stderr),
+		progressbar.OptionSetDescription(what),
+		progressbar.OptionSpinnerType(14),
+		progressbar.OptionThrottle(100*time.Millisecond),
+		progressbar.OptionClearOnFinish(),
+	)
+	return func(status string) {
+		if status == "" {
+			_ = bar.Finish()
+			return
+		}
+		bar.Describe(strings.TrimSpace(what + "  " + status))
+		_ = bar.Add(1)
+	}
+}
+
+// reconcileEnv is the reconciler's configuration: with --stage the
+// stage's parameters, and getenv reads nothing from the shell; locally the
+// shell's environment, which must name a Stripe API key.
+func (a *app) reconcileEnv(ctx context.Context) (map[string]string, func(string) string, error) {
+	// The deployed reconciler's settings: with --stage they come from the
+	// parameters the stack was deployed with, as its resources come from
+	// its outputs, and nothing comes from the shell. A local STRIPE_API_KEY
+	// or STRIPE_MODE must not run a test key against a live stage, and a
+	// STRIPE_API_BASE left from local work (a plain-http stand-in, say)
+	// must not receive the stage's live key: the stage's reconciler talks
+	// to Stripe's API, so this run does too.
+	env := map[string]string{}
+	getenv := a.getenv
+	if a.deployed() {
+		getenv = func(string) string { return "" }
+		params, err := a.stageParameters(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		for param, key := range map[string]string{
+			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE",
+		} {
+			if v := params[param]; v != "" {
+				env[key] = v
+			}
+		}
+		if env["STRIPE_API_KEY_PARAMETER"] == "" {
+			return nil, nil, fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
+		}
+		if a.stageAPIBase != "" {
+			env["STRIPE_API_BASE"] = a.stageAPIBase
+		}
+	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
+		return nil, nil, usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) " +
+			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+	}
+	return env, getenv, nil
+}
+
+// printReconcile prints a run's result: as ReconcileJSON with --json,
+// else as rows, with what a loss or a backfill means.
+func (a *app) printReconcile(res reconcile.Result, o reconcileOpts, since time.Duration) error {
 	out := ReconcileJSON{
 		RunID: res.RunID, Since: o.since, Listed: res.Listed, Missing: res.Missing, Backfilled: res.Backfilled, Raced: res.Raced,
 		Stuck: res.Stuck, Pages: res.Pages, Throttled: res.Throttled, Stopped: res.Stopped,
@@ -200,35 +248,4 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		fmt.Fprintf(a.stdout, "\n%d history event(s) ingested for the mirror only: no effect runs for them (outcome backfilled).\n", res.Backfilled)
 	}
 	return nil
-}
-
-// count renders a number, coloured when it is not zero.
-func (a *app) count(n int, colour string) string {
-	if n == 0 {
-		return "0"
-	}
-	return a.paint(colour, fmt.Sprint(n))
-}
-
-// spinner returns a function that shows a status line on a terminal (an
-// empty line clears it), and does nothing when stderr is piped.
-func (a *app) spinner(what string) func(string) {
-	if !a.bars {
-		return func(string) {}
-	}
-	bar := progressbar.NewOptions(-1,
-		progressbar.OptionSetWriter(a.stderr),
-		progressbar.OptionSetDescription(what),
-		progressbar.OptionSpinnerType(14),
-		progressbar.OptionThrottle(100*time.Millisecond),
-		progressbar.OptionClearOnFinish(),
-	)
-	return func(status string) {
-		if status == "" {
-			_ = bar.Finish()
-			return
-		}
-		bar.Describe(strings.TrimSpace(what + "  " + status))
-		_ = bar.Add(1)
-	}
 }

@@ -83,46 +83,12 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		bad("Unknown provider " + f.Provider + ": pick one of the list.")
 		return
 	}
-	query := store.Query{Provider: f.Provider, Type: f.Type, Account: f.Account, Cursor: f.Next, Limit: store.DefaultPageSize}
-	if f.Status == failingFilter {
-		query.Failing = true
-	} else if f.Status != "" {
-		st, err := event.ParseStatus(f.Status)
-		if err != nil {
-			bad("Unknown status " + f.Status + ": pick one of the list.")
-			return
-		}
-		query.Status = st
+	query, window, msg := s.eventsQuery(f)
+	if msg != "" {
+		bad(msg)
+		return
 	}
-	now := s.cfg.Now().UTC()
-	switch {
-	case f.Day != "":
-		d, err := time.Parse(time.DateOnly, f.Day)
-		if err != nil {
-			bad("Day " + f.Day + " is not a date like 2026-05-01.")
-			return
-		}
-		if d.After(now) {
-			bad("Day " + f.Day + " is in the future.")
-			return
-		}
-		query.Since, query.Until = d, d.AddDate(0, 0, 1).Add(-time.Millisecond)
-		if query.Until.After(now) {
-			query.Until = now
-		}
-		view.Window = "received on " + f.Day + " (UTC)"
-	default:
-		query.Since, query.Until = now.Add(-recentWindow), now
-		if f.Since != "" {
-			t, err := time.Parse(time.RFC3339Nano, f.Since)
-			if err != nil {
-				bad("This page's link is damaged (since): start again from the first page.")
-				return
-			}
-			query.Since = t
-		}
-		view.Window = "received in the 24 hours before " + utc(query.Since.Add(recentWindow))
-	}
+	view.Window = window
 	page, err := s.cfg.Events.List(r.Context(), query)
 	if errors.Is(err, store.ErrBadCursor) {
 		bad("This page's link belongs to another listing: start again from the first page.")
@@ -147,6 +113,50 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		view.NextURL = s.root + "/events?" + next.values().Encode()
 	}
 	s.render(w, r, http.StatusOK, "events", "Events", view, "")
+}
+
+// eventsQuery is the listing the events page's filter asks for, and the
+// words for its window: a day, or the 24 hours up to the page's link's
+// since (by default now). msg, when not empty, says what is wrong with the
+// filter.
+func (s *Server) eventsQuery(f filter) (query store.Query, window, msg string) {
+	query = store.Query{Provider: f.Provider, Type: f.Type, Account: f.Account, Cursor: f.Next, Limit: store.DefaultPageSize}
+	if f.Status == failingFilter {
+		query.Failing = true
+	} else if f.Status != "" {
+		st, err := event.ParseStatus(f.Status)
+		if err != nil {
+			return store.Query{}, "", "Unknown status " + f.Status + ": pick one of the list."
+		}
+		query.Status = st
+	}
+	now := s.cfg.Now().UTC()
+	switch {
+	case f.Day != "":
+		d, err := time.Parse(time.DateOnly, f.Day)
+		if err != nil {
+			return store.Query{}, "", "Day " + f.Day + " is not a date like 2026-05-01."
+		}
+		if d.After(now) {
+			return store.Query{}, "", "Day " + f.Day + " is in the future."
+		}
+		query.Since, query.Until = d, d.AddDate(0, 0, 1).Add(-time.Millisecond)
+		if query.Until.After(now) {
+			query.Until = now
+		}
+		window = "received on " + f.Day + " (UTC)"
+	default:
+		query.Since, query.Until = now.Add(-recentWindow), now
+		if f.Since != "" {
+			t, err := time.Parse(time.RFC3339Nano, f.Since)
+			if err != nil {
+				return store.Query{}, "", "This page's link is damaged (since): start again from the first page."
+			}
+			query.Since = t
+		}
+		window = "received in the 24 hours before " + utc(query.Since.Add(recentWindow))
+	}
+	return query, window, ""
 }
 
 type eventView struct {

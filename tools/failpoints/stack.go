@@ -28,7 +28,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
-	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/redeliver"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/fault"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/tools/emulator"
@@ -368,7 +368,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		fenv[reconcilerID]["GITHUB_HOOKS"] = githubHook
 		fenv[reconcilerID]["GITHUB_API_TOKEN"] = githubToken
 		fenv[reconcilerID]["GITHUB_API_BASE"] = recGitHub
-		fenv[reconcilerID]["GITHUB_REDELIVERY_BACKOFF"] = scaled(reconcile.DefaultGitHubRedeliveryBackoff).String()
+		fenv[reconcilerID]["GITHUB_REDELIVERY_BACKOFF"] = scaled(redeliver.DefaultRedeliveryBackoff).String()
 	}
 
 	envOf := func(id string) boot.Env {

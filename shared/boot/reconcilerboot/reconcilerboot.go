@@ -16,6 +16,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/redeliver"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
@@ -104,10 +105,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		return nil, err
 	}
 	var err error
+	var ghc *githubapi.Client
 	if len(gh.hooks) > 0 {
-		rc.GitHubHooks, rc.GitHubMaxRedeliveries = gh.hooks, gh.maxRedeliveries
-		rc.GitHubRedeliveryBackoff, rc.GitHubMaxAsks = gh.backoff, gh.maxAsks
-		rc.GitHub, err = githubapi.New(githubapi.Config{Token: gh.token, AppKey: gh.appKey, BaseURL: gh.base})
+		ghc, err = githubapi.New(githubapi.Config{Token: gh.token, AppKey: gh.appKey, BaseURL: gh.base})
 		if err != nil {
 			return nil, fmt.Errorf("boot reconciler: %w", err)
 		}
@@ -131,7 +131,12 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	// ingest path records each), listed without being configured.
 	rc.SeenAccounts = &store.Accounts{DB: db, Table: c.EventsTable}
 	if len(gh.hooks) > 0 {
-		rc.Redeliveries = &store.Redeliveries{DB: db, Table: c.EventsTable, Keep: githubapi.Retention}
+		rc.Redeliverer, err = redeliver.New(redeliver.Config{GitHub: ghc, Hooks: gh.hooks, Events: rc.Events, Checkpoints: rc.Checkpoints,
+			Redeliveries:    &store.Redeliveries{DB: db, Table: c.EventsTable, Keep: githubapi.Retention},
+			MaxRedeliveries: gh.maxRedeliveries, RedeliveryBackoff: gh.backoff, MaxAsks: gh.maxAsks})
+		if err != nil {
+			return nil, fmt.Errorf("boot reconciler: %w", err)
+		}
 	}
 	rec, err := reconcile.New(rc)
 	if err != nil {
@@ -262,9 +267,9 @@ func readGitHub(r *boot.Reader) github {
 		_, err := githubapi.New(githubapi.Config{BaseURL: v})
 		return err
 	})
-	g.maxRedeliveries = r.Integer("GITHUB_MAX_REDELIVERIES", reconcile.DefaultGitHubMaxRedeliveries)
-	g.backoff = r.Duration("GITHUB_REDELIVERY_BACKOFF", reconcile.DefaultGitHubRedeliveryBackoff)
-	g.maxAsks = r.Integer("GITHUB_REDELIVERY_ASKS", reconcile.DefaultGitHubMaxAsks)
+	g.maxRedeliveries = r.Integer("GITHUB_MAX_REDELIVERIES", redeliver.DefaultMaxRedeliveries)
+	g.backoff = r.Duration("GITHUB_REDELIVERY_BACKOFF", redeliver.DefaultRedeliveryBackoff)
+	g.maxAsks = r.Integer("GITHUB_REDELIVERY_ASKS", redeliver.DefaultMaxAsks)
 	return g
 }
 

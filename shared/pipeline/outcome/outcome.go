@@ -193,3 +193,17 @@ var Processor = []Outcome{
 
 // Run lists the outcomes of a reconciler run.
 var Run = []Outcome{RunComplete, RunPartial, RunAborted}
+
+// Why a reconciler run, or its GitHub sweep, stopped before the present:
+// a partial run's stopped and github_stopped fields. Each is a clean stop:
+// the checkpoint holds the last page fully handled and the next run
+// resumes from it. They live here, beside the run's outcomes, because two
+// packages stop for these reasons (reconcile, Stripe's listing; redeliver,
+// GitHub's redelivery) and one word each must mean one thing.
+const (
+	StopDeadline        = "deadline"         // its context's deadline was near
+	StopMaxPages        = "max_pages"        // it used its page budget
+	StopRateLimited     = "rate_limited"     // the provider kept answering 429
+	StopCheckpointMoved = "checkpoint_moved" // another run is at work
+	StopCanceled        = "canceled"         // its context was canceled
+)

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"time"
@@ -128,29 +127,9 @@ type prepared struct {
 // event_generation_failure.resolved event repairs the object it names
 // and runs no effect.
 func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, runEffects bool) (prepared, error) {
-	if p.cfg.Thin == nil {
-		return prepared{}, fmt.Errorf("event %s: %w", rec.ID, ErrNoThinReader)
-	}
-	delivered, err := event.DecodeThin(payload)
+	t, full, err := p.readThin(ctx, rec, payload)
 	if err != nil {
-		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: %w", rec.ID, err)}
-	}
-	full, err := p.cfg.Thin.ThinEvent(ctx, delivered.Context, rec.ID)
-	if err != nil {
-		return prepared{}, fmt.Errorf("processor: fetch thin event %s: %w", rec.ID, err)
-	}
-	t, err := event.DecodeThin(full)
-	if err != nil {
-		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s as the API serves it: %w", rec.ID, err)}
-	}
-	if t.Context != delivered.Context {
-		return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: the API's event is of account %q, the delivery's of %q", rec.ID, t.Context, delivered.Context)}
-	}
-	if t.Related.ID == "" {
-		t.Related = delivered.Related
-	}
-	if t.SnapshotEvent == "" {
-		t.SnapshotEvent = delivered.SnapshotEvent
+		return prepared{}, err
 	}
 	health := t.Type == event.TypeEventGenerationFailureResolved
 	snapshotType, v1 := event.SnapshotType(t.Type)
@@ -170,21 +149,8 @@ func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, 
 	if err != nil {
 		return prepared{}, fmt.Errorf("processor: thin event %s: fetch its %s %s: %w", rec.ID, t.Related.Type, t.Related.ID, err)
 	}
-	var head struct {
-		Object string `json:"object"`
-	}
-	_ = json.Unmarshal(obj, &head) // Related checked it is an object with an id
-	if sp, ok := p.cfg.Mirror.(StatePlanner); ok && slices.Contains(mirror.ObjectTypes, head.Object) {
-		v := mirror.Version{
-			Created: rec.Created, ID: rec.ID, Type: snapshotType, Livemode: rec.Livemode, Source: mirror.SourceThin,
-			Account: t.Context, Deleted: strings.HasSuffix(snapshotType, ".deleted"),
-		}
-		if health {
-			v.Type, v.Source, v.Deleted = t.Type, mirror.SourceHealth, false
-		}
-		if out.plan, err = sp.PlanState(obj, v); err != nil {
-			return prepared{}, err
-		}
+	if err := p.planThinState(rec, t, obj, snapshotType, health, &out); err != nil {
+		return prepared{}, err
 	}
 	if health {
 		return out, nil
@@ -205,10 +171,84 @@ func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, 
 	// body.
 	as := rec
 	as.ID, as.Type, as.Payload = effectID, snapshotType, snapshot
+	if runEffects, err = p.pairTwin(ctx, rec, t, snapshotType, runEffects, &out); err != nil {
+		return prepared{}, err
+	}
+	if runEffects {
+		if out.effects, err = p.effects(ctx, as, snapshot); err != nil {
+			return prepared{}, err
+		}
+	}
+	return out, nil
+}
+
+// readThin decodes a delivered thin event and reads it whole as the API
+// serves it (ThinReader.ThinEvent), of the delivery's account; what the
+// API's leaves out of the related object and the snapshot twin comes from
+// the delivery. It returns the event and the API's body.
+func (p *Processor) readThin(ctx context.Context, rec event.Record, payload []byte) (event.Thin, []byte, error) {
+	if p.cfg.Thin == nil {
+		return event.Thin{}, nil, fmt.Errorf("event %s: %w", rec.ID, ErrNoThinReader)
+	}
+	delivered, err := event.DecodeThin(payload)
+	if err != nil {
+		return event.Thin{}, nil, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: %w", rec.ID, err)}
+	}
+	full, err := p.cfg.Thin.ThinEvent(ctx, delivered.Context, rec.ID)
+	if err != nil {
+		return event.Thin{}, nil, fmt.Errorf("processor: fetch thin event %s: %w", rec.ID, err)
+	}
+	t, err := event.DecodeThin(full)
+	if err != nil {
+		return event.Thin{}, nil, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s as the API serves it: %w", rec.ID, err)}
+	}
+	if t.Context != delivered.Context {
+		return event.Thin{}, nil, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s: the API's event is of account %q, the delivery's of %q", rec.ID, t.Context, delivered.Context)}
+	}
+	if t.Related.ID == "" {
+		t.Related = delivered.Related
+	}
+	if t.SnapshotEvent == "" {
+		t.SnapshotEvent = delivered.SnapshotEvent
+	}
+	return t, full, nil
+}
+
+// planThinState plans, into out, the mirror's write of the object a thin
+// event names, read after the event (mirror.SourceThin), or repaired by
+// an event_generation_failure.resolved event (mirror.SourceHealth): only
+// for a mirror that plans states (StatePlanner) and an object it keeps.
+func (p *Processor) planThinState(rec event.Record, t event.Thin, obj []byte, snapshotType string, health bool, out *prepared) error {
+	var head struct {
+		Object string `json:"object"`
+	}
+	_ = json.Unmarshal(obj, &head) // Related checked it is an object with an id
+	sp, ok := p.cfg.Mirror.(StatePlanner)
+	if !ok || !slices.Contains(mirror.ObjectTypes, head.Object) {
+		return nil
+	}
+	v := mirror.Version{
+		Created: rec.Created, ID: rec.ID, Type: snapshotType, Livemode: rec.Livemode, Source: mirror.SourceThin,
+		Account: t.Context, Deleted: strings.HasSuffix(snapshotType, ".deleted"),
+	}
+	if health {
+		v.Type, v.Source, v.Deleted = t.Type, mirror.SourceHealth, false
+	}
+	var err error
+	out.plan, err = sp.PlanState(obj, v)
+	return err
+}
+
+// pairTwin pairs a thin event with its snapshot twin, so the change has
+// one effect, and reports whether the thin event runs the effects: a twin
+// named is written with the commit (TwinWriter), and one already stored
+// has run them (TwinChecker: outcome twinned); with no twin named, the
+// twin claim decides (claim).
+func (p *Processor) pairTwin(ctx context.Context, rec event.Record, t event.Thin, snapshotType string, runEffects bool, out *prepared) (bool, error) {
 	if t.SnapshotEvent != "" {
 		tw, ok := p.cfg.Store.(TwinWriter)
 		if !ok {
-			return prepared{}, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s names a snapshot twin and the store cannot record it", rec.ID)}
+			return false, &fault.Permanent{Err: fmt.Errorf("processor: thin event %s names a snapshot twin and the store cannot record it", rec.ID)}
 		}
 		out.twin = []types.TransactWriteItem{tw.TwinWrite(rec, t.SnapshotEvent, snapshotType, p.cfg.Now())}
 		// The twin in hand already (delivered first): it has the pair's
@@ -218,34 +258,28 @@ func (p *Processor) thin(ctx context.Context, rec event.Record, payload []byte, 
 		if tc, ok := p.cfg.Store.(TwinChecker); ok && runEffects {
 			have, err := tc.ExistingConsistent(ctx, rec.Provider, []string{t.SnapshotEvent})
 			if err != nil {
-				return prepared{}, fmt.Errorf("processor: thin event %s: look for its twin %s: %w", rec.ID, t.SnapshotEvent, err)
+				return false, fmt.Errorf("processor: thin event %s: look for its twin %s: %w", rec.ID, t.SnapshotEvent, err)
 			}
 			if have[t.SnapshotEvent] {
 				runEffects, out.twin, out.outcome = false, nil, outcome.Twinned
 			}
 		}
+		return runEffects, nil
 	}
-	if t.SnapshotEvent == "" && runEffects {
-		// No twin named: the snapshot event of the same change, which the
-		// reconciler finds in the Events API and ingests, is paired with
-		// this one by the twin claim. The thin event's created second is
-		// its twin's (event.CreatedSecond: Stripe stamps both forms of a
-		// change with its time; the stand-in and stripefixture.Thin make
-		// them one second).
-		k := store.TwinKey{Account: t.Context, ObjectID: rec.ObjectID, Type: snapshotType, Created: event.CreatedSecond(t.Created)}
-		if k.ObjectID == "" {
-			k.ObjectID = t.Related.ID
-		}
-		if runEffects, err = p.claim(ctx, rec, k, store.TwinThin, &out); err != nil {
-			return prepared{}, err
-		}
+	if !runEffects {
+		return false, nil
 	}
-	if runEffects {
-		if out.effects, err = p.effects(ctx, as, snapshot); err != nil {
-			return prepared{}, err
-		}
+	// No twin named: the snapshot event of the same change, which the
+	// reconciler finds in the Events API and ingests, is paired with this
+	// one by the twin claim. The thin event's created second is its
+	// twin's (event.CreatedSecond: Stripe stamps both forms of a change
+	// with its time; the stand-in and stripefixture.Thin make them one
+	// second).
+	k := store.TwinKey{Account: t.Context, ObjectID: rec.ObjectID, Type: snapshotType, Created: event.CreatedSecond(t.Created)}
+	if k.ObjectID == "" {
+		k.ObjectID = t.Related.ID
 	}
-	return out, nil
+	return p.claim(ctx, rec, k, store.TwinThin, out)
 }
 
 // snapshotClaim pairs a Stripe snapshot event the reconciler found
@@ -292,17 +326,4 @@ func (p *Processor) claim(ctx context.Context, rec event.Record, k store.TwinKey
 		return []types.TransactWriteItem{tc.TwinClaimWrite(k, side, true, rec.ID)}, nil
 	}
 	return true, nil
-}
-
-// effects runs the team's effects for rec; a panic becomes a *PanicError.
-func (p *Processor) effects(ctx context.Context, rec event.Record, payload []byte) (writes []types.TransactWriteItem, err error) {
-	if p.cfg.Effects == nil {
-		return nil, nil
-	}
-	defer func() {
-		if v := recover(); v != nil {
-			writes, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
-		}
-	}()
-	return p.cfg.Effects.Run(ctx, rec, payload)
 }

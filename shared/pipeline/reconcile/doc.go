@@ -80,47 +80,10 @@
 //
 // # GitHub's missed deliveries
 //
-// GitHub does not retry a failed delivery; it keeps each hook's deliveries
-// for three days and redelivers one when asked. When Config.GitHubHooks
-// names hooks (repository, organization or GitHub App hooks, package
-// githubapi), each run, after Stripe's groups and whatever became of them,
-// lists each hook's deliveries newest first, cursor by cursor, down to its
-// checkpoint (store.Checkpoints, "github#<hook>", the same conditional
-// writes; the cursor is kept while a window is under way) minus the
-// overlap, never further back than GitHub keeps. A guid's newest attempt
-// is looked at when none of its attempts in the list got a 2xx and it is
-// older than the settle delay (a younger one may still be under way); the
-// store is asked, one call per page (store.Events.Held), whether it holds
-// the event whole: a record with its payload, or one settled. One it does
-// not (no record, or a record the receiver stored without its payload: its
-// payload's put failed and it answered 5xx) is scheduled for redelivery
-// (store.Redeliveries), once per event.
-//
-// Then the redeliveries due are asked of GitHub, soonest due first, each
-// hook within its own budget (Config.GitHubMaxRedeliveries, under GitHub's
-// secondary limit on writes): one a run's budget leaves is due for the
-// next, and counted (github_redelivery_backlog). After each ask the next
-// is due after Config.GitHubRedeliveryBackoff, doubled per ask, so a
-// redelivery that fails again (the receiver still down) is asked for less
-// and less often, not every run; after Config.GitHubMaxAsks asks one still
-// not held whole is given up, counted (github_redeliveries_abandoned) and
-// logged as an error. A redelivery's schedule ends when the store holds the
-// event whole, or an attempt got a 2xx: GitHub then signed and sent it
-// through the receiver like any other, and the receiver stored its payload
-// whatever the record's status (package ingest). The reconciler never
-// ingests a GitHub event itself, for it has no payload GitHub signed.
-//
-// A delivery the receiver refused on purpose (a 4xx but 408 and 429: no
-// secret configured, a bad signature, a body over the size limit) would be
-// refused again: a scheduled run leaves it alone and counts it
-// (github_rejected); an operator's sweep (RunOptions.Since), run after
-// fixing the cause, schedules it.
-//
-// One hook's page budget, error or backlog does not keep the next hook
-// from its turn. GitHub's rate limits (403 or 429, primary or secondary)
-// are waited out when they lift within Config.GitHubMaxWait, and otherwise
-// stop the sweep cleanly (Result.GitHubStopped = rate_limited) with a log
-// line; each checkpoint holds the last page fully handled.
+// When Config.Redeliverer is set, each run, after Stripe's groups and
+// whatever became of them, gives GitHub's redelivery (package redeliver)
+// its turn, with the run's deadline, options and window settings; what it
+// did is Result.GitHub, and its metrics are on the run's line.
 //
 // # Reporting
 //
@@ -128,13 +91,9 @@
 // Embedded Metric Format (namespace WebhookInbox, dimension function =
 // reconciler): listed, missing_found, backfilled, stuck_requeued, pages,
 // run_duration, checkpoint_age, throttled, raced; with GitHub hooks
-// configured, also github_deliveries_listed, github_redelivered,
-// github_redelivery_refused, github_redeliveries_scheduled,
-// github_redelivery_backlog, github_redeliveries_abandoned,
-// github_rejected, github_checkpoint_age and github_throttled.
-// missing_found above zero means webhooks are being lost upstream; the
-// template alarms on it, on checkpoint_age and github_checkpoint_age
-// staying high (a checkpoint that stops advancing), on a redelivery backlog
-// run after run and on any delivery given up. backfilled counts history a
-// backfill ingested, never a loss.
+// configured, also package redeliver's (github_*). missing_found above
+// zero means webhooks are being lost upstream; the template alarms on it
+// and on checkpoint_age staying high (a checkpoint that stops advancing).
+// backfilled counts history a backfill ingested, never a loss. Why a run
+// stopped early (its stopped field) is one of outcome.Stop*.
 package reconcile

@@ -66,7 +66,7 @@ func (rn *run) pages(ctx context.Context, g Group, cp store.Checkpoint, w window
 		})
 		switch {
 		case errors.Is(err, store.ErrCheckpointMoved):
-			rn.res.Stopped = StopCheckpointMoved
+			rn.res.Stopped = outcome.StopCheckpointMoved
 			return cp, nil
 		case stripeapi.RateLimited(err):
 			rn.res.Throttled++
@@ -74,15 +74,15 @@ func (rn *run) pages(ctx context.Context, g Group, cp store.Checkpoint, w window
 			r.cfg.Logger.WarnContext(ctx, "rate limited by Stripe: backing off",
 				slog.String("run_id", rn.res.RunID), slog.Int("in_a_row", rn.throttles), slog.Duration("backoff", backoff))
 			if rn.throttles >= r.cfg.MaxThrottles {
-				rn.res.Stopped = StopRateLimited
+				rn.res.Stopped = outcome.StopRateLimited
 				return cp, nil
 			}
 			if !rn.stopAt.IsZero() && !r.cfg.Now().Add(backoff).Before(rn.stopAt) {
-				rn.res.Stopped = StopDeadline
+				rn.res.Stopped = outcome.StopDeadline
 				return cp, nil
 			}
 			if sleep(ctx, backoff) != nil {
-				rn.res.Stopped = StopCanceled
+				rn.res.Stopped = outcome.StopCanceled
 				return cp, nil
 			}
 			backoff *= 2
@@ -93,9 +93,9 @@ func (rn *run) pages(ctx context.Context, g Group, cp store.Checkpoint, w window
 		case err != nil && ctx.Err() != nil:
 			// Out of time or canceled mid-page: nothing is half-written, the
 			// checkpoint holds the last page fully handled.
-			rn.res.Stopped = StopCanceled
+			rn.res.Stopped = outcome.StopCanceled
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				rn.res.Stopped = StopDeadline
+				rn.res.Stopped = outcome.StopDeadline
 			}
 			return cp, nil
 		case err != nil:

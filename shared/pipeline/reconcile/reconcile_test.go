@@ -23,6 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/queue"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
@@ -431,7 +432,7 @@ func TestInterruptedRunResumesFromTheCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res1.Pages != 1 || res1.Stopped != reconcile.StopDeadline {
+	if res1.Pages != 1 || res1.Stopped != outcome.StopDeadline {
 		t.Fatalf("run 1: got %+v, want 1 page then a deadline stop", res1)
 	}
 	cp := h.checkpoint(r, 0)
@@ -444,7 +445,7 @@ func TestInterruptedRunResumesFromTheCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res2.Pages != 1 || res2.Stopped != reconcile.StopMaxPages {
+	if res2.Pages != 1 || res2.Stopped != outcome.StopMaxPages {
 		t.Fatalf("run 2: got %+v, want 1 page then max_pages", res2)
 	}
 	res3, err := r.Run(context.Background(), reconcile.RunOptions{})
@@ -510,7 +511,7 @@ func TestRateLimitStormStopsCleanlyAndResumes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Stopped != reconcile.StopRateLimited || res.Pages != 0 || res.Throttled != reconcile.DefaultMaxThrottles {
+	if res.Stopped != outcome.StopRateLimited || res.Pages != 0 || res.Throttled != reconcile.DefaultMaxThrottles {
 		t.Fatalf("run in a storm: got %+v, want a clean rate_limited stop", res)
 	}
 	if cp := h.checkpoint(r, 0); !sameCheckpoint(cp, cp1) {
@@ -694,14 +695,14 @@ func TestOverlappingRunsCannotMoveTheCheckpointBackwards(t *testing.T) {
 	})
 	a := h.reconciler("sk_test_A", nil)
 	b := h.reconciler("sk_test_B", nil)
-	type outcome struct {
+	type ended struct {
 		res reconcile.Result
 		err error
 	}
-	aDone := make(chan outcome, 1)
+	aDone := make(chan ended, 1)
 	go func() {
 		res, err := a.Run(context.Background(), reconcile.RunOptions{})
-		aDone <- outcome{res, err}
+		aDone <- ended{res, err}
 	}()
 	select {
 	case <-paused:
@@ -732,7 +733,7 @@ func TestOverlappingRunsCannotMoveTheCheckpointBackwards(t *testing.T) {
 	if o.err != nil {
 		t.Fatal(o.err)
 	}
-	if o.res.Stopped != reconcile.StopCheckpointMoved {
+	if o.res.Stopped != outcome.StopCheckpointMoved {
 		t.Fatalf("run A after B: got %+v, want a checkpoint_moved stop", o.res)
 	}
 	if final := h.checkpoint(a, 0); !sameCheckpoint(final, afterB) {
@@ -768,7 +769,7 @@ func TestWrongModeKeyFailsTheRun(t *testing.T) {
 	if cp := h.checkpoint(r, 0); cp.Seq != 1 || cp.DoneThrough != cp.HistoryBefore || cp.InProgress() {
 		t.Errorf("checkpoint after a failed run: %+v, want the group's start only", cp)
 	}
-	if lines := h.runLines(); len(lines) != 1 || lines[0]["outcome"] != "failed" || lines[0]["level"] != "ERROR" {
-		t.Errorf("run line: got %v, want one failed line at ERROR", lines)
+	if lines := h.runLines(); len(lines) != 1 || lines[0]["outcome"] != "aborted" || lines[0]["level"] != "ERROR" {
+		t.Errorf("run line: got %v, want one aborted line at ERROR", lines)
 	}
 }

@@ -56,10 +56,10 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	switch {
 	case err != nil:
 		ended, level = outcome.RunAborted, slog.LevelError
-	case res.Stopped != stopNone, res.GitHubStopped != stopNone:
+	case res.Stopped != stopNone, res.GitHub.Stopped != stopNone:
 		ended = outcome.RunPartial
 	}
-	if (res.Missing > 0 || res.Redelivered > 0 || res.AccountFailures > 0) && level < slog.LevelWarn {
+	if (res.Missing > 0 || res.GitHub.Redelivered > 0 || res.AccountFailures > 0) && level < slog.LevelWarn {
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{
@@ -76,8 +76,8 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	if res.Stopped != stopNone {
 		attrs = append(attrs, slog.String("stopped", res.Stopped))
 	}
-	if res.GitHubStopped != stopNone {
-		attrs = append(attrs, slog.String("github_stopped", res.GitHubStopped))
+	if res.GitHub.Stopped != stopNone {
+		attrs = append(attrs, slog.String("github_stopped", res.GitHub.Stopped))
 	}
 	if rn.opts.Since > 0 {
 		attrs = append(attrs, slog.Duration("since", rn.opts.Since))
@@ -113,17 +113,8 @@ func (r *Reconciler) report(ctx context.Context, rn *run, err error) {
 	}
 	// GitHub's metrics only where it is configured: a Stripe-only
 	// deployment's line stays as it was, in bytes too.
-	if len(r.cfg.GitHubHooks) > 0 {
-		ms = append(ms,
-			metrics.C(MetricDeliveries, res.Deliveries),
-			metrics.C(MetricRedelivered, res.Redelivered),
-			metrics.C(MetricRedeliveryRefused, res.RedeliveryRefused),
-			metrics.C(MetricRedeliveriesScheduled, res.RedeliveriesScheduled),
-			metrics.C(MetricRedeliveryBacklog, res.RedeliveryBacklog),
-			metrics.C(MetricRedeliveriesAbandoned, res.RedeliveriesAbandoned),
-			metrics.C(MetricRejected, res.Rejected),
-			metrics.Metric{Name: MetricGitHubCheckpointAge, Unit: metrics.Seconds, Value: res.GitHubCheckpointAge.Seconds()},
-			metrics.C(MetricGitHubThrottled, res.GitHubThrottled))
+	if r.cfg.Redeliverer != nil {
+		ms = append(ms, res.GitHub.Metrics()...)
 	}
 	attrs = append(attrs, metrics.Attrs(r.cfg.Now(), []metrics.Dim{{Name: "function", Value: metricsFunction}}, ms...)...)
 	r.cfg.Logger.LogAttrs(ctx, level, "reconcile run", attrs...)
@@ -144,24 +135,6 @@ const (
 	// MetricAccountFailures counts the sources of connected accounts
 	// that failed a run (Result.AccountFailures).
 	MetricAccountFailures = "account_failures"
-	// GitHub's, on the line only when it is configured.
-	MetricDeliveries        = "github_deliveries_listed"
-	MetricRedelivered       = "github_redelivered"
-	MetricRedeliveryRefused = "github_redelivery_refused"
-	// MetricRedeliveriesScheduled counts the failed deliveries found
-	// missing, or stored without their payload.
-	MetricRedeliveriesScheduled = "github_redeliveries_scheduled"
-	// MetricRedeliveryBacklog counts the redeliveries due that the budget
-	// left for a later run: GitHubRedeliveryBacklogAlarm.
-	MetricRedeliveryBacklog = "github_redelivery_backlog"
-	// MetricRedeliveriesAbandoned counts the deliveries given up after
-	// their last ask: GitHubRedeliveriesAbandonedAlarm.
-	MetricRedeliveriesAbandoned = "github_redeliveries_abandoned"
-	// MetricRejected counts the failed deliveries the receiver refused on
-	// purpose, left alone.
-	MetricRejected = "github_rejected"
-	// MetricGitHubCheckpointAge is how far behind the least advanced
-	// hook's checkpoint is: GitHubCheckpointStalledAlarm.
-	MetricGitHubCheckpointAge = "github_checkpoint_age"
-	MetricGitHubThrottled     = "github_throttled"
+	// GitHub's, on the line only when it is configured, are package
+	// redeliver's (redeliver.Metric*).
 )

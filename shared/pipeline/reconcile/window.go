@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
@@ -46,7 +47,7 @@ func (rn *run) chooseWindow(ctx context.Context, g Group, cp store.Checkpoint) (
 		next.HistoryBefore, next.DoneThrough = start, start
 		saved, err := rn.save(ctx, cp, next)
 		if errors.Is(err, store.ErrCheckpointMoved) {
-			rn.res.Stopped = StopCheckpointMoved
+			rn.res.Stopped = outcome.StopCheckpointMoved
 			return cp, window{}, false, nil
 		}
 		if err != nil {
@@ -78,7 +79,7 @@ func (rn *run) chooseWindow(ctx context.Context, g Group, cp store.Checkpoint) (
 			next.WindowFrom, next.WindowTo, next.Cursor, next.CursorCreated = 0, 0, "", 0
 			saved, err := rn.save(ctx, cp, next)
 			if errors.Is(err, store.ErrCheckpointMoved) {
-				rn.res.Stopped = StopCheckpointMoved
+				rn.res.Stopped = outcome.StopCheckpointMoved
 				return cp, window{}, false, nil
 			}
 			return saved, window{}, false, err

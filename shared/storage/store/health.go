@@ -71,37 +71,61 @@ func (e *Events) Health(ctx context.Context, provider string, since, until time.
 	for _, st := range event.Statuses {
 		h.ByStatus[st] = 0
 	}
-	lo, hi := since.UnixMilli(), until.UnixMilli()
-	start := since.UTC().Truncate(time.Hour)
-	for t := start; !t.After(until); t = t.Add(time.Hour) {
+	for t := since.UTC().Truncate(time.Hour); !t.After(until); t = t.Add(time.Hour) {
 		h.Hours = append(h.Hours, Hour{Start: t})
 	}
-	hourOf := func(at time.Time) int { return int(at.UTC().Sub(start) / time.Hour) }
+	entries, err := e.healthEntries(ctx, provider, &h)
+	if err != nil {
+		return Health{}, err
+	}
+	h.Received = len(entries)
+	if err := e.healthStatuses(ctx, provider, &h); err != nil {
+		return Health{}, err
+	}
+	if err := e.healthSample(ctx, entries, &h); err != nil {
+		return Health{}, err
+	}
+	return h, nil
+}
 
-	// Every entry of the window, newest first by shard: counted by hour,
-	// and the newest kept for the sample.
+// hour is the index in h.Hours of the hour at falls in; out of range when
+// at is outside the window.
+func (h *Health) hour(at time.Time) int {
+	return int(at.UTC().Sub(h.Since.UTC().Truncate(time.Hour)) / time.Hour)
+}
+
+// healthEntries reads every by_day entry of h's window, newest day first,
+// shard by shard, and counts each in its hour.
+func (e *Events) healthEntries(ctx context.Context, provider string, h *Health) ([]map[string]types.AttributeValue, error) {
+	lo, hi := h.Since.UnixMilli(), h.Until.UnixMilli()
 	var entries []map[string]types.AttributeValue
-	for d := until.UTC().Truncate(24 * time.Hour); !d.Add(24 * time.Hour).Before(since); d = d.AddDate(0, 0, -1) {
+	for d := h.Until.UTC().Truncate(24 * time.Hour); !d.Add(24 * time.Hour).Before(h.Since); d = d.AddDate(0, 0, -1) {
 		for s := range Shards {
 			err := e.queryEntries(ctx, indexDay, attrDayKey, dayKey(provider, d, s), lo, hi, func(it map[string]types.AttributeValue) {
 				at := time.UnixMilli(ddbattr.GetN(it, attrReceivedAt))
-				if i := hourOf(at); i >= 0 && i < len(h.Hours) {
+				if i := h.hour(at); i >= 0 && i < len(h.Hours) {
 					h.Hours[i].Received++
 				}
 				entries = append(entries, it)
 			})
 			if err != nil {
-				return Health{}, err
+				return nil, err
 			}
 		}
 	}
-	h.Received = len(entries)
+	return entries, nil
+}
 
+// healthStatuses counts h.Received by status: the settled lanes of the
+// unprocessed index by count, the pending lane's records by key (received,
+// processing and failed told apart), and processed as what is left.
+func (e *Events) healthStatuses(ctx context.Context, provider string, h *Health) error {
+	lo, hi := h.Since.UnixMilli(), h.Until.UnixMilli()
 	processed := h.Received
 	for _, lane := range []string{LaneFailedPermanent, LaneDeadLettered, LaneIgnored} {
 		n, err := e.countLane(ctx, provider, lane, lo, hi)
 		if err != nil {
-			return Health{}, err
+			return err
 		}
 		h.ByStatus[event.Status(lane)] = n
 		processed -= n
@@ -110,12 +134,12 @@ func (e *Events) Health(ctx context.Context, provider string, since, until time.
 	for s := range Shards {
 		if err := e.queryEntries(ctx, indexUnprocessed, attrLane, laneKey(provider, LanePending, s), lo, hi,
 			func(it map[string]types.AttributeValue) { pending = append(pending, it) }); err != nil {
-			return Health{}, err
+			return err
 		}
 	}
 	recs, err := e.records(ctx, pending, false)
 	if err != nil {
-		return Health{}, fmt.Errorf("store: health: %w", err)
+		return fmt.Errorf("store: health: %w", err)
 	}
 	for _, r := range recs {
 		if r.Status.Pending() {
@@ -126,14 +150,19 @@ func (e *Events) Health(ctx context.Context, provider string, since, until time.
 	// A record that left a lane between two reads is counted once, not
 	// below zero.
 	h.ByStatus[event.StatusProcessed] = max(processed, 0)
+	return nil
+}
 
+// healthSample reads the records of the window's newest HealthSample
+// entries by key, for the processed series and the percentiles.
+func (e *Events) healthSample(ctx context.Context, entries []map[string]types.AttributeValue, h *Health) error {
 	slices.SortFunc(entries, func(a, b map[string]types.AttributeValue) int {
 		return int(ddbattr.GetN(b, attrReceivedAt) - ddbattr.GetN(a, attrReceivedAt))
 	})
 	sample := entries[:min(len(entries), HealthSample)]
-	recs, err = e.records(ctx, sample, false)
+	recs, err := e.records(ctx, sample, false)
 	if err != nil {
-		return Health{}, fmt.Errorf("store: health: %w", err)
+		return fmt.Errorf("store: health: %w", err)
 	}
 	h.Sampled = len(sample)
 	var took []time.Duration
@@ -141,13 +170,13 @@ func (e *Events) Health(ctx context.Context, provider string, since, until time.
 		if r.ProcessedAt.IsZero() || r.Status != event.StatusProcessed {
 			continue
 		}
-		if i := hourOf(r.ProcessedAt); i >= 0 && i < len(h.Hours) {
+		if i := h.hour(r.ProcessedAt); i >= 0 && i < len(h.Hours) {
 			h.Hours[i].Processed++
 		}
 		took = append(took, max(r.ProcessedAt.Sub(r.ReceivedAt), 0))
 	}
 	h.P50, h.P95 = percentile(took, 50), percentile(took, 95)
-	return h, nil
+	return nil
 }
 
 // percentile is the nearest-rank p-th percentile of d; zero for none.

@@ -19,7 +19,7 @@ type Run struct {
 	ID        string
 	StartedAt time.Time
 	Duration  time.Duration
-	// Outcome is outcome.RunComplete, RunPartial or RunFailed; Stopped
+	// Outcome is outcome.RunComplete, RunPartial or RunAborted; Stopped
 	// why a partial run stopped; Error why a failed one failed.
 	Outcome, Stopped, Error string
 	// Since is a one-off sweep's stretch; zero for a scheduled run.

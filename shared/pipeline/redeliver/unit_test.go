@@ -1,4 +1,4 @@
-package reconcile
+package redeliver
 
 import (
 	"context"
@@ -45,15 +45,32 @@ func (nopRedeliveries) Asked(_ context.Context, d store.Redelivery, _ time.Time)
 }
 func (nopRedeliveries) Done(context.Context, store.Redelivery) error { return nil }
 
+// fakeEvents holds no event: Held finds none.
+type fakeEvents struct{}
+
+func (fakeEvents) Held(context.Context, string, []string) (map[string]store.Held, error) {
+	return map[string]store.Held{}, nil
+}
+
+// fakeCheckpoints holds one checkpoint (the zero one until saved).
+type fakeCheckpoints struct {
+	stored store.Checkpoint
+}
+
+func (f *fakeCheckpoints) Load(_ context.Context, name string) (store.Checkpoint, error) {
+	cp := f.stored
+	cp.Name = name
+	return cp, nil
+}
+
+func (f *fakeCheckpoints) Save(_ context.Context, prev, next store.Checkpoint) (store.Checkpoint, error) {
+	next.Seq = prev.Seq + 1
+	f.stored = next
+	return next, nil
+}
+
 func TestNewWantsGitHubWithItsHooks(t *testing.T) {
-	base := Config{
-		Stripe:      nopLister{},
-		Events:      &fakeEvents{},
-		Checkpoints: &fakeCheckpoints{},
-		Ingester:    nopIngester{},
-		Queue:       nopQueue{},
-		Types:       []string{"invoice.paid"},
-	}
+	base := Config{Events: fakeEvents{}, Checkpoints: &fakeCheckpoints{}, Redeliveries: nopRedeliveries{}}
 	hooks := []githubapi.Hook{{Kind: githubapi.KindOrg, Owner: "acme", ID: 34}}
 	for _, tc := range []struct {
 		name  string
@@ -61,16 +78,15 @@ func TestNewWantsGitHubWithItsHooks(t *testing.T) {
 		hooks []githubapi.Hook
 		ok    bool
 	}{
-		{"neither", nil, nil, true},
 		{"both", &fakeGitHub{t: t}, hooks, true},
 		{"a client without hooks", &fakeGitHub{t: t}, nil, false},
 		{"hooks without a client", nil, hooks, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := base
-			cfg.GitHub, cfg.GitHubHooks, cfg.Redeliveries = tc.gh, tc.hooks, nopRedeliveries{}
+			cfg.GitHub, cfg.Hooks = tc.gh, tc.hooks
 			_, err := New(cfg)
-			if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "GitHubHooks")) {
+			if tc.ok != (err == nil) || (err != nil && !strings.Contains(err.Error(), "redeliver: config without")) {
 				t.Errorf("got %v, want ok=%v", err, tc.ok)
 			}
 		})
@@ -87,18 +103,18 @@ func TestGitHubWindowPastThreeDaysIsClosedWithoutARequest(t *testing.T) {
 		stored: store.Checkpoint{Seq: 3, DoneThrough: old - 3600, WindowFrom: old - 3600, WindowTo: old + 600, Cursor: "v1_x", CursorCreated: old},
 	}
 	gh := &fakeGitHub{t: t}
-	r, err := New(Config{Stripe: nopLister{}, Events: &fakeEvents{}, Checkpoints: cps, Ingester: nopIngester{}, Queue: nopQueue{},
-		Types: []string{"invoice.paid"}, GitHub: gh, GitHubHooks: []githubapi.Hook{{Kind: githubapi.KindApp, ID: 56}}, Redeliveries: nopRedeliveries{},
-		Logger: slog.New(slog.DiscardHandler), Now: func() time.Time { return now }})
+	r, err := New(Config{GitHub: gh, Hooks: []githubapi.Hook{{Kind: githubapi.KindApp, ID: 56}}, Events: fakeEvents{}, Checkpoints: cps,
+		Redeliveries: nopRedeliveries{}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Run(context.Background(), RunOptions{})
+	res, err := r.Sweep(context.Background(), Turn{RunID: "run_test", Now: func() time.Time { return now }, Logger: slog.New(slog.DiscardHandler),
+		MaxPages: 50, Overlap: 2 * time.Minute, Settle: 5 * time.Minute, FirstLookback: 10 * time.Minute, MaxThrottles: 5})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gh.lists != 0 || res.GitHubStopped != "" {
-		t.Errorf("got %d list requests and stop %q, want none", gh.lists, res.GitHubStopped)
+	if gh.lists != 0 || res.Stopped != "" {
+		t.Errorf("got %d list requests and stop %q, want none", gh.lists, res.Stopped)
 	}
 	if cp := cps.stored; cp.InProgress() || cp.DoneThrough != old+600 || cp.Name != "github#app:56" {
 		t.Errorf("checkpoint: got %+v, want %s's window closed through its end", cp, "github#app:56")

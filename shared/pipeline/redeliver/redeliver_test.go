@@ -1,4 +1,4 @@
-package reconcile_test
+package redeliver_test
 
 import (
 	"context"
@@ -12,7 +12,9 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/redeliver"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
@@ -55,7 +57,9 @@ func newGitHubHarness(t *testing.T) *githubHarness {
 	return g
 }
 
-func (g *githubHarness) reconciler(mod func(*reconcile.Config)) *reconcile.Reconciler {
+// reconciler builds a Reconciler that gives GitHub's sweep of the hook its
+// turn; mod, when set, adjusts both configs.
+func (g *githubHarness) reconciler(mod func(*redeliver.Config, *reconcile.Config)) *reconcile.Reconciler {
 	g.t.Helper()
 	client, err := githubapi.New(githubapi.Config{BaseURL: g.gh.URL, Now: g.clock.Now,
 		Token: func(context.Context) (string, error) { return githubToken, nil }})
@@ -63,11 +67,17 @@ func (g *githubHarness) reconciler(mod func(*reconcile.Config)) *reconcile.Recon
 		g.t.Fatal(err)
 	}
 	return g.harness.reconciler("sk_test_reconcile", func(c *reconcile.Config) {
-		c.GitHub, c.GitHubHooks, c.Now = client, []githubapi.Hook{g.hook}, g.clock.Now
-		c.Redeliveries = &store.Redeliveries{DB: g.db, Table: g.stack.Table("EventsTable"), Keep: githubapi.Retention}
+		c.Now = g.clock.Now
+		rc := redeliver.Config{GitHub: client, Hooks: []githubapi.Hook{g.hook}, Events: c.Events, Checkpoints: c.Checkpoints,
+			Redeliveries: &store.Redeliveries{DB: g.db, Table: g.stack.Table("EventsTable"), Keep: githubapi.Retention}}
 		if mod != nil {
-			mod(c)
+			mod(&rc, c)
 		}
+		rd, err := redeliver.New(rc)
+		if err != nil {
+			g.t.Fatal(err)
+		}
+		c.Redeliverer = rd
 	})
 }
 
@@ -76,7 +86,7 @@ func (g *githubHarness) record(guid string) {
 	g.t.Helper()
 	body := []byte(`{"action":"opened"}`)
 	env := event.Envelope{ID: guid, Type: "issues.opened", Created: g.clock.Now().Unix()}
-	rec := event.NewRecord(reconcile.ProviderGitHub, env, body, ingest.Hash(body), event.SourceWebhook, event.StatusProcessed, g.clock.Now())
+	rec := event.NewRecord(redeliver.ProviderGitHub, env, body, ingest.Hash(body), event.SourceWebhook, event.StatusProcessed, g.clock.Now())
 	if _, err := g.events.Create(context.Background(), &rec); err != nil {
 		g.t.Fatal(err)
 	}
@@ -138,7 +148,7 @@ func TestGitHubFailedDeliveriesWithoutARecordAreRedelivered(t *testing.T) {
 		t.Errorf("redelivered: got %v, want %v", got, want)
 	}
 	// The expired attempt is not listed: GitHub keeps three days.
-	if res.Redelivered != 2 || res.Rejected != 1 || res.Deliveries != 9 || res.GitHubPages != 1 || res.GitHubStopped != "" {
+	if res.GitHub.Redelivered != 2 || res.GitHub.Rejected != 1 || res.GitHub.Deliveries != 9 || res.GitHub.Pages != 1 || res.GitHub.Stopped != "" {
 		t.Errorf("run: got %+v, want 2 redelivered and 1 left alone of 9 listed in one page", res)
 	}
 	g.gh.Flush()
@@ -167,7 +177,7 @@ func TestGitHubFailedDeliveriesWithoutARecordAreRedelivered(t *testing.T) {
 	if got := g.redelivered(); len(got) != 3 || len(got["young"]) != 1 || len(got["lost"]) != 1 {
 		t.Errorf("second run: got %v, want only young redelivered in addition", got)
 	}
-	if res.Redelivered != 1 {
+	if res.GitHub.Redelivered != 1 {
 		t.Errorf("second run: got %+v, want 1 redelivered", res)
 	}
 }
@@ -185,17 +195,17 @@ func TestGitHubCursorPagesResumeFromTheCheckpoint(t *testing.T) {
 		}
 		g.attempt(guid, code, reconcile.DefaultSettle+time.Duration(250-i)*30*time.Second, false)
 	}
-	r := g.reconciler(func(c *reconcile.Config) { c.MaxPages = 1 })
+	r := g.reconciler(func(_ *redeliver.Config, c *reconcile.Config) { c.MaxPages = 1 })
 	res, err := r.Run(context.Background(), reconcile.RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cp := g.checkpoint()
-	if res.GitHubStopped != reconcile.StopMaxPages || res.GitHubPages != 1 || !cp.InProgress() || cp.Cursor == "" {
+	if res.GitHub.Stopped != outcome.StopMaxPages || res.GitHub.Pages != 1 || !cp.InProgress() || cp.Cursor == "" {
 		t.Fatalf("run 1: got %+v, checkpoint %+v; want one page and a cursor kept", res, cp)
 	}
-	if res.Redelivered != 10 {
-		t.Errorf("run 1: got %d redelivered, want the 10 of the newest page", res.Redelivered)
+	if res.GitHub.Redelivered != 10 {
+		t.Errorf("run 1: got %d redelivered, want the 10 of the newest page", res.GitHub.Redelivered)
 	}
 	for range 2 {
 		if _, err := r.Run(context.Background(), reconcile.RunOptions{}); err != nil {
@@ -229,7 +239,7 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 	t.Parallel()
 	g := newGitHubHarness(t)
 	lost := g.attempt("lost", 502, time.Hour, false)
-	r := g.reconciler(func(c *reconcile.Config) { c.GitHubMaxWait = 5 * time.Second })
+	r := g.reconciler(func(c *redeliver.Config, _ *reconcile.Config) { c.MaxWait = 5 * time.Second })
 
 	// A limit that lifts within GitHubMaxWait: waited out, on the list and
 	// on the redelivery.
@@ -239,7 +249,7 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.GitHubThrottled != 2 || res.Redelivered != 1 || res.GitHubStopped != "" {
+	if res.GitHub.Throttled != 2 || res.GitHub.Redelivered != 1 || res.GitHub.Stopped != "" {
 		t.Fatalf("run 1: got %+v, want 2 waits then the redelivery", res)
 	}
 	if got := g.redelivered(); len(got["lost"]) != 1 || got["lost"][0] != lost.ID {
@@ -255,14 +265,14 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 	// limit and sends nothing until its reset, as a warm execution
 	// environment would.
 	for _, status := range []int{http.StatusForbidden, http.StatusTooManyRequests} {
-		r := g.reconciler(func(c *reconcile.Config) { c.GitHubMaxWait = 5 * time.Second })
+		r := g.reconciler(func(c *redeliver.Config, _ *reconcile.Config) { c.MaxWait = 5 * time.Second })
 		before := len(g.logs.String())
 		g.gh.RateLimit(1, status, time.Hour)
 		res, err = r.Run(context.Background(), reconcile.RunOptions{})
 		if err != nil {
 			t.Fatalf("%d: %v", status, err)
 		}
-		if res.GitHubStopped != reconcile.StopRateLimited || res.GitHubThrottled != 1 || res.Redelivered != 0 {
+		if res.GitHub.Stopped != outcome.StopRateLimited || res.GitHub.Throttled != 1 || res.GitHub.Redelivered != 0 {
 			t.Fatalf("%d: got %+v, want a clean rate_limited stop", status, res)
 		}
 		if cp := g.checkpoint(); cp.Seq != cp1.Seq || cp.DoneThrough != cp1.DoneThrough {
@@ -273,7 +283,7 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 			t.Errorf("%d: want one line saying the sweep stopped:\n%s", status, logs)
 		}
 		lines := runLinesIn(logs)
-		if len(lines) != 1 || lines[0]["github_throttled"] != 1.0 || lines[0]["github_stopped"] != reconcile.StopRateLimited ||
+		if len(lines) != 1 || lines[0]["github_throttled"] != 1.0 || lines[0]["github_stopped"] != outcome.StopRateLimited ||
 			lines[0]["outcome"] != "partial" {
 			t.Errorf("%d: run line: got %v, want github_throttled=1, github_stopped=rate_limited", status, lines)
 		}
@@ -284,7 +294,7 @@ func TestGitHubRateLimitsAreWaitedOutOrStopTheSweepCleanly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Redelivered != 1 || res.GitHubStopped != "" {
+	if res.GitHub.Redelivered != 1 || res.GitHub.Stopped != "" {
 		t.Errorf("after the limit: got %+v, want later redelivered", res)
 	}
 	if got := g.redelivered(); len(got["later"]) != 1 || len(got["lost"]) != 1 {

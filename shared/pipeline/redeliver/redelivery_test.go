@@ -1,4 +1,4 @@
-package reconcile_test
+package redeliver_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/redeliver"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/githubapi"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/testing/githubfake"
@@ -39,13 +40,13 @@ func (g *githubHarness) halfStored(guid string, st event.Status) {
 	g.t.Helper()
 	body := []byte(`{"action":"opened"}`)
 	env := event.Envelope{ID: guid, Type: "issues.opened", Created: g.clock.Now().Unix()}
-	rec := event.NewRecord(reconcile.ProviderGitHub, env, body, ingest.Hash(body), event.SourceWebhook, st, g.clock.Now())
+	rec := event.NewRecord(redeliver.ProviderGitHub, env, body, ingest.Hash(body), event.SourceWebhook, st, g.clock.Now())
 	ev := *g.events
 	ev.DB = &payloadFails{DynamoDB: g.db}
 	if _, err := ev.Create(context.Background(), &rec); err == nil {
 		g.t.Fatal("the payload's put did not fail")
 	}
-	r, err := g.events.Get(context.Background(), reconcile.ProviderGitHub, guid)
+	r, err := g.events.Get(context.Background(), redeliver.ProviderGitHub, guid)
 	if err != nil || r.Payload != nil {
 		g.t.Fatalf("half-stored record: %+v, %v; want one without its payload", r, err)
 	}
@@ -81,14 +82,14 @@ func TestAGitHubDeliveryStoredWithoutItsPayloadIsRedelivered(t *testing.T) {
 func TestEachGitHubHookHasItsOwnRedeliveryBudget(t *testing.T) {
 	t.Parallel()
 	g := newGitHubHarness(t)
-	for i := range reconcile.DefaultGitHubMaxRedeliveries + 10 {
+	for i := range redeliver.DefaultMaxRedeliveries + 10 {
 		g.attempt(fmt.Sprintf("busy-%03d", i), 500, time.Hour+time.Duration(i)*time.Second, false)
 	}
 	other := githubapi.Hook{Kind: githubapi.KindRepo, Owner: "acme", Repo: "other", ID: 13}
 	otherPath := githubfake.RepoHook("acme", "other", 13)
 	lone := g.gh.Record(otherPath, githubfake.Delivery{GUID: "lone", Event: "issues", Action: "opened", StatusCode: 500,
 		DeliveredAt: g.clock.Now().Add(-time.Hour), Payload: []byte(`{"action":"opened"}`)})
-	r := g.reconciler(func(c *reconcile.Config) { c.GitHubHooks = append(c.GitHubHooks, other) })
+	r := g.reconciler(func(c *redeliver.Config, _ *reconcile.Config) { c.Hooks = append(c.Hooks, other) })
 	if _, err := r.Run(context.Background(), reconcile.RunOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -104,13 +105,13 @@ func TestEachGitHubHookHasItsOwnRedeliveryBudget(t *testing.T) {
 	if asked < 1000 {
 		t.Errorf("the other hook's failed delivery was not redelivered (%d redeliveries asked of the busy hook)", asked)
 	}
-	if asked-1000-1 > reconcile.DefaultGitHubMaxRedeliveries {
-		t.Errorf("the busy hook got %d redeliveries, over its budget of %d", asked-1001, reconcile.DefaultGitHubMaxRedeliveries)
+	if asked-1000-1 > redeliver.DefaultMaxRedeliveries {
+		t.Errorf("the busy hook got %d redeliveries, over its budget of %d", asked-1001, redeliver.DefaultMaxRedeliveries)
 	}
 	// What the budget left is counted, for the alarm that says redelivery
 	// cannot keep up, and is due next run.
 	lines := g.runLines()
-	if len(lines) != 1 || lines[0]["github_redelivery_backlog"] != 10.0 || lines[0]["github_stopped"] != reconcile.StopMaxRedeliveries {
+	if len(lines) != 1 || lines[0]["github_redelivery_backlog"] != 10.0 || lines[0]["github_stopped"] != redeliver.StopMaxRedeliveries {
 		t.Errorf("run line: got %v, want github_redelivery_backlog=10 and github_stopped=max_redeliveries", lines)
 	}
 	g.clock.Add(10 * time.Minute)
@@ -118,8 +119,8 @@ func TestEachGitHubHookHasItsOwnRedeliveryBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Redelivered != 10 || res.RedeliveryBacklog != 0 {
-		t.Errorf("next run: got %d redelivered, %d left, want the 10 left over and none left", res.Redelivered, res.RedeliveryBacklog)
+	if res.GitHub.Redelivered != 10 || res.GitHub.Backlog != 0 {
+		t.Errorf("next run: got %d redelivered, %d left, want the 10 left over and none left", res.GitHub.Redelivered, res.GitHub.Backlog)
 	}
 }
 
@@ -130,7 +131,7 @@ func TestARedeliveryThatNeverGetsThroughIsGivenUpAndCounted(t *testing.T) {
 	t.Parallel()
 	g := newGitHubHarnessDown(t)
 	g.attempt("never", 502, 20*time.Minute, false)
-	r := g.reconciler(func(c *reconcile.Config) { c.GitHubMaxAsks = 2 })
+	r := g.reconciler(func(c *redeliver.Config, _ *reconcile.Config) { c.MaxAsks = 2 })
 	var abandoned []float64
 	for range 5 {
 		if _, err := r.Run(context.Background(), reconcile.RunOptions{}); err != nil {
