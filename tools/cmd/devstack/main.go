@@ -73,21 +73,16 @@ func parseFlags() flags {
 func run() int {
 	f := parseFlags()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))
-	overrides := map[string]string{}
-	for _, kv := range strings.Fields(f.params) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			fmt.Fprintf(os.Stderr, "devstack: -parameter-overrides: %q is not Key=Value\n", kv)
-			return 2
-		}
-		overrides[k] = v
+	overrides, err := parseOverrides(f.params)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: -parameter-overrides: %v\n", err)
+		return 2
 	}
 	root, err := repo.Root()
 	if err != nil {
 		fail(err)
 		return 1
 	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
@@ -154,6 +149,20 @@ func run() int {
 	}
 	stack.Close()
 	return 0
+}
+
+// parseOverrides reads template parameter overrides, Key=Value pairs
+// separated by spaces.
+func parseOverrides(params string) (map[string]string, error) {
+	overrides := map[string]string{}
+	for _, kv := range strings.Fields(params) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not Key=Value", kv)
+		}
+		overrides[k] = v
+	}
+	return overrides, nil
 }
 
 // functionEnv is the functions' environment from this process's: the
