@@ -281,16 +281,16 @@ func (wr *wiring) receiver(ctx context.Context) error {
 	return nil
 }
 
-// sqsHandler is one function's handler of an SQS batch, as Lambda runs
-// it behind an event source: one invocation at a time, and, when the tap
-// killed the function's process, an invocation that failed.
+// sqsHandler is one function's handler of an SQS batch.
 type sqsHandler interface {
 	Handle(context.Context, events.SQSEvent) (events.SQSEventResponse, error)
 }
 
-// poller is the event source polling the queue of function id (whose
-// template function is fn) for h.
-func (wr *wiring) poller(id, function string, fn template.Function, h sqsHandler, killed string) (*poller.Poller, error) {
+// eventSource is the event source polling the queue of function id
+// (the tap's function, whose template function is fn) for h, as Lambda
+// runs it: one invocation at a time, and, when the tap killed the
+// function's process, an invocation that failed with killed.
+func (wr *wiring) eventSource(id, function string, fn template.Function, h sqsHandler, killed string) (*poller.Poller, error) {
 	src, err := fn.SQS()
 	if err != nil {
 		return nil, err
@@ -323,7 +323,7 @@ func (wr *wiring) processor(ctx context.Context) (*poller.Poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	return wr.poller(processorID, functionProcessor, procFn, proc, "failpoints: the processor's process was killed")
+	return wr.eventSource(processorID, functionProcessor, procFn, proc, "failpoints: the processor's process was killed")
 }
 
 // reconciler is the reconciler's handler and the payloads of each of its
@@ -366,7 +366,7 @@ func (wr *wiring) bridge(ctx context.Context) (*poller.Poller, error) {
 		return nil, err
 	}
 	wr.s.ingress = wr.s.res.Queues[bsrc.Queue.LogicalID].URL
-	return wr.poller(bridgeID, functionBridge, bridgeFn, bh, "failpoints: the bridge's process was killed")
+	return wr.eventSource(bridgeID, functionBridge, bridgeFn, bh, "failpoints: the bridge's process was killed")
 }
 
 // run starts the event sources and the reconciler on its schedule.
