@@ -97,26 +97,21 @@ type Stand interface {
 	Add(payloads ...[]byte) error
 }
 
-// Send sends the demo day to the stack's Stripe endpoint webhookURL,
-// signed with secret, and puts the missed webhook in stand. Times are
-// the hour before now; every id is fresh.
-func Send(ctx context.Context, webhookURL, secret string, stand Stand, now time.Time, out io.Writer) (Day, error) {
-	start := now.Add(-time.Hour).Unix()
-	run := strings.ToLower(stripefixture.NewID("")[:6]) // ids of this run: a second demo on the same stack is a day of its own
-	id := func(name string) string { return "evt_demo_" + run + "_" + name }
-	sub := func(c string) string { return "sub_" + c[len("cus_"):] + "_" + run }
-	cus := func(c string) string { return c + "_" + run }
-	type step struct {
-		name, typ, customer, status string
-		at                          int64 // seconds after start
-		want                        event.Status
-		source                      event.Source
-		why                         string
-		repeat                      int
-		missed                      bool
-	}
-	processed, webhook := event.StatusProcessed, event.SourceWebhook
-	steps := []step{
+// step is one event of the demo day.
+type step struct {
+	name, typ, customer, status string
+	at                          int64 // seconds after start
+	want                        event.Status
+	source                      event.Source
+	why                         string
+	repeat                      int
+	missed                      bool
+}
+
+// daySteps are the demo day's events, in the order sent.
+func daySteps() []step {
+	processed := event.StatusProcessed
+	return []step{
 		{name: "ada_customer", typ: "customer.created", customer: Ada, at: 0, want: processed, why: "a new customer"},
 		{name: "ada_trial", typ: "customer.subscription.created", customer: Ada, status: "trialing", at: 10, want: processed, why: "her trial"},
 		{name: "ada_paid", typ: "invoice.paid", customer: Ada, at: 600, want: processed, why: "paid; delivered twice (a duplicate)", repeat: 2},
@@ -140,56 +135,43 @@ func Send(ctx context.Context, webhookURL, secret string, stand Stand, now time.
 		{name: "gus_sub", typ: "customer.subscription.created", customer: Gus, status: "active", at: 310, want: processed, source: event.SourceReconciler,
 			why: "its webhook never arrived: the reconciler found it", missed: true},
 	}
-	client := &http.Client{Timeout: 35 * time.Second}
+}
+
+// Send sends the demo day to the stack's Stripe endpoint webhookURL,
+// signed with secret, and puts the missed webhook in stand. Times are
+// the hour before now; every id is fresh.
+func Send(ctx context.Context, webhookURL, secret string, stand Stand, now time.Time, out io.Writer) (Day, error) {
+	r := &dayRun{
+		webhookURL: webhookURL, secret: secret, out: out, client: &http.Client{Timeout: 35 * time.Second},
+		start: now.Add(-time.Hour).Unix(),
+		run:   strings.ToLower(stripefixture.NewID("")[:6]), // ids of this run: a second demo on the same stack is a day of its own
+	}
 	var day Day
 	type delivery struct {
 		name string
 		body []byte
 	}
 	var later []delivery // Stripe's retries of a delivery, at the end of the day
-	send := func(name, typ, customer string, body []byte) (string, error) {
-		status, answer, err := cli.Deliver(ctx, client, webhookURL, body, secret, time.Now())
+	for _, s := range daySteps() {
+		c := r.cus(s.customer)
+		body, err := r.body(s)
 		if err != nil {
-			return "", fmt.Errorf("demo: POST %s: %w", webhookURL, err)
-		}
-		if status/100 != 2 {
-			return "", fmt.Errorf("demo: %s: the stack answered %d %s", name, status, answer)
-		}
-		fmt.Fprintf(out, "%-40s %-32s %s %d %s\n", id(name), typ, customer, status, answer)
-		return answer, nil
-	}
-	for _, s := range steps {
-		c := cus(s.customer)
-		prefix, err := stripefixture.ObjectPrefix(s.typ)
-		if err != nil {
-			return day, fmt.Errorf("demo: %s: %w", s.name, err)
-		}
-		objectID := "" // a customer's own events: the customer
-		switch prefix {
-		case "sub_":
-			objectID = sub(s.customer)
-		case "cus_":
-		default:
-			objectID = stripefixture.NewID(prefix)
-		}
-		body, err := stripefixture.Build(s.typ, stripefixture.Options{ID: id(s.name), ObjectID: objectID, Customer: c, Created: start + s.at, Status: s.status})
-		if err != nil {
-			return day, fmt.Errorf("demo: %s: %w", s.name, err)
+			return day, err
 		}
 		source := s.source
 		if source == "" {
-			source = webhook
+			source = event.SourceWebhook
 		}
-		day.Events = append(day.Events, Expect{ID: id(s.name), Type: s.typ, Status: s.want, Source: source, Why: s.why})
+		day.Events = append(day.Events, Expect{ID: r.id(s.name), Type: s.typ, Status: s.want, Source: source, Why: s.why})
 		if s.missed {
 			if err := stand.Add(body); err != nil {
 				return day, fmt.Errorf("demo: %s: the Stripe stand-in: %w", s.name, err)
 			}
-			day.Missed = id(s.name)
-			fmt.Fprintf(out, "%-40s %-32s %s (not sent: only Stripe has it)\n", id(s.name), s.typ, c)
+			day.Missed = r.id(s.name)
+			fmt.Fprintf(out, "%-40s %-32s %s (not sent: only Stripe has it)\n", r.id(s.name), s.typ, c)
 			continue
 		}
-		if _, err := send(s.name, s.typ, c, body); err != nil {
+		if _, err := r.send(ctx, s.name, s.typ, c, body); err != nil {
 			return day, err
 		}
 		for range s.repeat - 1 {
@@ -197,11 +179,58 @@ func Send(ctx context.Context, webhookURL, secret string, stand Stand, now time.
 		}
 	}
 	for _, d := range later {
-		answer, err := send(d.name, "(again: a duplicate)", "", d.body)
+		answer, err := r.send(ctx, d.name, "(again: a duplicate)", "", d.body)
 		if err != nil {
 			return day, err
 		}
 		day.Duplicate = answer
 	}
 	return day, nil
+}
+
+// dayRun is one sending of the demo day.
+type dayRun struct {
+	webhookURL, secret string
+	out                io.Writer
+	client             *http.Client
+	start              int64
+	run                string
+}
+
+func (r *dayRun) id(name string) string { return "evt_demo_" + r.run + "_" + name }
+func (r *dayRun) sub(c string) string   { return "sub_" + c[len("cus_"):] + "_" + r.run }
+func (r *dayRun) cus(c string) string   { return c + "_" + r.run }
+
+// body is step s's event.
+func (r *dayRun) body(s step) ([]byte, error) {
+	prefix, err := stripefixture.ObjectPrefix(s.typ)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %s: %w", s.name, err)
+	}
+	objectID := "" // a customer's own events: the customer
+	switch prefix {
+	case "sub_":
+		objectID = r.sub(s.customer)
+	case "cus_":
+	default:
+		objectID = stripefixture.NewID(prefix)
+	}
+	body, err := stripefixture.Build(s.typ, stripefixture.Options{ID: r.id(s.name), ObjectID: objectID, Customer: r.cus(s.customer), Created: r.start + s.at, Status: s.status})
+	if err != nil {
+		return nil, fmt.Errorf("demo: %s: %w", s.name, err)
+	}
+	return body, nil
+}
+
+// send delivers body, signed, and returns the stack's answer.
+func (r *dayRun) send(ctx context.Context, name, typ, customer string, body []byte) (string, error) {
+	status, answer, err := cli.Deliver(ctx, r.client, r.webhookURL, body, r.secret, time.Now())
+	if err != nil {
+		return "", fmt.Errorf("demo: POST %s: %w", r.webhookURL, err)
+	}
+	if status/100 != 2 {
+		return "", fmt.Errorf("demo: %s: the stack answered %d %s", name, status, answer)
+	}
+	fmt.Fprintf(r.out, "%-40s %-32s %s %d %s\n", r.id(name), typ, customer, status, answer)
+	return answer, nil
 }

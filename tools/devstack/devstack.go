@@ -126,6 +126,45 @@ type Stack struct {
 
 // Start provisions the resources, builds the handlers and starts serving.
 func Start(ctx context.Context, opts Options) (*Stack, error) {
+	opts = withDefaults(opts)
+	t, res, err := provisionStack(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Stack{Resources: res, FunctionEnv: map[string]map[string]string{}}
+	if err := s.functionEnvs(t, res, opts); err != nil {
+		return nil, err
+	}
+
+	runCtx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	fail := func(err error) (*Stack, error) {
+		cancel()
+		s.wg.Wait()
+		return nil, err
+	}
+	gw, err := s.receiver(ctx, t, opts)
+	if err != nil {
+		return fail(err)
+	}
+	if err := s.startProcessor(ctx, runCtx, t, res, opts); err != nil {
+		return fail(err)
+	}
+	if err := s.startBridge(ctx, runCtx, t, opts); err != nil {
+		return fail(err)
+	}
+	if err := s.startReconciler(ctx, runCtx, t, opts); err != nil {
+		return fail(err)
+	}
+	if err := s.serve(gw, opts); err != nil {
+		return fail(err)
+	}
+	s.ready.Store(true)
+	return s, nil
+}
+
+// withDefaults is opts with its defaults filled in.
+func withDefaults(opts Options) Options {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewJSONHandler(os.Stdout, nil))
 	}
@@ -140,10 +179,16 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	if opts.APIKey == "" && opts.Env["STRIPE_API_BASE"] != "" {
 		opts.APIKey = placeholderAPIKey
 	}
+	return opts
+}
+
+// provisionStack loads the template with opts' overrides and provisions
+// its resources and secrets.
+func provisionStack(ctx context.Context, opts Options) (*template.Template, *provision.Resources, error) {
 	overrides := providerOverrides(opts)
 	t, err := template.Load(opts.Template, overrides)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// The routing (Stripe's EventBridge destination) needs an emulator
 	// that runs it; on moto, setting StripeEventSourceName fails here and
@@ -156,20 +201,25 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 	}
 	res, err := prov.Provision(ctx, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := seedSecrets(ctx, ssm.NewFromConfig(opts.AWS), t, opts); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s := &Stack{Resources: res, FunctionEnv: map[string]map[string]string{}}
+	return t, res, nil
+}
+
+// functionEnvs resolves each function's environment from the template's,
+// with opts.Env over it.
+func (s *Stack) functionEnvs(t *template.Template, res *provision.Resources, opts Options) error {
 	for _, id := range t.Functions() {
 		f, err := t.Function(id)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		env, err := res.Environment(f)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if id == ReconcilerID && env["RECONCILE_SINCE"] == "" {
 			// The emulator forgets everything when it stops, so every local
@@ -183,19 +233,17 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		}
 		s.FunctionEnv[id] = env
 	}
+	return nil
+}
 
-	runCtx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-
-	// Receiver behind the gateway.
+// receiver is the gateway with the receiver behind its routes.
+func (s *Stack) receiver(ctx context.Context, t *template.Template, opts Options) (*gateway.Gateway, error) {
 	recvFn, err := t.Function(ReceiverID)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	recv, err := receiverboot.New(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
 	if err != nil {
-		cancel()
 		return nil, err
 	}
 	gw := &gateway.Gateway{Logger: opts.Logger, Ready: s.ready.Load}
@@ -205,27 +253,26 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			gateway.Route{Method: r.Method, Path: r.Path, Handler: recv.Handle, Timeout: time.Duration(recvFn.Timeout) * time.Second, Function: ReceiverID},
 		)
 	}
+	return gw, nil
+}
 
-	// Processor behind the event source mapping.
+// startProcessor starts the processor behind its event source mapping.
+func (s *Stack) startProcessor(ctx, runCtx context.Context, t *template.Template, res *provision.Resources, opts Options) error {
 	procFn, err := t.Function(ProcessorID)
 	if err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
 	src, err := procFn.SQS()
 	if err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
 	q, ok := res.Queues[src.Queue.LogicalID]
 	if !ok {
-		cancel()
-		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
+		return fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
 	}
 	proc, err := processorboot.New(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
 	if err != nil {
-		cancel()
-		return nil, err
+		return err
 	}
 	p := &poller.Poller{
 		SQS: sqs.NewFromConfig(opts.AWS), QueueURL: q.URL, QueueARN: q.ARN, Source: src,
@@ -239,24 +286,14 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		defer s.wg.Done()
 		p.Run(runCtx)
 	}()
+	return nil
+}
 
-	if err := s.startBridge(ctx, runCtx, t, opts); err != nil {
-		cancel()
-		s.wg.Wait()
-		return nil, err
-	}
-
-	if err := s.startReconciler(ctx, runCtx, t, opts); err != nil {
-		cancel()
-		s.wg.Wait()
-		return nil, err
-	}
-
+// serve serves gw on opts.Addr.
+func (s *Stack) serve(gw *gateway.Gateway, opts Options) error {
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
-		cancel()
-		s.wg.Wait()
-		return nil, fmt.Errorf("devstack: listen on %s: %w", opts.Addr, err)
+		return fmt.Errorf("devstack: listen on %s: %w", opts.Addr, err)
 	}
 	s.URL = "http://" + ln.Addr().String()
 	s.server = &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
@@ -267,8 +304,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 			opts.Logger.Error("gateway stopped", slog.String("error", err.Error()))
 		}
 	}()
-	s.ready.Store(true)
-	return s, nil
+	return nil
 }
 
 // Close stops serving and polling, letting in-flight work finish.

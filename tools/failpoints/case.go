@@ -94,14 +94,45 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		res.Err = err.Error()
 		return res
 	}
+	snds, err := e.senders(ctx, spec, s, d)
+	if err != nil {
+		s.stop()
+		res.Err = err.Error()
+		return res
+	}
+	ctx, cancel := context.WithTimeout(ctx, Limit)
+	defer cancel()
+	l := &launcher{ctx: ctx, e: e, s: s, d: d, snds: snds}
+	if spec.Second {
+		// The second event is sent as the first fault strikes, by its own
+		// sender, while the fault's call goes on.
+		s.tap.whenFault(func() { l.launch(snds[1]) })
+	}
+	l.launch(snds[0])
+	e.settle(ctx, s, snds)
+	cancel()
+	l.close()
+	s.halt()
+	res.Calls = s.tap.recorded()
+	res.CallCount = len(res.Calls)
+	res.Unfired = s.tap.unfired()
+	e.check(&res, s, snds)
+	s.remove()
+	res.Elapsed = time.Since(start)
+	return res
+}
+
+// senders are a case's senders: of its event d, and of the second
+// (Second cases); in Tie worlds, the mirror holds another event of the
+// object, and second, first.
+func (e *env) senders(ctx context.Context, spec Spec, s *stack, d delivery) ([]*sender, error) {
+	w := spec.World
 	url := s.gateway.URL + "/webhooks/" + w.Provider
 	snds := []*sender{{w: w, d: d, url: url, github: s.github}}
 	if spec.Second {
 		d2, err := w.second(e.root, d, newEventID(w.Provider), time.Now())
 		if err != nil {
-			s.stop()
-			res.Err = err.Error()
-			return res
+			return nil, err
 		}
 		snds = append(snds, &sender{w: w, d: d2, url: url, github: s.github})
 	}
@@ -111,75 +142,70 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		}
 	}
 	if w.Tie {
-		// The mirror holds another event of the object and second first.
 		if err := e.tie(ctx, s, d); err != nil {
-			s.stop()
-			res.Err = err.Error()
-			return res
+			return nil, err
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, Limit)
-	defer cancel()
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		closed bool
-	)
-	launch := func(snd *sender) {
-		mu.Lock()
-		defer mu.Unlock()
-		if closed {
+	return snds, nil
+}
+
+// launcher starts a case's senders, each once, until closed.
+type launcher struct {
+	ctx  context.Context
+	e    *env
+	s    *stack
+	d    delivery
+	snds []*sender
+
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	closed bool
+}
+
+// launch starts snd: its event published to Stripe's API, then sent.
+func (l *launcher) launch(snd *sender) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	w := l.s.w
+	var notBefore time.Time
+	if len(l.snds) > 1 && snd == l.snds[1] && w.Provider == event.ProviderStripe {
+		// Created as it is sent (second): its state is Stripe's from
+		// its created second on, not before.
+		d2, err := w.second(l.e.root, l.d, snd.d.id, time.Now())
+		if err == nil {
+			snd.d = d2
+			if h, err := stripeHeadOf(d2.body); err == nil {
+				notBefore = time.Unix(h.Created, 0)
+			}
+		}
+	}
+	snd.begin()
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		if wait := time.Until(notBefore); wait > 0 {
+			select {
+			case <-time.After(wait):
+			case <-l.ctx.Done():
+			}
+		}
+		if err := l.s.publish(snd.d); err != nil {
+			snd.fail(err)
 			return
 		}
-		var notBefore time.Time
-		if len(snds) > 1 && snd == snds[1] && w.Provider == event.ProviderStripe {
-			// Created as it is sent (second): its state is Stripe's from
-			// its created second on, not before.
-			d2, err := w.second(e.root, d, snd.d.id, time.Now())
-			if err == nil {
-				snd.d = d2
-				if h, err := stripeHeadOf(d2.body); err == nil {
-					notBefore = time.Unix(h.Created, 0)
-				}
-			}
-		}
-		snd.begin()
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if wait := time.Until(notBefore); wait > 0 {
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-				}
-			}
-			if err := s.publish(snd.d); err != nil {
-				snd.fail(err)
-				return
-			}
-			snd.run(ctx)
-		}()
-	}
-	if spec.Second {
-		// The second event is sent as the first fault strikes, by its own
-		// sender, while the fault's call goes on.
-		s.tap.whenFault(func() { launch(snds[1]) })
-	}
-	launch(snds[0])
-	e.settle(ctx, s, snds)
-	cancel()
-	mu.Lock()
-	closed = true
-	mu.Unlock()
-	wg.Wait()
-	s.halt()
-	res.Calls = s.tap.recorded()
-	res.CallCount = len(res.Calls)
-	res.Unfired = s.tap.unfired()
-	e.check(&res, s, snds)
-	s.remove()
-	res.Elapsed = time.Since(start)
-	return res
+		snd.run(l.ctx)
+	}()
+}
+
+// close launches no more senders and waits for those launched.
+func (l *launcher) close() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+	l.wg.Wait()
 }
 
 // publish makes an event Stripe's API serves before its sender sends it:

@@ -182,46 +182,108 @@ func (e *env) countedEach(s *stack, recs []*event.Record, inDLQ map[string]int) 
 // checkEvent judges one event (check), with inDLQ its messages in the
 // DLQ; it returns its record, nil when there is none.
 func (e *env) checkEvent(ctx context.Context, s *stack, snd *sender, inDLQ int) (Result, *event.Record) {
-	var res Result
-	d := snd.d
+	o, err := e.observe(ctx, s, snd.d)
+	if err != nil {
+		return Result{Err: err.Error()}, nil
+	}
+	o.inDLQ, o.acked, o.attempts = inDLQ, snd.acked(), snd.attempts()
+	if o.found {
+		o.alarmed = e.alarmed(s, o.rec.Status, inDLQ)
+	}
+	res := judge(s.w, o)
+	if !o.found {
+		return res, nil
+	}
+	return res, &o.rec
+}
+
+// observed is what the check saw of one event once its case ended.
+type observed struct {
+	rec   event.Record
+	found bool // a record exists
+	// commits counts the event's effects committed (the ledger's, with
+	// the audit's repair's in AuditEffects worlds); keys are the
+	// idempotency keys of the event the application applied.
+	commits int
+	keys    []string
+	inDLQ   int // the event's messages in the DLQ
+	// acked: a sender's attempt was acknowledged (2xx); attempts counts
+	// them.
+	acked    bool
+	attempts int
+	// alarmed: a metric or queue an alarm watches counted the event in
+	// its status.
+	alarmed bool
+}
+
+// observe reads the event d's record, its commits and its keys.
+func (e *env) observe(ctx context.Context, s *stack, d delivery) (observed, error) {
+	var o observed
 	db := dynamodb.NewFromConfig(e.direct)
 	events := &store.Events{DB: db, Table: s.res.Tables["EventsTable"]}
 	rec, err := events.Get(ctx, s.w.Provider, d.id)
-	found := err == nil
+	o.rec, o.found = rec, err == nil
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		res.Err = fmt.Sprintf("read the record: %v", err)
-		return res, nil
+		return o, fmt.Errorf("read the record: %v", err)
 	}
-	commits, err := ledgerCommits(ctx, db, s.res.Tables["MirrorTable"], s.w.Provider, d.id)
-	if err != nil {
-		res.Err = fmt.Sprintf("read the ledger: %v", err)
-		return res, nil
+	if o.commits, err = ledgerCommits(ctx, db, s.res.Tables["MirrorTable"], s.w.Provider, d.id); err != nil {
+		return o, fmt.Errorf("read the ledger: %v", err)
 	}
 	if s.w.AuditEffects {
 		// The audit's repair to the event's state runs the change's
 		// effects under its own id; the event then runs none.
 		n, err := auditCommits(ctx, db, s.res.Tables["MirrorTable"], d)
 		if err != nil {
-			res.Err = fmt.Sprintf("read the ledger: %v", err)
-			return res, nil
+			return o, fmt.Errorf("read the ledger: %v", err)
 		}
-		commits += n
+		o.commits += n
 	}
-	acked := snd.acked()
+	o.keys = s.down.keys(keyPrefix(s.w.Provider, d.id))
+	return o, nil
+}
+
+// keyPrefix begins the idempotency keys of event id of provider p.
+func keyPrefix(p, id string) string {
+	if p != event.ProviderStripe {
+		return p + "#" + id + ":"
+	}
+	return id + ":"
+}
+
+// alarmed reports whether a metric an alarm watches counted an event
+// reaching st, or, dead-lettered, its message is in a DLQ an alarm
+// watches.
+func (e *env) alarmed(s *stack, st event.Status, inDLQ int) bool {
+	alarmed := false
+	for _, m := range personMetrics[st] {
+		for f, l := range s.logs {
+			if e.alarms.metrics[f+"/"+m] && counted(l.lines(), m) > 0 {
+				alarmed = true
+			}
+		}
+	}
+	if st == event.StatusDeadLettered && inDLQ > 0 && e.alarms.queues["DeadLetterQueue"] {
+		alarmed = true
+	}
+	return alarmed
+}
+
+// judge decides what became of one event in world w from what the check
+// observed of it: lost, doubled, silent, or disagreeing (DLQ and store),
+// and else its outcome.
+func judge(w World, o observed) Result {
+	var res Result
+	rec, found, acked := o.rec, o.found, o.acked
 	// The reconciler repairs what it lists: GitHub's deliveries, Stripe's
 	// snapshot events with a key; no thin event is listed.
-	repaired := s.w.Sender.Redelivers || (s.w.APIKey && !s.w.Thin)
+	repaired := w.Sender.Redelivers || (w.APIKey && !w.Thin)
 
 	// Doubled: an effect committed twice, or two keys for one effect.
-	keyPrefix := d.id + ":"
-	if s.w.Provider != event.ProviderStripe {
-		keyPrefix = s.w.Provider + "#" + d.id + ":"
-	}
-	if commits > 1 {
-		res.Doubled, res.Why = true, fmt.Sprintf("the ledger counts %d commits", commits)
+	if o.commits > 1 {
+		res.Doubled, res.Why = true, fmt.Sprintf("the ledger counts %d commits", o.commits)
 	}
 	seen := map[string]bool{}
-	for _, k := range s.down.keys(keyPrefix) {
+	for _, k := range o.keys {
 		handler := k[strings.LastIndexByte(k, ':')+1:]
 		if seen[handler] {
 			res.Doubled, res.Why = true, "two idempotency keys for one effect"
@@ -232,42 +294,31 @@ func (e *env) checkEvent(ctx context.Context, s *stack, snd *sender, inDLQ int) 
 	// The DLQ and the store.
 	dead := found && rec.Status == event.StatusDeadLettered && rec.DiscardedAt.IsZero()
 	switch {
-	case dead && inDLQ == 0:
+	case dead && o.inDLQ == 0:
 		res.Disagree, res.Why = true, "dead_lettered, and its message is not in the DLQ"
-	case inDLQ > 0 && !dead && !(found && final(rec.Status)):
+	case o.inDLQ > 0 && !dead && !(found && final(rec.Status)):
 		// A stale copy of a record that is final is harmless: a redrive of
 		// it is a duplicate (or counted permanent again).
 		res.Disagree, res.Why = true, fmt.Sprintf("its message is in the DLQ, its record %s", statusOf(rec, found))
 	}
 
-	payload := found && len(rec.Payload) > 0 || (found && rec.PayloadOmitted && s.w.APIKey && s.w.Provider == event.ProviderStripe)
+	payload := found && len(rec.Payload) > 0 || (found && rec.PayloadOmitted && w.APIKey && w.Provider == event.ProviderStripe)
 	switch {
 	case !found && (acked || repaired):
-		res.Lost, res.Why = true, fmt.Sprintf("no record after %d attempts (acknowledged: %t)", snd.attempts(), acked)
+		res.Lost, res.Why = true, fmt.Sprintf("no record after %d attempts (acknowledged: %t)", o.attempts, acked)
 	case !found:
 		res.Outcome = OutcomeUnacked
 	case rec.Status == event.StatusProcessed || rec.Status == event.StatusIgnored:
 		res.Outcome = OutcomeProcessed
-		if commits == 0 && rec.Status == event.StatusProcessed {
+		if o.commits == 0 && rec.Status == event.StatusProcessed {
 			res.Lost, res.Why = true, "processed, but its effects never committed"
 		}
 	case rec.Status == event.StatusFailedPermanent || rec.Status == event.StatusDeadLettered:
 		res.Outcome = OutcomePerson + " (" + string(rec.Status) + ")"
-		alarmed := false
-		for _, m := range personMetrics[rec.Status] {
-			for f, l := range s.logs {
-				if e.alarms.metrics[f+"/"+m] && counted(l.lines(), m) > 0 {
-					alarmed = true
-				}
-			}
-		}
-		if rec.Status == event.StatusDeadLettered && inDLQ > 0 && e.alarms.queues["DeadLetterQueue"] {
-			alarmed = true
-		}
 		switch {
 		case !payload:
 			res.Lost, res.Why = true, string(rec.Status)+" without a payload to redrive"
-		case !alarmed:
+		case !o.alarmed:
 			res.Silent, res.Why = true, string(rec.Status)+", and no metric an alarm watches counted it"
 		}
 	default:
@@ -281,10 +332,7 @@ func (e *env) checkEvent(ctx context.Context, s *stack, snd *sender, inDLQ int) 
 	if res.Outcome == "" && !res.Lost && !res.Silent {
 		res.Outcome = statusOf(rec, found)
 	}
-	if !found {
-		return res, nil
-	}
-	return res, &rec
+	return res
 }
 
 // final reports whether a record in st needs nothing more from the

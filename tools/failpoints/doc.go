@@ -27,7 +27,8 @@
 // the event source's redeliveries, the stuck sweep and the reconciler on
 // their schedules), Scale times faster than its own clock, until the
 // events are settled and the world quiet, or Limit. Then the invariants
-// are checked, for each event and the object's mirror (env.check).
+// are checked, for each event and the object's mirror (env.check: what
+// observe reads of an event, judge decides on, a plain function).
 //
 // Each case has its own tables and queues and its own stand-ins, so cases
 // run side by side (Options.Workers), and one function runs one

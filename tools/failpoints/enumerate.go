@@ -135,49 +135,20 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Workers <= 0 {
 		o.Workers = 8
 	}
-	if len(o.Emulators) == 0 {
-		return nil, errors.New("failpoints: no emulator")
-	}
-	tmpl, err := template.Load(filepath.Join(o.Root, "template.yaml"), nil)
+	e, err := newLanes(ctx, o)
 	if err != nil {
 		return nil, err
 	}
-	var e lanes
-	for _, endpoints := range o.Emulators {
-		l, err := newEnv(ctx, endpoints, o.Root, loadAlarms(tmpl))
-		if err != nil {
-			return nil, err
-		}
-		e = append(e, l)
-	}
 	rep := &Report{Worlds: o.Worlds, Seed: o.Seed}
-
-	var discovery []Spec
-	for _, w := range o.Worlds {
-		discovery = append(discovery, Spec{World: w})
-	}
-	rep.Discovery = e.runAll(ctx, discovery, o, 0, len(discovery))
-	for _, r := range rep.Discovery {
-		if !r.OK() || r.Outcome != OutcomeProcessed {
-			return rep, fmt.Errorf("failpoints: the fault-free run of %s did not end processed: %s %s %s", r.World.Name, r.Outcome, r.Why, r.Err)
-		}
+	if err := e.discover(ctx, rep, o); err != nil {
+		return rep, err
 	}
 	if o.DiscoverOnly {
 		rep.Elapsed = time.Since(start)
 		return rep, ctx.Err()
 	}
 
-	var singles []Spec
-	for _, d := range rep.Discovery {
-		for _, site := range sites(d.Calls) {
-			for _, k := range Kinds {
-				if applies(k, site) {
-					singles = append(singles, Spec{World: d.World, Faults: []Fault{{Point: Point{Site: site, N: 1}, Kind: k}}})
-				}
-			}
-		}
-	}
-	singles = keep(singles, o.Only)
+	singles := keep(singlesOf(rep.Discovery), o.Only)
 	var seconds []Spec
 	if o.Second {
 		chosen := singles
@@ -195,30 +166,98 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rep.Elapsed = time.Since(start)
 		return rep, ctx.Err()
 	}
+	e.runPairs(ctx, rep, o, len(singles)+len(seconds), total)
+	rep.Elapsed = time.Since(start)
+	return rep, ctx.Err()
+}
 
+// newLanes readies one lane of cases on each of o's emulators.
+func newLanes(ctx context.Context, o Options) (lanes, error) {
+	if len(o.Emulators) == 0 {
+		return nil, errors.New("failpoints: no emulator")
+	}
+	tmpl, err := template.Load(filepath.Join(o.Root, "template.yaml"), nil)
+	if err != nil {
+		return nil, err
+	}
+	var e lanes
+	for _, endpoints := range o.Emulators {
+		l, err := newEnv(ctx, endpoints, o.Root, loadAlarms(tmpl))
+		if err != nil {
+			return nil, err
+		}
+		e = append(e, l)
+	}
+	return e, nil
+}
+
+// discover runs each world once without a fault, into rep.Discovery;
+// each must end processed.
+func (e lanes) discover(ctx context.Context, rep *Report, o Options) error {
+	var discovery []Spec
+	for _, w := range o.Worlds {
+		discovery = append(discovery, Spec{World: w})
+	}
+	rep.Discovery = e.runAll(ctx, discovery, o, 0, len(discovery))
+	for _, r := range rep.Discovery {
+		if !r.OK() || r.Outcome != OutcomeProcessed {
+			return fmt.Errorf("failpoints: the fault-free run of %s did not end processed: %s %s %s", r.World.Name, r.Outcome, r.Why, r.Err)
+		}
+	}
+	return nil
+}
+
+// singlesOf is one case for each site the fault-free runs called and
+// each fault kind that applies to it.
+func singlesOf(discovery []Result) []Spec {
+	var singles []Spec
+	for _, d := range discovery {
+		for _, site := range sites(d.Calls) {
+			for _, k := range Kinds {
+				if applies(k, site) {
+					singles = append(singles, Spec{World: d.World, Faults: []Fault{{Point: Point{Site: site, N: 1}, Kind: k}}})
+				}
+			}
+		}
+	}
+	return singles
+}
+
+// knownSites are the sites each world's fault-free run called.
+func knownSites(discovery []Result) map[string]map[Site]bool {
 	known := map[string]map[Site]bool{}
-	for _, d := range rep.Discovery {
+	for _, d := range discovery {
 		known[d.World.Name] = map[Site]bool{}
 		for _, s := range sites(d.Calls) {
 			known[d.World.Name][s] = true
 		}
 	}
-	fault, others := pairs(rep.Singles, known)
-	fault, others = keep(fault, o.Only), keep(others, o.Only)
-	rep.FaultPathPairs, rep.OtherPairs = len(fault), len(others)
-	// Two thirds of the budget for the pairs whose second fault is on an
-	// error path, the rest (and what they leave) for the others.
-	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
-	budget := o.Pairs
+	return known
+}
+
+// choosePairs draws budget pairs (all when budget < 0): two thirds of it
+// from the pairs whose second fault is on an error path (fault), the
+// rest, and what they leave, from the others. nf counts those of fault.
+func choosePairs(rng *rand.Rand, fault, others []Spec, budget int) (chosen []Spec, nf int) {
 	if budget < 0 {
 		budget = len(fault) + len(others)
 	}
-	nf := min(len(fault), budget*2/3)
+	nf = min(len(fault), budget*2/3)
 	no := min(len(others), budget-nf)
 	nf = min(len(fault), budget-no)
-	chosen := append(sample(rng, fault, nf), sample(rng, others, no)...)
+	return append(sample(rng, fault, nf), sample(rng, others, no)...), nf
+}
+
+// runPairs runs the pairs of faults the singles' calls give, sampled
+// (choosePairs), and, with o.Second, pairs with a second event; done of
+// total cases ran before.
+func (e lanes) runPairs(ctx context.Context, rep *Report, o Options, done, total int) {
+	fault, others := pairs(rep.Singles, knownSites(rep.Discovery))
+	fault, others = keep(fault, o.Only), keep(others, o.Only)
+	rep.FaultPathPairs, rep.OtherPairs = len(fault), len(others)
+	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
+	chosen, nf := choosePairs(rng, fault, others, o.Pairs)
 	rep.SampledFaultPath = nf
-	done := len(singles) + len(seconds)
 	rep.Pairs = e.runAll(ctx, chosen, o, done, total)
 	if o.Second && o.SecondPairs != 0 && ctx.Err() == nil {
 		// Drawn from every pair, apart from the draw above.
@@ -230,8 +269,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		rng2 := rand.New(rand.NewPCG(o.Seed^0x5eed5eed, o.Seed))
 		rep.SecondPairs = e.runAll(ctx, withSecond(sample(rng2, all, n)), o, done+len(chosen), total)
 	}
-	rep.Elapsed = time.Since(start)
-	return rep, ctx.Err()
 }
 
 // withSecond returns specs, each with a second event (Spec.Second).

@@ -337,7 +337,7 @@ func TestASecondEventMeetsEveryFault(t *testing.T) {
 // two counts of a metric an alarm watches; one count for the two is
 // silent about one.
 func TestEachEventNeedingAPersonIsCounted(t *testing.T) {
-	e := &env{alarms: alarms{metrics: map[string]bool{functionProcessor + "/permanent": true}, queues: map[string]bool{}}}
+	e := &env{alarms: alarms{metrics: map[string]bool{functionProcessor + "/failed_permanent": true}, queues: map[string]bool{}}}
 	recs := []*event.Record{{ID: "a", Status: event.StatusFailedPermanent}, {ID: "b", Status: event.StatusFailedPermanent}}
 	for _, tc := range []struct {
 		counts int

@@ -153,6 +153,25 @@ func ScanSource(filename string, src []byte, r Rules) ([]Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	sc := newScan(fset, r)
+	ast.Inspect(f, sc.visit)
+	return sc.out, nil
+}
+
+// scan is one file's scan: the owned names (less the exceptions), each's
+// pattern as a word, and what it found.
+type scan struct {
+	fset  *token.FileSet
+	r     Rules
+	names []string
+	words []*regexp.Regexp
+	out   []Finding
+	// done holds the literals found in a rule's position: not reported
+	// twice.
+	done map[*ast.BasicLit]bool
+}
+
+func newScan(fset *token.FileSet, r Rules) *scan {
 	names := slices.DeleteFunc(slices.Clone(r.Names), func(n string) bool { _, ok := r.Except[n]; return ok })
 	words := make([]*regexp.Regexp, len(names))
 	for i, n := range names {
@@ -163,92 +182,98 @@ func ScanSource(filename string, src []byte, r Rules) ([]Finding, error) {
 		}
 		words[i] = regexp.MustCompile(expr)
 	}
-	var out []Finding
-	report := func(lit *ast.BasicLit, name, rule string) {
-		out = append(out, Finding{Pos: fset.Position(lit.Pos()), Name: name, Rule: rule})
+	return &scan{fset: fset, r: r, names: names, words: words, done: map[*ast.BasicLit]bool{}}
+}
+
+func (sc *scan) report(lit *ast.BasicLit, name, rule string) {
+	sc.out = append(sc.out, Finding{Pos: sc.fset.Position(lit.Pos()), Name: name, Rule: rule})
+}
+
+// inWords reports the first owned name lit holds as a word.
+func (sc *scan) inWords(lit *ast.BasicLit, rule string) {
+	v, ok := unquote(lit)
+	if !ok || sc.done[lit] {
+		return
 	}
-	// Literals found in a rule's position below are not reported twice.
-	done := map[*ast.BasicLit]bool{}
-	inWords := func(lit *ast.BasicLit, rule string) {
-		v, ok := unquote(lit)
-		if !ok || done[lit] {
+	for i, n := range sc.names {
+		if sc.words[i].MatchString(v) {
+			sc.done[lit] = true
+			sc.report(lit, n, rule)
 			return
 		}
-		for i, n := range names {
-			if words[i].MatchString(v) {
-				done[lit] = true
-				report(lit, n, rule)
-				return
-			}
-		}
 	}
-	exact := func(lit *ast.BasicLit, rule string, vocabularyToo bool) {
-		v, ok := unquote(lit)
-		if !ok || done[lit] {
+}
+
+// exact reports the owned name lit is (or, for a prefix ending in #,
+// starts with); the vocabulary shared between packages only when
+// vocabularyToo.
+func (sc *scan) exact(lit *ast.BasicLit, rule string, vocabularyToo bool) {
+	v, ok := unquote(lit)
+	if !ok || sc.done[lit] {
+		return
+	}
+	for _, n := range sc.names {
+		_, shared := sc.r.Vocabulary[n]
+		if (v == n || strings.HasSuffix(n, "#") && strings.HasPrefix(v, n)) && (vocabularyToo || !shared) {
+			sc.done[lit] = true
+			sc.report(lit, n, rule)
 			return
 		}
-		for _, n := range names {
-			_, shared := r.Vocabulary[n]
-			if (v == n || strings.HasSuffix(n, "#") && strings.HasPrefix(v, n)) && (vocabularyToo || !shared) {
-				done[lit] = true
-				report(lit, n, rule)
-				return
+	}
+}
+
+// visit checks one node of the file (ast.Inspect).
+func (sc *scan) visit(n ast.Node) bool {
+	switch n := n.(type) {
+	case *ast.ValueSpec:
+		// A package's own attribute constant for an owned name: the
+		// owner's attribute declared a second time.
+		for i, id := range n.Names {
+			if i < len(n.Values) && ownedIdent(id.Name) {
+				if lit, ok := n.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					sc.exact(lit, "declared", true)
+				}
 			}
 		}
-	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		switch n := n.(type) {
-		case *ast.ValueSpec:
-			// A package's own attribute constant for an owned name: the
-			// owner's attribute declared a second time.
-			for i, id := range n.Names {
-				if i < len(n.Values) && ownedIdent(id.Name) {
-					if lit, ok := n.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						exact(lit, "declared", true)
-					}
+	case *ast.ImportSpec, *ast.Field:
+		// Import paths and struct tags (a Field's other parts hold no
+		// literal that matters here).
+		return false
+	case *ast.KeyValueExpr:
+		if key, ok := n.Key.(*ast.Ident); ok && requestField.MatchString(key.Name) {
+			ast.Inspect(n.Value, func(m ast.Node) bool {
+				if lit, ok := m.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					sc.inWords(lit, "expression")
 				}
-			}
-		case *ast.ImportSpec, *ast.Field:
-			// Import paths and struct tags (a Field's other parts hold no
-			// literal that matters here).
-			return false
-		case *ast.KeyValueExpr:
-			if key, ok := n.Key.(*ast.Ident); ok && requestField.MatchString(key.Name) {
-				ast.Inspect(n.Value, func(m ast.Node) bool {
-					if lit, ok := m.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						inWords(lit, "expression")
-					}
-					return true
-				})
-			}
-		case *ast.CompositeLit:
-			if isItemMap(n.Type) {
-				for _, el := range n.Elts {
-					if kv, ok := el.(*ast.KeyValueExpr); ok {
-						if lit, ok := kv.Key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-							exact(lit, "item", true)
-						}
-					}
-				}
-			}
-		case *ast.IndexExpr:
-			if sel, ok := n.X.(*ast.SelectorExpr); ok && itemField.MatchString(sel.Sel.Name) {
-				if lit, ok := n.Index.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-					exact(lit, "item", true)
-				}
-			}
-		case *ast.BasicLit:
-			if n.Kind != token.STRING {
 				return true
-			}
-			if v, ok := unquote(n); ok && expressionLike.MatchString(v) {
-				inWords(n, "expression")
-			}
-			exact(n, "exact", false)
+			})
 		}
-		return true
-	})
-	return out, nil
+	case *ast.CompositeLit:
+		if isItemMap(n.Type) {
+			for _, el := range n.Elts {
+				if kv, ok := el.(*ast.KeyValueExpr); ok {
+					if lit, ok := kv.Key.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						sc.exact(lit, "item", true)
+					}
+				}
+			}
+		}
+	case *ast.IndexExpr:
+		if sel, ok := n.X.(*ast.SelectorExpr); ok && itemField.MatchString(sel.Sel.Name) {
+			if lit, ok := n.Index.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				sc.exact(lit, "item", true)
+			}
+		}
+	case *ast.BasicLit:
+		if n.Kind != token.STRING {
+			return true
+		}
+		if v, ok := unquote(n); ok && expressionLike.MatchString(v) {
+			sc.inWords(n, "expression")
+		}
+		sc.exact(n, "exact", false)
+	}
+	return true
 }
 
 // ownedIdent reports whether a constant of this name declares an owned

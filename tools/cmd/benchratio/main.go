@@ -49,8 +49,21 @@ func main() {
 }
 
 func run(in io.Reader, out io.Writer) error {
-	results := map[string]map[string]*samples{} // size -> what -> samples
-	var sizes []string
+	results, sizes, err := read(in, out)
+	if err != nil {
+		return err
+	}
+	if len(sizes) == 0 {
+		return nil // no receiver benchmarks in this run
+	}
+	return summarize(out, results, sizes)
+}
+
+// read copies the benchmark output in to out and collects the receiver
+// benchmarks' samples by size (in the order first seen) and by what each
+// measured.
+func read(in io.Reader, out io.Writer) (results map[string]map[string]*samples, sizes []string, err error) {
+	results = map[string]map[string]*samples{} // size -> what -> samples
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	for sc.Scan() {
@@ -70,68 +83,53 @@ func run(in io.Reader, out io.Writer) error {
 			s = &samples{}
 			results[size][what] = s
 		}
-		fields := strings.Fields(m[3])
-		for i := 0; i+1 < len(fields); i += 2 {
-			v, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil {
-				continue
-			}
-			switch fields[i+1] {
-			case "ns/op":
-				s.nsPerOp = append(s.nsPerOp, v)
-			case "MB/s":
-				s.mbPerS = append(s.mbPerS, v)
-			case "B/op":
-				s.bPerOp = append(s.bPerOp, v)
-			case "allocs/op":
-				s.allocsPerOp = append(s.allocsPerOp, v)
-			}
+		s.add(strings.Fields(m[3]))
+	}
+	return results, sizes, sc.Err()
+}
+
+// add adds the values of a benchmark line's fields ("123 ns/op ...").
+func (s *samples) add(fields []string) {
+	for i := 0; i+1 < len(fields); i += 2 {
+		v, err := strconv.ParseFloat(fields[i], 64)
+		if err != nil {
+			continue
+		}
+		switch fields[i+1] {
+		case "ns/op":
+			s.nsPerOp = append(s.nsPerOp, v)
+		case "MB/s":
+			s.mbPerS = append(s.mbPerS, v)
+		case "B/op":
+			s.bPerOp = append(s.bPerOp, v)
+		case "allocs/op":
+			s.allocsPerOp = append(s.allocsPerOp, v)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if len(sizes) == 0 {
-		return nil // no receiver benchmarks in this run
-	}
+}
 
+// point is a size's receiver cost per byte.
+type point struct {
+	size    string
+	perByte float64
+}
+
+// summarize prints the receiver's cost per event, size by size, and how
+// its cost per byte grows with the payload.
+func summarize(out io.Writer, results map[string]map[string]*samples, sizes []string) error {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "Receiver compute per event, AWS clients faked (medians of the runs; target <= %s per %s event on this CPU):\n", us(Target), targetSize)
 	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "event\tbytes\treceiver\tallocs/op\tB/op\tns/byte\tstripe.Event decode/receiver\t")
-	type point struct {
-		size    string
-		perByte float64
-	}
 	var points []point
 	for _, size := range sizes {
 		recv := results[size]["receiver"]
 		if recv == nil || len(recv.nsPerOp) == 0 {
 			continue
 		}
-		r := median(recv.nsPerOp)
-		bytes := 0.0
-		if len(recv.mbPerS) > 0 {
-			bytes = median(recv.mbPerS) * r / 1000 // MB/s = bytes / ns * 1000
+		if p, ok := row(w, size, recv, results[size]["stripe_event_decode"]); ok {
+			points = append(points, p)
 		}
-		mark := ""
-		if size == targetSize {
-			mark = fmt.Sprintf(" (target <= %s)", us(Target))
-			if r > Target {
-				mark = fmt.Sprintf(" (OVER the %s target)", us(Target))
-			}
-		}
-		perByte := "-"
-		if bytes > 0 {
-			points = append(points, point{size, r / bytes})
-			perByte = fmt.Sprintf("%.1f", r/bytes)
-		}
-		decode := "-"
-		if d := results[size]["stripe_event_decode"]; d != nil && len(d.nsPerOp) > 0 {
-			decode = fmt.Sprintf("%.1fx", median(d.nsPerOp)/r)
-		}
-		fmt.Fprintf(w, "%s\t%.0f\t%s%s\t%.0f\t%.0f\t%s\t%s\t\n",
-			size, bytes, us(r), mark, median(recv.allocsPerOp), median(recv.bPerOp), perByte, decode)
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -147,6 +145,35 @@ func run(in io.Reader, out io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// row prints one size's row; ok when its bytes are known, with its cost
+// per byte.
+func row(w io.Writer, size string, recv, d *samples) (p point, ok bool) {
+	r := median(recv.nsPerOp)
+	bytes := 0.0
+	if len(recv.mbPerS) > 0 {
+		bytes = median(recv.mbPerS) * r / 1000 // MB/s = bytes / ns * 1000
+	}
+	mark := ""
+	if size == targetSize {
+		mark = fmt.Sprintf(" (target <= %s)", us(Target))
+		if r > Target {
+			mark = fmt.Sprintf(" (OVER the %s target)", us(Target))
+		}
+	}
+	perByte := "-"
+	if bytes > 0 {
+		p, ok = point{size, r / bytes}, true
+		perByte = fmt.Sprintf("%.1f", r/bytes)
+	}
+	decode := "-"
+	if d != nil && len(d.nsPerOp) > 0 {
+		decode = fmt.Sprintf("%.1fx", median(d.nsPerOp)/r)
+	}
+	fmt.Fprintf(w, "%s\t%.0f\t%s%s\t%.0f\t%.0f\t%s\t%s\t\n",
+		size, bytes, us(r), mark, median(recv.allocsPerOp), median(recv.bPerOp), perByte, decode)
+	return p, ok
 }
 
 // us formats nanoseconds as microseconds, or milliseconds from 1 ms.

@@ -81,67 +81,98 @@ func table(out io.Writer, r results, p pipeline) {
 		time.Now().UTC().Format(time.DateOnly),
 	)
 	fmt.Fprintln(w, "measure\tvalue\thow")
-	row := func(k, v, how string) { fmt.Fprintf(w, "%s\t%s\t%s\n", k, v, how) }
-	num := func(bench, unit, format string) string {
-		if v, ok := r.get(bench, unit); ok {
-			return fmt.Sprintf(format, v)
-		}
-		return "not run"
-	}
+	t := rows{w: w, r: r}
+	t.receiver()
+	t.calls(p)
+	t.throughput(p)
+	t.coldStart()
+	_ = w.Flush()
+}
 
-	micros := func(bench string) string {
-		if v, ok := r.get(bench, "ns/op"); ok {
-			return fmt.Sprintf("%.1f µs", v/1000)
-		}
-		return "not run"
+// rows writes the table's rows from one run's results.
+type rows struct {
+	w io.Writer
+	r results
+}
+
+func (t rows) row(k, v, how string) { fmt.Fprintf(t.w, "%s\t%s\t%s\n", k, v, how) }
+
+// num is a benchmark's value in unit, formatted, or "not run".
+func (t rows) num(bench, unit, format string) string {
+	if v, ok := t.r.get(bench, unit); ok {
+		return fmt.Sprintf(format, v)
 	}
-	row("receiver compute per event, 2.6 KB", micros("BenchmarkReceiver/2.6KB/receiver"), "AWS clients faked; target <= 1 ms on this machine's CPU")
-	row("receiver compute per event, 16 KB", micros("BenchmarkReceiver/16KB/receiver"), "")
-	row("receiver allocations per event, 2.6 KB", num("BenchmarkReceiver/2.6KB/receiver", "allocs/op", "%.0f"), "")
-	row("receiver allocations per event, 16 KB", num("BenchmarkReceiver/16KB/receiver", "allocs/op", "%.0f"), "")
+	return "not run"
+}
+
+// micros is a benchmark's ns/op in microseconds, or "not run".
+func (t rows) micros(bench string) string {
+	if v, ok := t.r.get(bench, "ns/op"); ok {
+		return fmt.Sprintf("%.1f µs", v/1000)
+	}
+	return "not run"
+}
+
+// receiver is the receiver's compute and allocations per event.
+func (t rows) receiver() {
+	r := t.r
+	t.row("receiver compute per event, 2.6 KB", t.micros("BenchmarkReceiver/2.6KB/receiver"), "AWS clients faked; target <= 1 ms on this machine's CPU")
+	t.row("receiver compute per event, 16 KB", t.micros("BenchmarkReceiver/16KB/receiver"), "")
+	t.row("receiver allocations per event, 2.6 KB", t.num("BenchmarkReceiver/2.6KB/receiver", "allocs/op", "%.0f"), "")
+	t.row("receiver allocations per event, 16 KB", t.num("BenchmarkReceiver/16KB/receiver", "allocs/op", "%.0f"), "")
 	decode := "not run"
 	if d, ok := r.get("BenchmarkReceiver/2.6KB/stripe_event_decode", "ns/op"); ok {
 		if rc, ok := r.get("BenchmarkReceiver/2.6KB/receiver", "ns/op"); ok && rc > 0 {
 			decode = fmt.Sprintf("%.1fx", d/rc)
 		}
 	}
-	row("json.Unmarshal into stripe.Event / receiver, 2.6 KB", decode, "what decoding the whole event would cost alone, beside the receiver's whole request")
+	t.row("json.Unmarshal into stripe.Event / receiver, 2.6 KB", decode, "what decoding the whole event would cost alone, beside the receiver's whole request")
+}
 
-	row(
+// calls is each function's AWS calls, counted through the local stack.
+func (t rows) calls(p pipeline) {
+	t.row(
 		"AWS calls, receiver, new event",
 		fmt.Sprintf("%.2f", p.ReceiverNew),
 		"counted by SDK middleware through the local stack: PutItem (record) + PutItem (payload) + SendMessage",
 	)
-	row("AWS calls, receiver, duplicate", fmt.Sprintf("%.2f", p.ReceiverDuplicate), "the conditional put returns the record it lost to")
-	row(
+	t.row("AWS calls, receiver, duplicate", fmt.Sprintf("%.2f", p.ReceiverDuplicate), "the conditional put returns the record it lost to")
+	t.row(
 		"AWS calls, processor, per event",
 		fmt.Sprintf("%.2f DynamoDB + %.2f SQS", p.ProcessorDynamo, p.ProcessorSQS),
 		fmt.Sprintf("claim + payload read + transaction; receive/delete per batch (mean batch %.1f)", p.BatchSize),
 	)
-	row(
+	t.row(
 		"AWS calls, reconciler, per 100 events",
 		fmt.Sprintf("%d AWS + %d Stripe", p.ReconcilerPer100, p.StripePer100),
 		"one list page and one BatchGetItem per 100, plus checkpoint and the stuck sweep (a Query per shard of its lane: 16)",
 	)
+}
 
+// throughput is the pipeline end to end against the emulator raw.
+func (t rows) throughput(p pipeline) {
 	ratio := p.EndToEnd / p.Raw
-	row("end to end, events/s", fmt.Sprintf("%.1f", p.EndToEnd), fmt.Sprintf("%d events through gateway, queue and processor to processed", p.Events))
-	row(
+	t.row("end to end, events/s", fmt.Sprintf("%.1f", p.EndToEnd), fmt.Sprintf("%d events through gateway, queue and processor to processed", p.Events))
+	t.row(
 		"emulator raw 2 PutItem+SendMessage, events/s",
 		fmt.Sprintf("%.1f", p.Raw),
 		"the receiver's three calls sent raw: same concurrency, same emulator, same run",
 	)
-	row(
+	t.row(
 		"end to end / raw",
 		fmt.Sprintf("%.2f", ratio),
 		"end to end adds the processor's claim, payload read and transaction on the same emulator, and the 1 s batching window",
 	)
-	row(
+	t.row(
 		"processor events/s / raw replay",
-		num("BenchmarkProcessor", "processor/raw", "%.2f"),
+		t.num("BenchmarkProcessor", "processor/raw", "%.2f"),
 		"shared/pipeline/processor benchmark: its own DynamoDB requests replayed raw",
 	)
+}
 
+// coldStart is each function's package, init and first answer.
+func (t rows) coldStart() {
+	r := t.r
 	initAllocs := func(fn string) string {
 		kb, ok1 := r.get("BenchmarkColdStart", fn+"-init-KB")
 		n, ok2 := r.get("BenchmarkColdStart", fn+"-init-allocs")
@@ -151,29 +182,29 @@ func table(out io.Writer, r results, p pipeline) {
 		return fmt.Sprintf("%.0f KB, %.0f allocs", kb, n)
 	}
 	for _, fn := range []string{"receiver", "processor", "reconciler"} {
-		row(fn+" package, zipped", num("BenchmarkColdStart", fn+"-zip-MB", "%.2f MB"), "linux/arm64, as SAM zips it; goal <= 4 MB")
+		t.row(fn+" package, zipped", t.num("BenchmarkColdStart", fn+"-zip-MB", "%.2f MB"), "linux/arm64, as SAM zips it; goal <= 4 MB")
 		target := ""
 		if fn != "reconciler" {
 			target = "; target <= 1.6x"
 		}
-		row(
+		t.row(
 			fn+" init / hello world",
-			num("BenchmarkColdStart", fn+"-init-x-hello", "%.2fx"),
+			t.num("BenchmarkColdStart", fn+"-init-x-hello", "%.2fx"),
 			"process start to the runtime's first /next under the Lambda runtime emulator, medians"+target,
 		)
-		row(
+		t.row(
 			fn+" init CPU time / hello world",
-			num("BenchmarkColdStart", fn+"-init-cpu-x-hello", "%.2fx"),
+			t.num("BenchmarkColdStart", fn+"-init-cpu-x-hello", "%.2fx"),
 			"the CPU time the process used until then: what a busy machine's waits leave out",
 		)
-		row(fn+" package init", initAllocs(fn), "GODEBUG=inittrace=1, summed over packages")
+		t.row(fn+" package init", initAllocs(fn), "GODEBUG=inittrace=1, summed over packages")
 		if fn == "reconciler" {
 			// Its first answer is a whole run: about ten sequential calls
 			// to the emulator and Stripe, whose noise swamps what starting
 			// adds, so the run itself is shown.
-			row(
+			t.row(
 				"reconciler warm run, empty event list",
-				num("BenchmarkColdStart", fn+"-warm-ms", "%.1f ms"),
+				t.num("BenchmarkColdStart", fn+"-warm-ms", "%.1f ms"),
 				"a whole scheduled run on a warm process: most of its first answer",
 			)
 			continue
@@ -184,11 +215,9 @@ func table(out io.Writer, r results, p pipeline) {
 		if okCold && okWarm {
 			initCost = fmt.Sprintf("%.1f ms", cold-warm)
 		}
-		row(fn+" first answer minus a warm one", initCost, "what starting costs beyond the request's own work, the emulator's start included")
+		t.row(fn+" first answer minus a warm one", initCost, "what starting costs beyond the request's own work, the emulator's start included")
 	}
-	row("hello world init", num("BenchmarkColdStart", "hello-init-ms", "%.2f ms"), "aws-lambda-go, built the same way")
-	row("hello world init CPU time", num("BenchmarkColdStart", "hello-init-cpu-ms", "%.2f ms"), "")
-	row("hello world package init", initAllocs("hello"), "")
-
-	_ = w.Flush()
+	t.row("hello world init", t.num("BenchmarkColdStart", "hello-init-ms", "%.2f ms"), "aws-lambda-go, built the same way")
+	t.row("hello world init CPU time", t.num("BenchmarkColdStart", "hello-init-cpu-ms", "%.2f ms"), "")
+	t.row("hello world package init", initAllocs("hello"), "")
 }

@@ -110,33 +110,64 @@ func measure(ctx context.Context, endpoints emulator.Endpoints, template string,
 		return p, err
 	}
 	defer stack.Close()
-	events := &store.Events{DB: dynamodb.NewFromConfig(base), Table: prefix + "-EventsTable"}
-	url := stack.URL + "/webhooks/stripe"
-	created := time.Now().Add(-time.Hour).Unix()
-
-	build := func(k int) [][]byte {
-		var out [][]byte
-		for i := 0; i < k; i++ {
-			b, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{
-				ObjectID: stripefixture.NewID("sub_"), Customer: stripefixture.NewID("cus_"), Created: created + int64(i),
-			})
-			if err != nil {
-				panic(err)
-			}
-			out = append(out, b)
-		}
-		return out
+	b := &bench{
+		cnt: cnt, cfg: cfg, stack: stack, n: n, concurrency: concurrency,
+		events:  &store.Events{DB: dynamodb.NewFromConfig(base), Table: prefix + "-EventsTable"},
+		url:     stack.URL + "/webhooks/stripe",
+		created: time.Now().Add(-time.Hour).Unix(),
 	}
+	first, err := b.deliveries(ctx, &p)
+	if err != nil {
+		return p, err
+	}
+	if err := b.reconciler(ctx, &p, first); err != nil {
+		return p, err
+	}
+	if err := b.throughput(ctx, &p); err != nil {
+		return p, err
+	}
+	p.Raw, err = rawRate(ctx, base, prefix, n, concurrency)
+	return p, err
+}
 
-	// New events, then the same deliveries again.
-	first := build(n)
+// bench is one measure's local stack, with its AWS calls counted.
+type bench struct {
+	cnt            *counter
+	cfg            aws.Config
+	stack          *devstack.Stack
+	events         *store.Events
+	url            string
+	created        int64
+	n, concurrency int
+}
+
+// build builds k new events.
+func (b *bench) build(k int) [][]byte {
+	var out [][]byte
+	for i := 0; i < k; i++ {
+		body, err := stripefixture.Build("customer.subscription.updated", stripefixture.Options{
+			ObjectID: stripefixture.NewID("sub_"), Customer: stripefixture.NewID("cus_"), Created: b.created + int64(i),
+		})
+		if err != nil {
+			panic(err)
+		}
+		out = append(out, body)
+	}
+	return out
+}
+
+// deliveries counts the calls of n new events, then of the same
+// deliveries again; it returns the events.
+func (b *bench) deliveries(ctx context.Context, p *pipeline) ([][]byte, error) {
+	cnt, n := b.cnt, b.n
+	first := b.build(n)
 	p.PayloadBytes = len(first[0])
 	before := cnt.snapshot()
-	if err := deliverAll(ctx, url, first, concurrency); err != nil {
-		return p, err
+	if err := deliverAll(ctx, b.url, first, b.concurrency); err != nil {
+		return nil, err
 	}
-	if err := waitProcessed(ctx, events, first); err != nil {
-		return p, err
+	if err := waitProcessed(ctx, b.events, first); err != nil {
+		return nil, err
 	}
 	after := cnt.snapshot()
 	p.ReceiverNew = float64(diff(after, before, "PutItem", "SendMessage")) / float64(n)
@@ -147,19 +178,24 @@ func measure(ctx context.Context, endpoints emulator.Endpoints, template string,
 		p.BatchSize = float64(n) / float64(receives)
 	}
 	before = cnt.snapshot()
-	if err := deliverAll(ctx, url, first, concurrency); err != nil {
-		return p, err
+	if err := deliverAll(ctx, b.url, first, b.concurrency); err != nil {
+		return nil, err
 	}
 	time.Sleep(2 * time.Second) // anything wrongly enqueued would show
 	after = cnt.snapshot()
 	p.ReceiverDuplicate = float64(diff(after, before, "PutItem", "SendMessage", "GetItem")) / float64(n)
+	return first, nil
+}
 
-	// The reconciler over 100 events the store already has.
+// reconciler counts the reconciler's calls over 100 events the store
+// already has.
+func (b *bench) reconciler(ctx context.Context, p *pipeline, first [][]byte) error {
+	stack, cfg, cnt := b.stack, b.cfg, b.cnt
 	fake := stripefake.New()
 	defer fake.Close()
-	for _, b := range first[:min(100, len(first))] {
-		if err := fake.Add(b); err != nil {
-			return p, err
+	for _, body := range first[:min(100, len(first))] {
+		if err := fake.Add(body); err != nil {
+			return err
 		}
 	}
 	rec, err := reconcilerboot.New(ctx, func(k string) string {
@@ -174,33 +210,35 @@ func measure(ctx context.Context, endpoints emulator.Endpoints, template string,
 		return stack.FunctionEnv[devstack.ReconcilerID][k]
 	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
-		return p, err
+		return err
 	}
-	before = cnt.snapshot()
+	before := cnt.snapshot()
 	fake.ResetRequests()
 	if _, err := rec.Run(ctx, reconcile.RunOptions{Since: 2 * time.Hour}); err != nil {
-		return p, err
+		return err
 	}
-	after = cnt.snapshot()
+	after := cnt.snapshot()
 	for op := range after {
 		p.ReconcilerPer100 += after[op] - before[op]
 	}
 	p.StripePer100 = len(fake.Requests())
+	return nil
+}
 
-	// Throughput: new events end to end, beside the emulator's raw rate for
-	// the receiver's three calls, in the same run.
-	second := build(n)
+// throughput is new events end to end, beside which measure puts the
+// emulator's raw rate for the receiver's three calls, in the same run.
+func (b *bench) throughput(ctx context.Context, p *pipeline) error {
+	second := b.build(b.n)
 	start := time.Now()
-	if err := deliverAll(ctx, url, second, concurrency); err != nil {
-		return p, err
+	if err := deliverAll(ctx, b.url, second, b.concurrency); err != nil {
+		return err
 	}
-	if err := waitProcessed(ctx, events, second); err != nil {
-		return p, err
+	if err := waitProcessed(ctx, b.events, second); err != nil {
+		return err
 	}
-	p.EndToEnd = float64(n) / time.Since(start).Seconds()
-	p.Events = n
-	p.Raw, err = rawRate(ctx, base, prefix, n, concurrency)
-	return p, err
+	p.EndToEnd = float64(b.n) / time.Since(start).Seconds()
+	p.Events = b.n
+	return nil
 }
 
 // rawRate is the emulator's own rate for the receiver's calls per event

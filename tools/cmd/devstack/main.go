@@ -43,41 +43,50 @@ func main() {
 	os.Exit(run())
 }
 
-func run() int {
-	addr := flag.String("addr", "127.0.0.1:3000", "gateway listen address")
-	prefix := flag.String("prefix", devstack.DefaultPrefix, "name prefix of the provisioned tables and queues")
-	params := flag.String("parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
-	emuPort := flag.Int("emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
-	consoleAddr := flag.String("console-addr", cli.DefaultConsoleAddr, "loopback address of the operator console (inboxctl console); \"off\" turns it off")
-	reconcileEvery := flag.Duration(
+// flags are the command's flags.
+type flags struct {
+	addr, prefix, params, consoleAddr string
+	emuPort                           int
+	reconcileEvery                    time.Duration
+	demoDay                           bool
+}
+
+func parseFlags() flags {
+	var f flags
+	flag.StringVar(&f.addr, "addr", "127.0.0.1:3000", "gateway listen address")
+	flag.StringVar(&f.prefix, "prefix", devstack.DefaultPrefix, "name prefix of the provisioned tables and queues")
+	flag.StringVar(&f.params, "parameter-overrides", "", "template parameter overrides, as Key=Value pairs separated by spaces")
+	flag.IntVar(&f.emuPort, "emulator-port", emulator.DefaultPort, "port of the emulator started when AWS_ENDPOINT_URL is not set")
+	flag.StringVar(&f.consoleAddr, "console-addr", cli.DefaultConsoleAddr, "loopback address of the operator console (inboxctl console); \"off\" turns it off")
+	flag.DurationVar(
+		&f.reconcileEvery,
 		"reconcile-every",
 		0,
 		"run the reconciler this often instead of the template's ReconcileRate (like 30s; negative turns it off); it runs only with STRIPE_API_KEY or STRIPE_API_BASE set",
 	)
-	demoDay := flag.Bool("demo", false,
+	flag.BoolVar(&f.demoDay, "demo", false,
 		"the demo day (make demo): a Stripe stand-in, a downstream that fails on purpose for chosen customers, and a realistic day of events sent once the stack is up")
 	flag.Parse()
+	return f
+}
 
+func run() int {
+	f := parseFlags()
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevel()}))
-	overrides := map[string]string{}
-	for _, kv := range strings.Fields(*params) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			fmt.Fprintf(os.Stderr, "devstack: -parameter-overrides: %q is not Key=Value\n", kv)
-			return 2
-		}
-		overrides[k] = v
+	overrides, err := parseOverrides(f.params)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "devstack: -parameter-overrides: %v\n", err)
+		return 2
 	}
 	root, err := repo.Root()
 	if err != nil {
 		fail(err)
 		return 1
 	}
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 
-	emu, err := emulator.FromEnv(ctx, emulator.Options{Port: *emuPort, Log: os.Stderr})
+	emu, err := emulator.FromEnv(ctx, emulator.Options{Port: f.emuPort, Log: os.Stderr})
 	if err != nil {
 		fail(err)
 		return 1
@@ -95,6 +104,70 @@ func run() int {
 		return 1
 	}
 
+	env := functionEnv()
+	var effects *effect.Registry
+	var fake *stripefake.Server
+	if f.demoDay {
+		fake = stripefake.New()
+		defer fake.Close()
+		effects = demoDay(fake, env, overrides, &f.reconcileEvery)
+	}
+	stack, err := devstack.Start(ctx, devstack.Options{
+		Template:      filepath.Join(root, "template.yaml"),
+		Overrides:     overrides,
+		Prefix:        f.prefix,
+		Addr:          f.addr,
+		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
+		// A Connect endpoint's secret, for connected accounts' events.
+		ConnectWebhookSecret: os.Getenv("STRIPE_CONNECT_WEBHOOK_SECRET"),
+		APIKey:               os.Getenv("STRIPE_API_KEY"),
+		// Setting GITHUB_WEBHOOK_SECRET, SHOPIFY_WEBHOOK_SECRET or
+		// STANDARD_WEBHOOK_SECRET serves that provider.
+		ProviderSecrets: providerSecrets(),
+		// GENERIC_SENDERS declares senders without a provider of their
+		// own, each served with its <NAME>_WEBHOOK_SECRET.
+		Senders:        os.Getenv(provider.SendersVariable),
+		Env:            env,
+		Effects:        effects,
+		ReconcileEvery: f.reconcileEvery,
+		AWS:            cfg,
+		Logger:         log,
+	})
+	if err != nil {
+		fail(err)
+		return 1
+	}
+	con, consoleLine := startConsole(stack, f)
+	banner(stack, emu, consoleLine)
+	if f.demoDay {
+		sendDemoDay(ctx, stack, fake, consoleLine)
+	}
+	<-ctx.Done()
+	fmt.Fprintln(os.Stderr, "devstack: stopping")
+	if con != nil {
+		con.Close()
+	}
+	stack.Close()
+	return 0
+}
+
+// parseOverrides reads template parameter overrides, Key=Value pairs
+// separated by spaces.
+func parseOverrides(params string) (map[string]string, error) {
+	overrides := map[string]string{}
+	for _, kv := range strings.Fields(params) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q is not Key=Value", kv)
+		}
+		overrides[k] = v
+	}
+	return overrides, nil
+}
+
+// functionEnv is the functions' environment from this process's: the
+// variables a local stack takes from it.
+func functionEnv() map[string]string {
 	env := map[string]string{}
 	for _, k := range []string{"STRIPE_API_BASE", "EVENT_TYPES", "GITHUB_EVENT_TYPES", "SHOPIFY_EVENT_TYPES", "STANDARD_EVENT_TYPES", "RETRY_BACKOFF_BASE", "RETRY_BACKOFF_MAX", "PROCESSOR_CONCURRENCY",
 		"FORWARD_URL", "FORWARD_SECRET", "STRIPE_CONNECT_ACCOUNTS",
@@ -119,89 +192,63 @@ func run() int {
 			env[k] = v
 		}
 	}
-	var effects *effect.Registry
-	var fake *stripefake.Server
-	if *demoDay {
-		fake = stripefake.New()
-		defer fake.Close()
-		env["STRIPE_API_BASE"] = fake.URL
-		for k, v := range demo.Env {
-			if _, set := env[k]; !set {
-				env[k] = v
-			}
-		}
-		for k, v := range demo.Overrides {
-			if _, set := overrides[k]; !set {
-				overrides[k] = v
-			}
-		}
-		effects = demo.Registry(hooks.Registry())
-		if *reconcileEvery == 0 {
-			*reconcileEvery = demo.ReconcileEvery
+	return env
+}
+
+// demoDay sets the demo day's Stripe stand-in (fake), environment,
+// template overrides and reconciler period, where not set, and returns
+// its effects.
+func demoDay(fake *stripefake.Server, env, overrides map[string]string, reconcileEvery *time.Duration) *effect.Registry {
+	env["STRIPE_API_BASE"] = fake.URL
+	for k, v := range demo.Env {
+		if _, set := env[k]; !set {
+			env[k] = v
 		}
 	}
-	stack, err := devstack.Start(ctx, devstack.Options{
-		Template:      filepath.Join(root, "template.yaml"),
-		Overrides:     overrides,
-		Prefix:        *prefix,
-		Addr:          *addr,
-		WebhookSecret: os.Getenv("STRIPE_WEBHOOK_SECRET"),
-		// A Connect endpoint's secret, for connected accounts' events.
-		ConnectWebhookSecret: os.Getenv("STRIPE_CONNECT_WEBHOOK_SECRET"),
-		APIKey:               os.Getenv("STRIPE_API_KEY"),
-		// Setting GITHUB_WEBHOOK_SECRET, SHOPIFY_WEBHOOK_SECRET or
-		// STANDARD_WEBHOOK_SECRET serves that provider.
-		ProviderSecrets: providerSecrets(),
-		// GENERIC_SENDERS declares senders without a provider of their
-		// own, each served with its <NAME>_WEBHOOK_SECRET.
-		Senders:        os.Getenv(provider.SendersVariable),
-		Env:            env,
-		Effects:        effects,
-		ReconcileEvery: *reconcileEvery,
-		AWS:            cfg,
-		Logger:         log,
-	})
+	for k, v := range demo.Overrides {
+		if _, set := overrides[k]; !set {
+			overrides[k] = v
+		}
+	}
+	if *reconcileEvery == 0 {
+		*reconcileEvery = demo.ReconcileEvery
+	}
+	return demo.Registry(hooks.Registry())
+}
+
+// startConsole starts the operator console unless turned off; it returns
+// the line the banner shows for it.
+func startConsole(stack *devstack.Stack, f flags) (*devconsole.Console, string) {
+	if f.consoleAddr == "off" {
+		return nil, "off (-console-addr off)"
+	}
+	// The pipeline is what make dev is for: a console that cannot
+	// start (its port taken) is reported, and the stack runs on.
+	con, err := devconsole.Start(stack, f.prefix, f.consoleAddr, os.Stdout)
+	if err != nil {
+		return nil, fmt.Sprintf("not started: %v (pick another address with DEV_FLAGS='-console-addr 127.0.0.1:0')", err)
+	}
+	return con, con.URL
+}
+
+// sendDemoDay sends the demo day and prints each event's status.
+func sendDemoDay(ctx context.Context, stack *devstack.Stack, fake *stripefake.Server, consoleLine string) {
+	secret := os.Getenv("STRIPE_WEBHOOK_SECRET")
+	if secret == "" {
+		secret = devstack.DefaultWebhookSecret
+	}
+	secret, _, _ = strings.Cut(secret, ",") // the current one, listed first
+	fmt.Fprintln(os.Stderr, "devstack: sending the demo day")
+	day, err := demo.Send(ctx, stack.URL+"/webhooks/stripe", secret, fake, time.Now(), os.Stderr)
 	if err != nil {
 		fail(err)
-		return 1
+		return
 	}
-	consoleLine := "off (-console-addr off)"
-	var con *devconsole.Console
-	if *consoleAddr != "off" {
-		// The pipeline is what make dev is for: a console that cannot
-		// start (its port taken) is reported, and the stack runs on.
-		if con, err = devconsole.Start(stack, *prefix, *consoleAddr, os.Stdout); err != nil {
-			consoleLine = fmt.Sprintf("not started: %v (pick another address with DEV_FLAGS='-console-addr 127.0.0.1:0')", err)
-		} else {
-			consoleLine = con.URL
-		}
+	fmt.Fprintf(os.Stderr, "\ndemo day sent: in a few seconds the console (%s) shows each status:\n", consoleLine)
+	for _, e := range day.Events {
+		fmt.Fprintf(os.Stderr, "  %-40s %-16s %s\n", e.ID, e.Status, e.Why)
 	}
-	banner(stack, emu, consoleLine)
-	if *demoDay {
-		secret := os.Getenv("STRIPE_WEBHOOK_SECRET")
-		if secret == "" {
-			secret = devstack.DefaultWebhookSecret
-		}
-		secret, _, _ = strings.Cut(secret, ",") // the current one, listed first
-		fmt.Fprintln(os.Stderr, "devstack: sending the demo day")
-		day, err := demo.Send(ctx, stack.URL+"/webhooks/stripe", secret, fake, time.Now(), os.Stderr)
-		if err != nil {
-			fail(err)
-		} else {
-			fmt.Fprintf(os.Stderr, "\ndemo day sent: in a few seconds the console (%s) shows each status:\n", consoleLine)
-			for _, e := range day.Events {
-				fmt.Fprintf(os.Stderr, "  %-40s %-16s %s\n", e.ID, e.Status, e.Why)
-			}
-			fmt.Fprintf(os.Stderr, "  the duplicate delivery's answer: %s\n\n", day.Duplicate)
-		}
-	}
-	<-ctx.Done()
-	fmt.Fprintln(os.Stderr, "devstack: stopping")
-	if con != nil {
-		con.Close()
-	}
-	stack.Close()
-	return 0
+	fmt.Fprintf(os.Stderr, "  the duplicate delivery's answer: %s\n\n", day.Duplicate)
 }
 
 // providerSecrets reads the other providers' local-only secret variables.

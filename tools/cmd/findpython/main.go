@@ -93,73 +93,17 @@ func pyenvRoot() string {
 // find returns the best interpreter of at least want: on the directories
 // of pathList, then in pyenv's versions under root.
 func find(want version, what, pathList, root string, ask func(string) (string, error)) (string, error) {
-	var found []candidate
-	var tried []string
-	seen := map[string]bool{}
-	try := func(path string, pyenv bool) {
-		real, err := filepath.EvalSymlinks(path)
-		if err != nil {
-			real = path
-		}
-		if seen[real] {
-			return
-		}
-		seen[real] = true
-		out, err := ask(path)
-		if err != nil {
-			tried = append(tried, path+" does not run (a pyenv shim for a version not selected?)")
-			return
-		}
-		v, err := parseVersion(out)
-		if err != nil {
-			tried = append(tried, path+" reports no version")
-			return
-		}
-		tried = append(tried, fmt.Sprintf("%s is %s", path, v))
-		found = append(found, candidate{path, v, pyenv})
-	}
-	var names []string
-	for minor := want.minor; minor <= want.minor+6; minor++ {
-		names = append(names, fmt.Sprintf("python%d.%d", want.major, minor))
-	}
-	names = append(names, fmt.Sprintf("python%d", want.major))
-	for _, dir := range filepath.SplitList(pathList) {
-		if dir == "" {
-			continue
-		}
-		for _, name := range names {
-			p := filepath.Join(dir, name)
-			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
-				try(p, false)
-			}
-		}
-	}
-	pyenvNote := "no pyenv"
-	if root != "" {
-		if entries, err := os.ReadDir(filepath.Join(root, "versions")); err == nil {
-			var have []string
-			for _, e := range entries {
-				if v, err := parseVersion(e.Name()); err == nil && v.major == want.major {
-					have = append(have, e.Name())
-					p := filepath.Join(root, "versions", e.Name(), "bin", fmt.Sprintf("python%d", want.major))
-					if _, err := os.Stat(p); err == nil {
-						try(p, true)
-					}
-				}
-			}
-			pyenvNote = fmt.Sprintf("pyenv (%s) has %s", root, strings.Join(have, ", "))
-			if len(have) == 0 {
-				pyenvNote = fmt.Sprintf("pyenv (%s) has no Python %d", root, want.major)
-			}
-		}
-	}
+	s := &search{want: want, ask: ask, seen: map[string]bool{}}
+	s.onPath(pathList)
+	pyenvNote := s.inPyenv(root)
 	var ok []candidate
-	for _, c := range found {
+	for _, c := range s.found {
 		if !c.v.less(want) {
 			ok = append(ok, c)
 		}
 	}
 	if len(ok) == 0 {
+		tried := s.tried
 		if len(tried) == 0 {
 			tried = []string{fmt.Sprintf("no python%d on PATH", want.major)}
 		}
@@ -178,4 +122,87 @@ func find(want version, what, pathList, root string, ask func(string) (string, e
 		return !a.pyenv && b.pyenv
 	})
 	return ok[0].path, nil
+}
+
+// search is one find's interpreters tried and found.
+type search struct {
+	want  version
+	ask   func(string) (string, error)
+	found []candidate
+	tried []string
+	seen  map[string]bool
+}
+
+// try asks the interpreter at path its version, once per real file.
+func (s *search) try(path string, pyenv bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		real = path
+	}
+	if s.seen[real] {
+		return
+	}
+	s.seen[real] = true
+	out, err := s.ask(path)
+	if err != nil {
+		s.tried = append(s.tried, path+" does not run (a pyenv shim for a version not selected?)")
+		return
+	}
+	v, err := parseVersion(out)
+	if err != nil {
+		s.tried = append(s.tried, path+" reports no version")
+		return
+	}
+	s.tried = append(s.tried, fmt.Sprintf("%s is %s", path, v))
+	s.found = append(s.found, candidate{path, v, pyenv})
+}
+
+// onPath tries pythonX.Y (from the wanted minor version up six) and
+// pythonX on the directories of pathList.
+func (s *search) onPath(pathList string) {
+	want := s.want
+	var names []string
+	for minor := want.minor; minor <= want.minor+6; minor++ {
+		names = append(names, fmt.Sprintf("python%d.%d", want.major, minor))
+	}
+	names = append(names, fmt.Sprintf("python%d", want.major))
+	for _, dir := range filepath.SplitList(pathList) {
+		if dir == "" {
+			continue
+		}
+		for _, name := range names {
+			p := filepath.Join(dir, name)
+			if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+				s.try(p, false)
+			}
+		}
+	}
+}
+
+// inPyenv tries the versions of the wanted major under pyenv's root; it
+// returns what pyenv has, for the error.
+func (s *search) inPyenv(root string) string {
+	want := s.want
+	pyenvNote := "no pyenv"
+	if root == "" {
+		return pyenvNote
+	}
+	entries, err := os.ReadDir(filepath.Join(root, "versions"))
+	if err != nil {
+		return pyenvNote
+	}
+	var have []string
+	for _, e := range entries {
+		if v, err := parseVersion(e.Name()); err == nil && v.major == want.major {
+			have = append(have, e.Name())
+			p := filepath.Join(root, "versions", e.Name(), "bin", fmt.Sprintf("python%d", want.major))
+			if _, err := os.Stat(p); err == nil {
+				s.try(p, true)
+			}
+		}
+	}
+	if len(have) == 0 {
+		return fmt.Sprintf("pyenv (%s) has no Python %d", root, want.major)
+	}
+	return fmt.Sprintf("pyenv (%s) has %s", root, strings.Join(have, ", "))
 }
