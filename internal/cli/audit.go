@@ -120,12 +120,17 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
 	env["AUDIT_RUN_EFFECTS"] = fmt.Sprint(o.runEffects)
-	aud, err := reconcilerboot.NewAuditor(ctx, func(k string) string {
+	effects := hooks.Registry()
+	c, err := reconcilerboot.AuditConfigFromEnv(func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg, hooks.Registry())
+	}, cfg, effects)
+	if err != nil {
+		return a.hint(err)
+	}
+	aud, err := reconcilerboot.NewAuditor(ctx, c, cfg, effects)
 	if err != nil {
 		return a.hint(err)
 	}

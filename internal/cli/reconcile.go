@@ -145,12 +145,16 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return err
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
-	r, err := reconcilerboot.New(ctx, func(k string) string {
+	c, err := reconcilerboot.ConfigFromEnv(func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
+	}, cfg)
+	if err != nil {
+		return a.hint(err)
+	}
+	r, err := reconcilerboot.New(ctx, c, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
 		return a.hint(err)
 	}

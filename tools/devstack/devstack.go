@@ -193,7 +193,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cancel()
 		return nil, err
 	}
-	recv, err := receiverboot.New(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
+	recv, err := receiverboot.FromEnv(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -222,7 +222,7 @@ func Start(ctx context.Context, opts Options) (*Stack, error) {
 		cancel()
 		return nil, fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
 	}
-	proc, err := processorboot.New(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
+	proc, err := processorboot.FromEnv(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
 	if err != nil {
 		cancel()
 		return nil, err
@@ -300,7 +300,7 @@ func (s *Stack) startBridge(ctx, runCtx context.Context, t *template.Template, o
 		return fmt.Errorf("devstack: bridge queue %s not provisioned", src.Queue.LogicalID)
 	}
 	log := opts.Logger.With(slog.String("lambda", BridgeID))
-	h, err := bridgeboot.New(ctx, envOf(s.FunctionEnv[BridgeID]), opts.AWS, log, opts.Effects)
+	h, err := bridgeboot.FromEnv(ctx, envOf(s.FunctionEnv[BridgeID]), opts.AWS, log, opts.Effects)
 	if err != nil {
 		return err
 	}
@@ -361,7 +361,7 @@ func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Templat
 			return nil
 		}
 	}
-	rec, err := reconcilerboot.New(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
+	rec, err := reconcilerboot.FromEnv(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
 	if err != nil {
 		return err
 	}

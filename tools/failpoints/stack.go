@@ -377,7 +377,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	}
 	logger := func(f string) *slog.Logger { return slog.New(slog.NewJSONHandler(s.logs[f], nil)) }
 
-	recv, err := receiverboot.New(ctx, envOf(receiverID), awsFor[functionReceiver], logger(functionReceiver), effects)
+	recv, err := receiverboot.FromEnv(ctx, envOf(receiverID), awsFor[functionReceiver], logger(functionReceiver), effects)
 	if err != nil {
 		return nil, err
 	}
@@ -403,7 +403,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 	if err != nil {
 		return nil, err
 	}
-	proc, err := processorboot.New(ctx, envOf(processorID), awsFor[functionProcessor], logger(functionProcessor), effects)
+	proc, err := processorboot.FromEnv(ctx, envOf(processorID), awsFor[functionProcessor], logger(functionProcessor), effects)
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +423,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 			return resp, err
 		},
 	}
-	rec, err := reconcilerboot.New(ctx, envOf(reconcilerID), awsFor[functionReconciler], logger(functionReconciler), effects)
+	rec, err := reconcilerboot.FromEnv(ctx, envOf(reconcilerID), awsFor[functionReconciler], logger(functionReconciler), effects)
 	if err != nil {
 		return nil, err
 	}
@@ -438,7 +438,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		}
 		auditEffects := worldEffects(s.res.Tables["MirrorTable"], recDown+"/notify", w.Provider)
 		auditEffects.On(&notify{client: &http.Client{Timeout: 5 * time.Second}, url: recDown + "/notify"}, "*")
-		handle = reconcilerboot.Handler(envOf(reconcilerID), awsFor[functionReconciler], logger(functionReconciler), rec, auditEffects)
+		handle = reconcilerboot.Handler(reconcilerboot.AuditFromEnv(envOf(reconcilerID), awsFor[functionReconciler], auditEffects), awsFor[functionReconciler], logger(functionReconciler), rec, auditEffects)
 		runs = []json.RawMessage{json.RawMessage(`{"run":"audit"}`), json.RawMessage(`{}`)}
 	}
 
@@ -453,7 +453,7 @@ func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*st
 		if err != nil {
 			return nil, err
 		}
-		bh, err := bridgeboot.New(ctx, envOf(bridgeID), awsFor[functionBridge], logger(functionBridge), effects)
+		bh, err := bridgeboot.FromEnv(ctx, envOf(bridgeID), awsFor[functionBridge], logger(functionBridge), effects)
 		if err != nil {
 			return nil, err
 		}

@@ -52,7 +52,7 @@ func TestUnauthenticatedRequestsDoNotReadParameterStore(t *testing.T) {
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	prefix := "/" + testenv.Prefix(t) + "/"
 	var logs bytes.Buffer
-	h, err := New(context.Background(), envMap(map[string]string{
+	h, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER": prefix + "stripe/webhook-secrets",
 		"GITHUB_WEBHOOK_SECRETS_PARAMETER": prefix + "github/webhook-secrets",

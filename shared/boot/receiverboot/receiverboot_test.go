@@ -23,7 +23,7 @@ import (
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
-	_, err := New(context.Background(), envMap(map[string]string{
+	_, err := FromEnv(context.Background(), envMap(map[string]string{
 		"STRIPE_MODE":         "production",
 		"SIGNATURE_TOLERANCE": "five minutes",
 		"MAX_BODY_BYTES":      "1MB",
@@ -40,7 +40,7 @@ func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
 
 func TestSecretNeverInTheError(t *testing.T) {
 	// A local secret that is not a usable list still never reaches an error.
-	_, err := New(context.Background(), envMap(map[string]string{
+	_, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": " , ",
 	}), aws.Config{}, slog.Default(), nil)
 	if err == nil {
@@ -52,7 +52,7 @@ func TestSecretNeverInTheError(t *testing.T) {
 }
 
 func TestBuildsFromALocalSecret(t *testing.T) {
-	h, err := New(context.Background(), envMap(map[string]string{
+	h, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_a,whsec_b",
 	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err != nil || h == nil {
@@ -112,7 +112,7 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 			return aws.Credentials{AccessKeyID: "a", SecretAccessKey: "b"}, nil
 		})}
 	var logs bytes.Buffer
-	h, err := New(context.Background(), envMap(map[string]string{
+	h, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/webhook-inbox/dev/stripe/webhook-secrets",
 	}), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
@@ -217,7 +217,7 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 		{"all", with("GITHUB_WEBHOOK_SECRET", "gh", "SHOPIFY_WEBHOOK_SECRET", "shp", "STANDARD_WEBHOOK_SECRET", "whsec_YQ=="), map[string]int{"github": 400, "shopify": 400, "standard": 400}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+			h, err := FromEnv(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,13 +231,13 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 	}
 	// A Standard Webhooks secret that is no whsec_ value fails the cold
 	// start, naming the variable but not the value.
-	_, err := New(context.Background(), envMap(with("STANDARD_WEBHOOK_SECRET", "plain-secret-value")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	_, err := FromEnv(context.Background(), envMap(with("STANDARD_WEBHOOK_SECRET", "plain-secret-value")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err == nil || strings.Contains(err.Error(), "plain-secret-value") || !strings.Contains(err.Error(), "STANDARD_WEBHOOK_SECRET") {
 		t.Errorf("bad standard secret: got %v, want an error naming the variable, not the value", err)
 	}
 	// In Lambda, a provider's plain variable fails the cold start, as
 	// Stripe's does.
-	_, err = New(
+	_, err = FromEnv(
 		context.Background(),
 		envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")),
 		aws.Config{Region: "us-east-1"},
@@ -257,11 +257,11 @@ func TestAProvidersSettingsAreReadFromItsVariables(t *testing.T) {
 	t.Cleanup(func() { provider.All = all })
 	provider.All = append(append([]provider.Spec(nil), all...), provider.Spec{Name: "square", Settings: []string{"url", "header"}})
 	env := envMap(map[string]string{"SQUARE_WEBHOOK_URL": " https://hooks.example.com/webhooks/square ", "GITHUB_WEBHOOK_URL": "x"})
-	got := settings(env, "square", provider.Options{Tolerance: time.Minute})
+	got := withSettings(provider.Options{Tolerance: time.Minute}, settings(env, "square"))
 	if got.Tolerance != time.Minute || len(got.Settings) != 1 || got.Settings["url"] != "https://hooks.example.com/webhooks/square" {
 		t.Errorf("square: got %+v, want the url setting, trimmed, beside the options given", got)
 	}
-	if got := settings(env, provider.GitHub, provider.Options{}); got.Settings != nil {
+	if got := withSettings(provider.Options{}, settings(env, provider.GitHub)); got.Settings != nil {
 		t.Errorf("github: got settings %v, want none (its Spec names none)", got.Settings)
 	}
 }
@@ -295,7 +295,7 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 				env["STRIPE_CONNECT_WEBHOOK_SECRET"] = tc.connectSecret
 			}
 			var logs bytes.Buffer
-			h, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+			h, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,7 +307,7 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 		})
 	}
 	// In Lambda the Connect secret, too, comes only from its parameter.
-	_, err := New(
+	_, err := FromEnv(
 		context.Background(),
 		envMap(map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 			"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/p", "STRIPE_CONNECT_WEBHOOK_SECRET": "whsec_connect"}),
@@ -338,7 +338,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		}
 		return m
 	}
-	h, err := New(context.Background(), envMap(with("N8N_WEBHOOK_SECRET", "n8n secret")), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+	h, err := FromEnv(context.Background(), envMap(with("N8N_WEBHOOK_SECRET", "n8n secret")), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		{"a name whose variable is Connect's", with("GENERIC_SENDERS", `[{"name":"stripe_connect","signature_header":"x-sig","id_field":"id"}]`), "another secret's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+			_, err := FromEnv(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)
 			}
@@ -386,7 +386,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		})
 	}
 	// In Lambda, the parameter under the path, read on first use.
-	if _, err := New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STAGE", "dev",
+	if _, err := FromEnv(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STAGE", "dev",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/dev/stripe", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox/dev/senders/")), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err != nil {
 		t.Errorf("a sender's parameter in Lambda: %v", err)
 	}
