@@ -17,7 +17,6 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
-	"github.com/webhook-inbox/webhook-inbox/tools/testenv"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -112,10 +111,17 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 			return aws.Credentials{AccessKeyID: "a", SecretAccessKey: "b"}, nil
 		})}
 	var logs bytes.Buffer
-	h, err := FromEnv(context.Background(), envMap(map[string]string{
+	c, err := ConfigFromEnv(envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/webhook-inbox/dev/stripe/webhook-secrets",
-	}), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The secrets' backoff is measured on a clock the test advances.
+	clock := &fakeClock{t: time.Now()}
+	c.Now = clock.now
+	h, err := New(context.Background(), c, cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,19 +163,22 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	readAgain := func(what string) {
 		t.Helper()
 		before := stub.count()
-		testenv.Eventually(t, 3*secrets.FailureBackoff, what, func() bool {
-			unavailable(what)
-			time.Sleep(100 * time.Millisecond)
-			return stub.count() > before
-		})
+		unavailable(what + ", within the backoff")
+		if n := stub.count(); n != before {
+			t.Fatalf("%s: %d reads within the backoff, want none", what, n-before)
+		}
+		clock.advance(secrets.FailureBackoff)
+		unavailable(what)
+		if n := stub.count(); n != before+1 {
+			t.Fatalf("%s: %d reads after the backoff, want 1", what, n-before)
+		}
 	}
 	readAgain("no secret in the value")
 	stub.set("whsec_right", 0)
-	testenv.Eventually(t, 3*secrets.FailureBackoff, "the fixed secrets to be read", func() bool {
-		resp, err := h.Handle(context.Background(), req)
-		time.Sleep(100 * time.Millisecond)
-		return err == nil && resp.StatusCode == http.StatusBadRequest
-	})
+	clock.advance(secrets.FailureBackoff)
+	if resp, err := h.Handle(context.Background(), req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the fixed secrets, after the backoff: got %d, %v; want the receiver's 400 for the wrong signature", resp.StatusCode, err)
+	}
 	for range 2 {
 		resp, err := h.Handle(context.Background(), req)
 		if err != nil || resp.StatusCode != http.StatusBadRequest {
@@ -180,6 +189,16 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept: a refusal within a minute of the read reads nothing)", n)
 	}
 }
+
+// fakeClock is a clock the test advances.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *fakeClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // TestProvidersAreServedOnlyWithTheirSecrets: a provider is served once its
 // local secret variable (or its parameter) is set; without it, 404.
