@@ -120,17 +120,12 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
 	env["AUDIT_RUN_EFFECTS"] = fmt.Sprint(o.runEffects)
-	effects := hooks.Registry()
-	c, err := reconcilerboot.AuditConfigFromEnv(func(k string) string {
+	aud, err := reconcilerboot.AuditorFromEnv(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg, effects)
-	if err != nil {
-		return a.hint(err)
-	}
-	aud, err := reconcilerboot.NewAuditor(ctx, c, cfg, effects)
+	}, cfg, hooks.Registry())
 	if err != nil {
 		return a.hint(err)
 	}

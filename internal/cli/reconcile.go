@@ -145,16 +145,12 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return err
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
-	c, err := reconcilerboot.ConfigFromEnv(func(k string) string {
+	r, err := reconcilerboot.FromEnv(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}
 		return getenv(k)
-	}, cfg)
-	if err != nil {
-		return a.hint(err)
-	}
-	r, err := reconcilerboot.New(ctx, c, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
+	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
 		return a.hint(err)
 	}

@@ -313,3 +313,13 @@ func FromEnv(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Log
 func AuditFromEnv(env boot.Env, cfg aws.Config, effects *effect.Registry) func() (AuditConfig, error) {
 	return func() (AuditConfig, error) { return AuditConfigFromEnv(env, cfg, effects) }
 }
+
+// AuditorFromEnv is AuditConfigFromEnv then NewAuditor, for a caller that
+// rebuilds the deployed reconciler's environment (inboxctl audit).
+func AuditorFromEnv(ctx context.Context, env boot.Env, cfg aws.Config, effects *effect.Registry) (*auditpkg.Auditor, error) {
+	c, err := AuditConfigFromEnv(env, cfg, effects)
+	if err != nil {
+		return nil, err
+	}
+	return NewAuditor(ctx, c, cfg, effects)
+}
