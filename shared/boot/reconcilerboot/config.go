@@ -122,8 +122,12 @@ func ConfigFromEnv(env boot.Env, cfg aws.Config) (Config, error) {
 	c.MaxStuck = r.Integer("RECONCILE_MAX_STUCK", reconcile.DefaultMaxStuck)
 	c.DeadlineMargin = r.Duration("RECONCILE_DEADLINE_MARGIN", reconcile.DefaultDeadlineMargin)
 	c.EventTypes = r.EventTypes()
+	// In the order the problems were always reported.
+	connect := connectAccounts(r)
 	c.StripeAPI = readStripeAPI(r, c.Livemode)
+	c.ConnectAccounts = connect
 	c.StuckProviders = stuckProviders(r)
+	c.ListAccounts = listAccounts(r)
 	c.GitHub = readGitHub(r)
 	return c, r.Err("reconciler")
 }
@@ -151,6 +155,8 @@ func AuditConfigFromEnv(env boot.Env, cfg aws.Config, effects *effect.Registry) 
 	if c.RunEffects && effects != nil {
 		c.Effects = r.Effects(effects.Specs())
 	}
+	c.ListAccounts = listAccounts(r)
+	c.ConnectAccounts = connectAccounts(r)
 	c.MaxPages = r.Integer("AUDIT_MAX_PAGES", auditpkg.DefaultMaxPages)
 	if c.MaxPages <= 0 {
 		r.Fail(fmt.Errorf("AUDIT_MAX_PAGES=%d: want at least 1", c.MaxPages))
@@ -158,8 +164,9 @@ func AuditConfigFromEnv(env boot.Env, cfg aws.Config, effects *effect.Registry) 
 	return c, r.Err("audit")
 }
 
-// readStripeAPI reads what the reconciler and the audit share of Stripe's
-// API; livemode sets the rate limit's default and ceiling.
+// readStripeAPI reads the key, base and rate limit of Stripe's API, which
+// the reconciler and the audit share (the connected accounts are read
+// apart); livemode sets the rate limit's default and ceiling.
 func readStripeAPI(r *boot.Reader, livemode bool) StripeAPI {
 	limit, ceiling := reconcileRateTest, StripeRateLimitTest
 	if livemode {
@@ -172,9 +179,12 @@ func readStripeAPI(r *boot.Reader, livemode bool) StripeAPI {
 	}
 	s.APIBase = r.StripeAPIBase(func(v string) error { _, err := stripeapi.BaseURL(v); return err })
 	s.Key = r.StripeAPIKey(true)
-	s.ListAccounts = r.Checked("STRIPE_CONNECT_LIST_ACCOUNTS", "false", boolean("STRIPE_CONNECT_LIST_ACCOUNTS")) == "true"
-	s.ConnectAccounts = connectAccounts(r)
 	return s
+}
+
+// listAccounts reads STRIPE_CONNECT_LIST_ACCOUNTS.
+func listAccounts(r *boot.Reader) bool {
+	return r.Checked("STRIPE_CONNECT_LIST_ACCOUNTS", "false", boolean("STRIPE_CONNECT_LIST_ACCOUNTS")) == "true"
 }
 
 // boolean checks a variable that is "true" or "false".
