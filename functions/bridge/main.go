@@ -28,7 +28,12 @@ func main() {
 	}
 	// The team's effects say which types are handled, as for the
 	// receiver: the same allowlist the stack's rule routes.
-	h, err := bridgeboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
+	c, err := bridgeboot.ConfigFromEnv(boot.OSEnv, cfg)
+	if err != nil {
+		logger.Error("cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	h, err := bridgeboot.New(ctx, c, cfg, logger, hooks.Registry())
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -27,7 +27,13 @@ func main() {
 	}
 	// The team's own effects are registered in shared/pipeline/hooks; every
 	// function gets them the same way.
-	p, err := processorboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
+	effects := hooks.Registry()
+	c, err := processorboot.ConfigFromEnv(boot.OSEnv, cfg, effects)
+	if err != nil {
+		logger.Error("cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	p, err := processorboot.New(ctx, c, cfg, logger, effects)
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

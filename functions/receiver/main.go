@@ -27,7 +27,12 @@ func main() {
 	}
 	// The team's own effects are registered in shared/pipeline/hooks; every
 	// function gets them the same way.
-	h, err := receiverboot.New(ctx, boot.OSEnv, cfg, logger, hooks.Registry())
+	c, err := receiverboot.ConfigFromEnv(boot.OSEnv, cfg)
+	if err != nil {
+		logger.Error("cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	h, err := receiverboot.New(ctx, c, cfg, logger, hooks.Registry())
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)

@@ -30,7 +30,12 @@ func main() {
 	// The team's own effects are registered in shared/pipeline/hooks; every
 	// function gets them the same way.
 	effects := hooks.Registry()
-	r, err := reconcilerboot.New(ctx, boot.OSEnv, cfg, logger, effects)
+	c, err := reconcilerboot.ConfigFromEnv(boot.OSEnv, cfg)
+	if err != nil {
+		logger.Error("cold start failed", slog.String("error", err.Error()))
+		os.Exit(1)
+	}
+	r, err := reconcilerboot.New(ctx, c, cfg, logger, effects)
 	if err != nil {
 		logger.Error("cold start failed", slog.String("error", err.Error()))
 		os.Exit(1)
@@ -40,5 +45,6 @@ func main() {
 	// The schedule's payload (its Input, by default none) is a
 	// json.RawMessage: reconcile.Input reads an optional "since"; the
 	// Audit schedule's {"run":"audit"} runs the audit instead.
-	lambda.Start(reconcilerboot.Handler(boot.OSEnv, cfg, logger, r, effects))
+	// The audit reads its configuration at its first run.
+	lambda.Start(reconcilerboot.Handler(reconcilerboot.AuditFromEnv(boot.OSEnv, cfg, effects), cfg, logger, r, effects))
 }

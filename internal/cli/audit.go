@@ -92,7 +92,7 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
 	env["AUDIT_RUN_EFFECTS"] = fmt.Sprint(o.runEffects)
-	aud, err := reconcilerboot.NewAuditor(ctx, func(k string) string {
+	aud, err := reconcilerboot.AuditorFromEnv(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}

@@ -149,7 +149,7 @@ func (a *app) handledTypes() []string {
 	if a.stage != "" {
 		env = func(string) string { return "" }
 	}
-	return boot.HandledTypeList(env, hooks.Registry())
+	return boot.HandledTypeList(boot.EventTypesFrom(env), hooks.Registry())
 }
 
 // reconciler reads the reconciler's state of the stack s.

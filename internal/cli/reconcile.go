@@ -117,7 +117,7 @@ func (a *app) reconcile(ctx context.Context, o reconcileOpts) error {
 		return err
 	}
 	env["EVENTS_TABLE"], env["MIRROR_TABLE"], env["QUEUE_URL"] = s.Events.Table, s.Mirror.Table, s.Queue
-	r, err := reconcilerboot.New(ctx, func(k string) string {
+	r, err := reconcilerboot.FromEnv(ctx, func(k string) string {
 		if v, ok := env[k]; ok {
 			return v
 		}

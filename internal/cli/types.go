@@ -64,7 +64,7 @@ func (a *app) types(ctx context.Context, asJSON bool) error {
 		}
 		res.WebhookURL = url
 	}
-	res.Types = boot.HandledTypeList(getenv, hooks.Registry())
+	res.Types = boot.HandledTypeList(boot.EventTypesFrom(getenv), hooks.Registry())
 	if asJSON {
 		return writeJSON(a.stdout, res)
 	}

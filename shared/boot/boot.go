@@ -303,3 +303,19 @@ func (r *Reader) Secret(localKey string, required bool) *secrets.Secret {
 	}
 	return secrets.FromParameter(r.ssm, name)
 }
+
+// StripeAPIKey returns the Stripe API key (STRIPE_API_KEY locally, else the
+// parameter STRIPE_API_KEY_PARAMETER names), as Secret does.
+func (r *Reader) StripeAPIKey(required bool) *secrets.Secret {
+	return r.Secret("STRIPE_API_KEY", required)
+}
+
+// StripeAPIBase returns STRIPE_API_BASE (empty when not set: Stripe's),
+// recording check's refusal as a problem.
+func (r *Reader) StripeAPIBase(check func(string) error) string {
+	return r.Checked("STRIPE_API_BASE", "", check)
+}
+
+// MirrorKeepFields returns MIRROR_KEEP_FIELDS, the mirror's field allowlist
+// as written (package mirror parses it), for the processor and the audit.
+func (r *Reader) MirrorKeepFields() string { return r.Optional("MIRROR_KEEP_FIELDS", "") }

@@ -18,11 +18,11 @@ import (
 func envMap(m map[string]string) Env { return func(k string) string { return m[k] } }
 
 func TestHandledTypes(t *testing.T) {
-	def := HandledTypes(envMap(nil), nil)
+	def := HandledTypes(EventTypesFrom(envMap(nil)), nil)
 	if !def("invoice.paid") || def("charge.refunded") {
 		t.Error("default allowlist: want the mirror's types only")
 	}
-	custom := HandledTypes(envMap(map[string]string{"EVENT_TYPES": "charge.refunded, invoice.paid"}), nil)
+	custom := HandledTypes(EventTypesFrom(envMap(map[string]string{"EVENT_TYPES": "charge.refunded, invoice.paid"})), nil)
 	if !custom("charge.refunded") || !custom("invoice.paid") || custom("customer.created") {
 		t.Error("EVENT_TYPES: want exactly the listed types")
 	}
@@ -30,8 +30,8 @@ func TestHandledTypes(t *testing.T) {
 
 func TestHandledTypeListMatchesHandledTypes(t *testing.T) {
 	for _, env := range []map[string]string{nil, {"EVENT_TYPES": " invoice.paid,charge.refunded,invoice.paid, "}} {
-		accepts := HandledTypes(envMap(env), nil)
-		list := HandledTypeList(envMap(env), nil)
+		accepts := HandledTypes(EventTypesFrom(envMap(env)), nil)
+		list := HandledTypeList(EventTypesFrom(envMap(env)), nil)
 		for _, ty := range list {
 			if !accepts(ty) {
 				t.Errorf("EVENT_TYPES=%q: %s listed but not accepted", env["EVENT_TYPES"], ty)
@@ -52,10 +52,10 @@ func TestEffectTypesAreHandled(t *testing.T) {
 		effect.Func{HandlerName: "refund-notice", Fn: func(context.Context, effect.Event) ([]types.TransactWriteItem, error) { return nil, nil }},
 		"charge.refunded",
 	)
-	if !HandledTypes(envMap(nil), reg)("charge.refunded") {
+	if !HandledTypes(EventTypesFrom(envMap(nil)), reg)("charge.refunded") {
 		t.Error("a type the team registered an effect for is not accepted: its events would be recorded as ignored")
 	}
-	if got := HandledTypeList(envMap(nil), reg); len(got) != len(mirror.Types)+1 {
+	if got := HandledTypeList(EventTypesFrom(envMap(nil)), reg); len(got) != len(mirror.Types)+1 {
 		t.Errorf("list: got %d types, want the mirror's and the effect's", len(got))
 	}
 }

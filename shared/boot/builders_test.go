@@ -24,15 +24,15 @@ func envMap(m map[string]string) boot.Env { return func(k string) string { retur
 // call them, for tests that hold for each of them.
 var builders = map[string]func(boot.Env, aws.Config) error{
 	"receiver": func(env boot.Env, cfg aws.Config) error {
-		_, err := receiverboot.New(context.Background(), env, cfg, slog.Default(), hooks.Registry())
+		_, err := receiverboot.FromEnv(context.Background(), env, cfg, slog.Default(), hooks.Registry())
 		return err
 	},
 	"processor": func(env boot.Env, cfg aws.Config) error {
-		_, err := processorboot.New(context.Background(), env, cfg, slog.Default(), hooks.Registry())
+		_, err := processorboot.FromEnv(context.Background(), env, cfg, slog.Default(), hooks.Registry())
 		return err
 	},
 	"reconciler": func(env boot.Env, cfg aws.Config) error {
-		_, err := reconcilerboot.New(context.Background(), env, cfg, slog.Default(), hooks.Registry())
+		_, err := reconcilerboot.FromEnv(context.Background(), env, cfg, slog.Default(), hooks.Registry())
 		return err
 	},
 }

@@ -41,10 +41,10 @@ func TestEffectsAreBuiltOnlyWhereTheyRun(t *testing.T) {
 	env := envMap(baseEnv("STRIPE_WEBHOOK_SECRET", "whsec_local", "STRIPE_API_KEY", "sk_test_local",
 		"EFFECT_SETTINGS", "NOTIFY_URL=https://notify.example.com", "EFFECT_SECRET_NOTIFY_TOKEN", "nt_local"))
 	ctx := context.Background()
-	if _, err := receiverboot.New(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg); err != nil {
+	if _, err := receiverboot.FromEnv(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg); err != nil {
 		t.Fatal(err)
 	}
-	rec, err := reconcilerboot.New(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg)
+	rec, err := reconcilerboot.FromEnv(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestEffectsAreBuiltOnlyWhereTheyRun(t *testing.T) {
 	if len(rec.Groups()) == 0 || !strings.Contains(strings.Join(rec.Groups()[0].Types, ","), "charge.refunded") {
 		t.Errorf("the reconciler lists %v, want the effect's type among them", rec.Groups())
 	}
-	if _, err := processorboot.New(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg); err != nil || built.Load() != 1 {
+	if _, err := processorboot.FromEnv(ctx, env, aws.Config{Region: "us-east-1"}, slog.Default(), reg); err != nil || built.Load() != 1 {
 		t.Errorf("processor: %v, built %d times; want once", err, built.Load())
 	}
 }
@@ -93,7 +93,7 @@ func TestEffectConfiguration(t *testing.T) {
 			if tc.inLambda {
 				env["AWS_LAMBDA_FUNCTION_NAME"] = "processor"
 			}
-			_, err := processorboot.New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), counted(&built, tc.optional))
+			_, err := processorboot.FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), counted(&built, tc.optional))
 			for _, w := range tc.want {
 				if err == nil || !strings.Contains(err.Error(), w) {
 					t.Errorf("got %v, want an error with %q", err, w)
@@ -114,17 +114,17 @@ func TestEffectConfiguration(t *testing.T) {
 // does not configure it nothing, and builds when configured as the docs
 // say.
 func TestTheExampleEffectIsOffUntilConfigured(t *testing.T) {
-	if _, err := processorboot.New(context.Background(), envMap(baseEnv()), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err != nil {
+	if _, err := processorboot.FromEnv(context.Background(), envMap(baseEnv()), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err != nil {
 		t.Errorf("not configured: %v", err)
 	}
 	env := baseEnv("AWS_LAMBDA_FUNCTION_NAME", "processor", "STAGE", "dev",
 		"EFFECT_SETTINGS", "BILLING_API_URL=https://billing.example.com/v1/paid",
 		"EFFECT_SECRETS", "billing-api-token", "EFFECT_SECRETS_PATH", "/webhook-inbox/dev/effects/")
-	if _, err := processorboot.New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err != nil {
+	if _, err := processorboot.FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err != nil {
 		t.Errorf("configured: %v", err)
 	}
 	delete(env, "EFFECT_SECRETS")
-	if _, err := processorboot.New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err == nil ||
+	if _, err := processorboot.FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), hooks.Registry()); err == nil ||
 		!strings.Contains(err.Error(), "billing-api-token") {
 		t.Errorf("configured without its secret: got %v, want an error naming billing-api-token", err)
 	}

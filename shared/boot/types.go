@@ -10,19 +10,16 @@ import (
 )
 
 // HandledTypeList lists the event types the pipeline handles, sorted:
-// EVENT_TYPES (comma separated) when set, else the types the mirror handles
-// and those the team's effects are registered for. The receiver accepts
+// listed (a function's EventTypes, EVENT_TYPES: Reader.EventTypes) when not
+// nil, else the types the mirror handles and those the team's effects are
+// registered for. The receiver accepts
 // exactly these (others are recorded as ignored) and the reconciler lists
 // exactly these, so it repairs what the receiver would have accepted.
 // effects is read, never changed; nil means none.
-func HandledTypeList(env Env, effects *effect.Registry) []string {
+func HandledTypeList(listed []string, effects *effect.Registry) []string {
 	var out []string
-	if v := strings.TrimSpace(env("EVENT_TYPES")); v != "" {
-		for _, t := range strings.Split(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				out = append(out, t)
-			}
-		}
+	if listed != nil {
+		out = append(out, listed...)
 	} else {
 		out = append(out, handled.Types...)
 		if effects != nil {
@@ -41,14 +38,14 @@ func HandledTypeList(env Env, effects *effect.Registry) []string {
 // changes no setting; a thin type listed as such is accepted too.
 // event.TypeEventGenerationFailureResolved is always accepted: it asks the
 // inbox to repair the mirror.
-func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
-	listed := predicate(HandledTypeList(env, effects))
+func HandledTypes(listed []string, effects *effect.Registry) func(string) bool {
+	handled := predicate(HandledTypeList(listed, effects))
 	return func(t string) bool {
-		if listed(t) || t == event.TypeEventGenerationFailureResolved {
+		if handled(t) || t == event.TypeEventGenerationFailureResolved {
 			return true
 		}
 		snapshot, thin := event.SnapshotType(t)
-		return thin && listed(snapshot)
+		return thin && handled(snapshot)
 	}
 }
 
@@ -57,9 +54,9 @@ func HandledTypes(env Env, effects *effect.Registry) func(string) bool {
 // beside "invoice.paid") and event.TypeEventGenerationFailureResolved.
 // It is what the template's EventBridge rule routes, since a Stripe event
 // destination to Amazon EventBridge may send either kind.
-func AcceptedTypeList(env Env, effects *effect.Registry) []string {
+func AcceptedTypeList(listed []string, effects *effect.Registry) []string {
 	out := []string{event.TypeEventGenerationFailureResolved}
-	for _, t := range HandledTypeList(env, effects) {
+	for _, t := range HandledTypeList(listed, effects) {
 		out = append(out, t)
 		if _, thin := event.SnapshotType(t); !thin && t != event.TypeEventGenerationFailureResolved {
 			out = append(out, event.ThinV1Prefix+t)
@@ -67,6 +64,32 @@ func AcceptedTypeList(env Env, effects *effect.Registry) []string {
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// EventTypes reads EVENT_TYPES, Stripe's allowlist (comma separated): nil
+// when it is not set (HandledTypeList's default).
+func (r *Reader) EventTypes() []string { return r.list("EVENT_TYPES") }
+
+// ProviderEventTypes reads provider's allowlist (ProviderTypesVariable):
+// nil when it is not set (ProviderTypeList's default).
+func (r *Reader) ProviderEventTypes(provider string) []string {
+	return r.list(ProviderTypesVariable(provider))
+}
+
+// list reads the comma-separated variable key: nil when it is not set,
+// its non-empty entries (perhaps none) when it is.
+func (r *Reader) list(key string) []string {
+	v := strings.TrimSpace(r.env(key))
+	if v == "" {
+		return nil
+	}
+	out := []string{}
+	for _, t := range strings.Split(v, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // ProviderTypesVariable is the variable holding the allowlist of a
@@ -77,17 +100,14 @@ func ProviderTypesVariable(provider string) string {
 }
 
 // ProviderTypeList lists the event types the pipeline handles for a
-// provider other than Stripe, sorted: its variable
-// (ProviderTypesVariable) when set, else the types the team's effects are
-// registered for with that provider. No mirror reads them.
-func ProviderTypeList(env Env, provider string, effects *effect.Registry) []string {
+// provider other than Stripe, sorted: listed (its variable,
+// ProviderTypesVariable: Reader.ProviderEventTypes) when not nil, else the
+// types the team's effects are registered for with that provider. No
+// mirror reads them.
+func ProviderTypeList(listed []string, provider string, effects *effect.Registry) []string {
 	var out []string
-	if v := strings.TrimSpace(env(ProviderTypesVariable(provider))); v != "" {
-		for _, t := range strings.Split(v, ",") {
-			if t = strings.TrimSpace(t); t != "" {
-				out = append(out, t)
-			}
-		}
+	if listed != nil {
+		out = append(out, listed...)
 	} else if effects != nil {
 		out = append(out, effects.TypesFor(provider)...)
 	}
@@ -98,11 +118,11 @@ func ProviderTypeList(env Env, provider string, effects *effect.Registry) []stri
 // ProviderTypes returns ProviderTypeList as a predicate; nil (every type
 // handled) when an effect is registered for all of the provider's types
 // ("*") and no variable narrows them.
-func ProviderTypes(env Env, provider string, effects *effect.Registry) func(string) bool {
-	if strings.TrimSpace(env(ProviderTypesVariable(provider))) == "" && effects != nil && effects.HandlesFor(provider, "*") {
+func ProviderTypes(listed []string, provider string, effects *effect.Registry) func(string) bool {
+	if listed == nil && effects != nil && effects.HandlesFor(provider, "*") {
 		return nil
 	}
-	return predicate(ProviderTypeList(env, provider, effects))
+	return predicate(ProviderTypeList(listed, provider, effects))
 }
 
 func predicate(types []string) func(string) bool {
@@ -112,3 +132,7 @@ func predicate(types []string) func(string) bool {
 	}
 	return func(t string) bool { return set[t] }
 }
+
+// EventTypesFrom reads Stripe's allowlist (EVENT_TYPES) from env, as
+// Reader.EventTypes does: for a caller that reads no other variable.
+func EventTypesFrom(env Env) []string { return (&Reader{env: env}).EventTypes() }

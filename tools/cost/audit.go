@@ -14,6 +14,7 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/internal/stripefixture"
 	"github.com/webhook-inbox/webhook-inbox/shared/boot/reconcilerboot"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/audit"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
@@ -71,12 +72,14 @@ func (m *meter) audit(ctx context.Context) (AuditCost, error) {
 			return AuditCost{}, err
 		}
 	}
-	env := map[string]string{}
-	for k, v := range m.env[devstack.ReconcilerID] {
-		env[k] = v
+	// The reconciler's environment, as the template gives it, over the
+	// stand-in.
+	c, err := reconcilerboot.AuditConfigFromEnv(envOf(m.env[devstack.ReconcilerID]), m.base, nil)
+	if err != nil {
+		return AuditCost{}, err
 	}
-	env["STRIPE_API_BASE"], env["STRIPE_API_KEY"] = fake.URL, "rk_test_cost_meter"
-	aud, err := reconcilerboot.NewAuditor(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), nil)
+	c.APIBase, c.Key = fake.URL, secrets.Fixed("the stand-in's key", "rk_test_cost_meter")
+	aud, err := reconcilerboot.NewAuditor(ctx, c, m.rec.Instrument(m.base, "reconciler"), nil)
 	if err != nil {
 		return AuditCost{}, err
 	}

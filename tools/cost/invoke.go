@@ -25,8 +25,8 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
 	"github.com/webhook-inbox/webhook-inbox/tools/gateway"
 	"github.com/webhook-inbox/webhook-inbox/tools/poller"
-	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 	"github.com/webhook-inbox/webhook-inbox/tools/template"
+	"github.com/webhook-inbox/webhook-inbox/tools/testing/stripefake"
 )
 
 // delivered is a delivery and the queue message it produced.
@@ -157,7 +157,7 @@ func (m *meter) reconciler(ctx context.Context) (reconcilerRun, error) {
 			env["RECONCILE_SINCE"] = devstack.DefaultLocalReconcileSince.String()
 		}
 		log := m.logs.Logger("reconciler", m.logLevel(devstack.ReconcilerID))
-		return reconcilerboot.New(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), log, hooks.Registry())
+		return reconcilerboot.FromEnv(ctx, envOf(env), m.rec.Instrument(m.base, "reconciler"), log, hooks.Registry())
 	}
 	listed := stripefake.New()
 	defer listed.Close()

@@ -165,11 +165,11 @@ func (m *meter) handlers(ctx context.Context) error {
 	effects := hooks.Registry()
 	effects.On(m.failOnce, "*")
 	recvCfg, procCfg := m.rec.Instrument(m.base, "receiver"), m.rec.Instrument(m.base, "processor")
-	if m.recv, err = receiverboot.New(ctx, envOf(m.env[devstack.ReceiverID]), recvCfg, m.logs.Logger("receiver", level), effects); err != nil {
+	if m.recv, err = receiverboot.FromEnv(ctx, envOf(m.env[devstack.ReceiverID]), recvCfg, m.logs.Logger("receiver", level), effects); err != nil {
 		return err
 	}
 	procLog := m.logs.Logger("processor", m.logLevel(devstack.ProcessorID))
-	if m.proc, err = processorboot.New(ctx, envOf(m.env[devstack.ProcessorID]), procCfg, procLog, effects); err != nil {
+	if m.proc, err = processorboot.FromEnv(ctx, envOf(m.env[devstack.ProcessorID]), procCfg, procLog, effects); err != nil {
 		return err
 	}
 	bridgeFn, err := m.full.Function(devstack.BridgeID)
@@ -180,7 +180,7 @@ func (m *meter) handlers(ctx context.Context) error {
 		return err
 	}
 	m.ingress = m.res.Queues[m.ingressSource.Queue.LogicalID]
-	if m.bridge, err = bridgeboot.New(ctx, envOf(m.env[devstack.BridgeID]), m.rec.Instrument(m.base, "bridge"), m.logs.Logger("bridge", m.logLevel(devstack.BridgeID)), effects); err != nil {
+	if m.bridge, err = bridgeboot.FromEnv(ctx, envOf(m.env[devstack.BridgeID]), m.rec.Instrument(m.base, "bridge"), m.logs.Logger("bridge", m.logLevel(devstack.BridgeID)), effects); err != nil {
 		return err
 	}
 	return nil

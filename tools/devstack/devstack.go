@@ -242,7 +242,7 @@ func (s *Stack) receiver(ctx context.Context, t *template.Template, opts Options
 	if err != nil {
 		return nil, err
 	}
-	recv, err := receiverboot.New(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
+	recv, err := receiverboot.FromEnv(ctx, envOf(s.FunctionEnv[ReceiverID]), opts.AWS, opts.Logger.With(slog.String("lambda", ReceiverID)), opts.Effects)
 	if err != nil {
 		return nil, err
 	}
@@ -270,7 +270,7 @@ func (s *Stack) startProcessor(ctx, runCtx context.Context, t *template.Template
 	if !ok {
 		return fmt.Errorf("devstack: processor queue %s not provisioned", src.Queue.LogicalID)
 	}
-	proc, err := processorboot.New(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
+	proc, err := processorboot.FromEnv(ctx, envOf(s.FunctionEnv[ProcessorID]), opts.AWS, opts.Logger.With(slog.String("lambda", ProcessorID)), opts.Effects)
 	if err != nil {
 		return err
 	}
@@ -336,7 +336,7 @@ func (s *Stack) startBridge(ctx, runCtx context.Context, t *template.Template, o
 		return fmt.Errorf("devstack: bridge queue %s not provisioned", src.Queue.LogicalID)
 	}
 	log := opts.Logger.With(slog.String("lambda", BridgeID))
-	h, err := bridgeboot.New(ctx, envOf(s.FunctionEnv[BridgeID]), opts.AWS, log, opts.Effects)
+	h, err := bridgeboot.FromEnv(ctx, envOf(s.FunctionEnv[BridgeID]), opts.AWS, log, opts.Effects)
 	if err != nil {
 		return err
 	}
@@ -397,7 +397,7 @@ func (s *Stack) startReconciler(ctx, runCtx context.Context, t *template.Templat
 			return nil
 		}
 	}
-	rec, err := reconcilerboot.New(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
+	rec, err := reconcilerboot.FromEnv(ctx, envOf(s.FunctionEnv[ReconcilerID]), opts.AWS, log, opts.Effects)
 	if err != nil {
 		return err
 	}

@@ -258,7 +258,7 @@ func (wr *wiring) logger(f string) *slog.Logger {
 func (wr *wiring) receiver(ctx context.Context) error {
 	s := wr.s
 	recvFn, _ := wr.tmpl.Function(receiverID)
-	recv, err := receiverboot.New(ctx, wr.envOf(receiverID), wr.awsFor[functionReceiver], wr.logger(functionReceiver), wr.effects)
+	recv, err := receiverboot.FromEnv(ctx, wr.envOf(receiverID), wr.awsFor[functionReceiver], wr.logger(functionReceiver), wr.effects)
 	if err != nil {
 		return err
 	}
@@ -319,7 +319,7 @@ func (wr *wiring) processor(ctx context.Context) (*poller.Poller, error) {
 	if _, err := procFn.SQS(); err != nil {
 		return nil, err
 	}
-	proc, err := processorboot.New(ctx, wr.envOf(processorID), wr.awsFor[functionProcessor], wr.logger(functionProcessor), wr.effects)
+	proc, err := processorboot.FromEnv(ctx, wr.envOf(processorID), wr.awsFor[functionProcessor], wr.logger(functionProcessor), wr.effects)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +331,7 @@ func (wr *wiring) processor(ctx context.Context) (*poller.Poller, error) {
 // application through the reconciler's own proxy.
 func (wr *wiring) reconciler(ctx context.Context) (func(context.Context, json.RawMessage) error, []json.RawMessage, error) {
 	s := wr.s
-	rec, err := reconcilerboot.New(ctx, wr.envOf(reconcilerID), wr.awsFor[functionReconciler], wr.logger(functionReconciler), wr.effects)
+	rec, err := reconcilerboot.FromEnv(ctx, wr.envOf(reconcilerID), wr.awsFor[functionReconciler], wr.logger(functionReconciler), wr.effects)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -344,7 +344,7 @@ func (wr *wiring) reconciler(ctx context.Context) (func(context.Context, json.Ra
 		}
 		auditEffects := worldEffects(s.res.Tables["MirrorTable"], recDown+"/notify", s.w.Provider)
 		auditEffects.On(&notify{client: &http.Client{Timeout: 5 * time.Second}, url: recDown + "/notify"}, "*")
-		handle = reconcilerboot.Handler(wr.envOf(reconcilerID), wr.awsFor[functionReconciler], wr.logger(functionReconciler), rec, auditEffects)
+		handle = reconcilerboot.Handler(reconcilerboot.AuditFromEnv(wr.envOf(reconcilerID), wr.awsFor[functionReconciler], auditEffects), wr.awsFor[functionReconciler], wr.logger(functionReconciler), rec, auditEffects)
 		runs = []json.RawMessage{json.RawMessage(`{"run":"audit"}`), json.RawMessage(`{}`)}
 	}
 	return handle, runs, nil
@@ -361,7 +361,7 @@ func (wr *wiring) bridge(ctx context.Context) (*poller.Poller, error) {
 	if err != nil {
 		return nil, err
 	}
-	bh, err := bridgeboot.New(ctx, wr.envOf(bridgeID), wr.awsFor[functionBridge], wr.logger(functionBridge), wr.effects)
+	bh, err := bridgeboot.FromEnv(ctx, wr.envOf(bridgeID), wr.awsFor[functionBridge], wr.logger(functionBridge), wr.effects)
 	if err != nil {
 		return nil, err
 	}

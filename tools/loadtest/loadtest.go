@@ -33,6 +33,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/pause"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/mirror"
@@ -296,27 +297,20 @@ func (w *world) deliver(ctx context.Context, order []int, res *Result) error {
 // reconciler builds the reconciler as the scheduled one runs, over the
 // Stripe stand-in, through the fault proxy.
 func (w *world) reconciler(ctx context.Context) (*reconcile.Reconciler, error) {
-	rec, err := reconcilerboot.New(ctx, func(k string) string {
-		switch k {
-		case "STRIPE_API_BASE":
-			return w.fake.URL
-		case "STRIPE_API_KEY":
-			return "sk_test_load"
-		case "RECONCILE_SETTLE":
-			return "1s"
-		case "RECONCILE_SINCE":
-			// The deployment predates the run's events (created from 2
-			// hours back): what it never received is a loss to find, not
-			// history from before it.
-			return "3h"
-		case "RECONCILE_MAX_PAGES":
-			return "1000"
-		case "RECONCILE_STUCK_AFTER":
-			// The schedule's 15 minutes, shrunk to the test's scale.
-			return "10s"
-		}
-		return w.stack.FunctionEnv[devstack.ReconcilerID][k]
-	}, w.cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), w.effects)
+	c, err := reconcilerboot.ConfigFromEnv(func(k string) string { return w.stack.FunctionEnv[devstack.ReconcilerID][k] }, w.cfg)
+	if err != nil {
+		return nil, fmt.Errorf("loadtest: reconciler: %w", err)
+	}
+	c.APIBase, c.Key = w.fake.URL, secrets.Fixed("the stand-in's key", "sk_test_load")
+	c.Settle = time.Second
+	// The deployment predates the run's events (created from 2 hours
+	// back): what it never received is a loss to find, not history from
+	// before it.
+	c.FirstLookback = 3 * time.Hour
+	c.MaxPages = 1000
+	// The schedule's 15 minutes, shrunk to the test's scale.
+	c.StuckAfter = 10 * time.Second
+	rec, err := reconcilerboot.New(ctx, c, w.cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), w.effects)
 	if err != nil {
 		return nil, fmt.Errorf("loadtest: reconciler: %w", err)
 	}

@@ -39,7 +39,7 @@ func TestAConnectedAccountsEventThroughTheBridgeRecordsItsAccount(t *testing.T) 
 				"STRIPE_CONNECT": tc.connect,
 			}
 			var logs bytes.Buffer
-			h, err := New(context.Background(), envMap(env), stack.AWS, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+			h, err := FromEnv(context.Background(), envMap(env), stack.AWS, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

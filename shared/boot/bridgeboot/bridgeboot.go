@@ -23,41 +23,59 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/bridge"
 )
 
-// New builds the bridge's handler from the environment the template
-// gives it: the common variables (package boot), EVENTBRIDGE_SOURCE (the
-// partner event source the bus is associated with), EVENTBRIDGE_ACCOUNT
-// (the stack's AWS account), INGRESS_DLQ_URL (where rejected messages
-// go) and STRIPE_CONNECT ("true" on a Connect platform: each connected
-// account an event is stored of is recorded, boot.RecordAccounts). effects are the team's effects (hooks.Registry()); the bridge reads
-// only their event types, its allowlist beside the mirror's
-// (boot.HandledTypeList), the very list the stack's rule routes. It reads
-// no secret and makes no network call.
-func New(_ context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*bridge.Handler, error) {
+// Config is the bridge's configuration: what ConfigFromEnv reads from
+// the environment the template gives the function, or what a caller in
+// the same process builds.
+type Config struct {
+	boot.Common
+	// EventTypes is Stripe's allowlist (EVENT_TYPES); nil: the default
+	// (boot.HandledTypeList), the very list the stack's rule routes.
+	EventTypes []string
+	// Source is the partner event source the bus is associated with
+	// (EVENTBRIDGE_SOURCE), Account the stack's AWS account
+	// (EVENTBRIDGE_ACCOUNT), DeadLetterURL where rejected messages go
+	// (INGRESS_DLQ_URL).
+	Source, Account, DeadLetterURL string
+	// Connect is true on a Connect platform (STRIPE_CONNECT): each
+	// connected account an event is stored of is recorded
+	// (boot.RecordAccounts).
+	Connect bool
+}
+
+// ConfigFromEnv reads the bridge's configuration from env, reporting every
+// problem at once.
+func ConfigFromEnv(env boot.Env, cfg aws.Config) (Config, error) {
 	r := boot.NewReader(env, cfg)
-	c := r.Common()
-	src := r.Checked("EVENTBRIDGE_SOURCE", "", func(v string) error {
+	c := Config{Common: r.Common(), EventTypes: r.EventTypes()}
+	c.Source = r.Checked("EVENTBRIDGE_SOURCE", "", func(v string) error {
 		if !strings.HasPrefix(v, bridge.PartnerSourcePrefix+"/") {
 			return fmt.Errorf("%q is not a Stripe partner event source (%s/ed_...)", v, bridge.PartnerSourcePrefix)
 		}
 		return nil
 	})
-	account := r.Required("EVENTBRIDGE_ACCOUNT")
-	dlq := r.Required("INGRESS_DLQ_URL")
-	connect := r.Checked("STRIPE_CONNECT", "false", func(v string) error {
+	c.Account = r.Required("EVENTBRIDGE_ACCOUNT")
+	c.DeadLetterURL = r.Required("INGRESS_DLQ_URL")
+	c.Connect = r.Checked("STRIPE_CONNECT", "false", func(v string) error {
 		if v != "true" && v != "false" {
 			return fmt.Errorf("STRIPE_CONNECT=%q: want true or false", v)
 		}
 		return nil
 	}) == "true"
-	if err := r.Err("bridge"); err != nil {
-		return nil, err
-	}
+	return c, r.Err("bridge")
+}
+
+// New builds the bridge's handler from c (ConfigFromEnv in Lambda).
+// effects are the team's effects (hooks.Registry()); the bridge reads
+// only their event types, its allowlist beside the mirror's
+// (boot.HandledTypeList), the very list the stack's rule routes. It reads
+// no secret and makes no network call.
+func New(_ context.Context, c Config, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*bridge.Handler, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	events := c.Events(dynamodb.NewFromConfig(cfg))
-	in := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(env, effects))
-	if connect {
+	in := boot.NewIngesterOn(events, cfg, c.Common, boot.HandledTypes(c.EventTypes, effects))
+	if c.Connect {
 		// A Connect platform's destination sends its connected accounts'
 		// events too: each account is recorded for the reconciler to
 		// list, as the receiver records those of its Connect endpoint.
@@ -65,12 +83,23 @@ func New(_ context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, e
 	}
 	return bridge.New(bridge.Config{
 		Ingester:      in,
-		Source:        src,
-		Account:       account,
+		Source:        c.Source,
+		Account:       c.Account,
 		Livemode:      c.Livemode,
 		APIVersion:    stripe.APIVersion,
 		DeadLetters:   sqs.NewFromConfig(cfg),
-		DeadLetterURL: dlq,
+		DeadLetterURL: c.DeadLetterURL,
 		Logger:        logger,
 	})
+}
+
+// FromEnv is ConfigFromEnv then New: the bridge as Lambda builds it from
+// the environment env, for a harness that derives that environment from
+// the template (the local stack, the failure-point runs).
+func FromEnv(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*bridge.Handler, error) {
+	c, err := ConfigFromEnv(env, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, c, cfg, logger, effects)
 }

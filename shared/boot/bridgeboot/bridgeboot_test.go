@@ -12,7 +12,7 @@ import (
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
-	_, err := New(
+	_, err := FromEnv(
 		context.Background(),
 		envMap(map[string]string{"STRIPE_MODE": "production", "EVENTBRIDGE_SOURCE": "my.app/events"}),
 		aws.Config{},
@@ -30,7 +30,7 @@ func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
 }
 
 func TestBuilds(t *testing.T) {
-	h, err := New(context.Background(), envMap(map[string]string{
+	h, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
 		"EVENTBRIDGE_SOURCE": "aws.partner/stripe.com/ed_test_61RM", "EVENTBRIDGE_ACCOUNT": "123456789012", "INGRESS_DLQ_URL": "https://sqs.example/dlq",
 	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)

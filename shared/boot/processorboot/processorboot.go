@@ -23,11 +23,96 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/stripe/stripeapi"
 )
 
-// New builds the processor's handler, running the team's effects (effects,
-// hooks.Registry(); nil for none), which it reads and never changes: it
-// builds the effects declared there (effect.Spec) with their configuration
-// (boot.Reader.Effects: EFFECT_SETTINGS, EFFECT_SECRETS), the processor
-// being the one function that runs them.
+// Config is the processor's configuration: what ConfigFromEnv reads from
+// the environment the template gives the function, or what a caller in
+// the same process builds.
+type Config struct {
+	boot.Common
+	// MaxReceiveCount is the queue's redrive maxReceiveCount
+	// (MAX_RECEIVE_COUNT), Concurrency PROCESSOR_CONCURRENCY, BackoffBase
+	// and BackoffMax the retries' (RETRY_BACKOFF_BASE, RETRY_BACKOFF_MAX):
+	// see processor.Config.
+	MaxReceiveCount, Concurrency int
+	BackoffBase, BackoffMax      time.Duration
+	// APIBase is Stripe's API (STRIPE_API_BASE; empty: Stripe's own), APIKey
+	// its key (nil: none).
+	APIBase string
+	APIKey  *secrets.Secret
+	// Fields is the mirror's field allowlist (MIRROR_KEEP_FIELDS).
+	Fields *mirror.Fields
+	// ForwardURL is the built-in forward effect's target (FORWARD_URL;
+	// empty: off), ForwardSecret its signing secret (nil: unsigned).
+	ForwardURL    string
+	ForwardSecret *secrets.Secret
+	// Effects is the configuration of each of the team's effects that is
+	// on (boot.Reader.Effects), for effect.Registry.Build.
+	Effects map[string]effect.Config
+}
+
+// ConfigFromEnv reads the processor's configuration from env, reporting
+// every problem at once; effects (the team's, nil for none) say which
+// settings and secrets their configuration needs. Secrets held in SSM are
+// read through cfg on first need, never now.
+func ConfigFromEnv(env boot.Env, cfg aws.Config, effects *effect.Registry) (Config, error) {
+	r := boot.NewReader(env, cfg)
+	c := Config{Common: r.Common()}
+	c.MaxReceiveCount = r.Integer("MAX_RECEIVE_COUNT", 0)
+	if c.MaxReceiveCount <= 0 {
+		r.Fail(errors.New("MAX_RECEIVE_COUNT must be the queue's redrive maxReceiveCount"))
+	}
+	c.Concurrency = r.Integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
+	c.BackoffBase = r.Duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
+	c.BackoffMax = r.Duration("RETRY_BACKOFF_MAX", processor.DefaultBackoffMax)
+	if err := checkBackoff(c.BackoffBase, c.BackoffMax, c.MaxReceiveCount); err != nil {
+		r.Fail(err)
+	}
+	c.APIBase = r.StripeAPIBase(func(v string) error { _, err := stripeapi.BaseURL(v); return err })
+	var err error
+	if c.Fields, err = mirror.ParseFields(r.MirrorKeepFields()); err != nil {
+		r.Fail(fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
+	}
+	c.ForwardURL = r.Checked("FORWARD_URL", "", func(v string) error {
+		if v == "" {
+			return nil
+		}
+		return effect.CheckURL(v)
+	})
+	var specs []effect.Spec
+	if effects != nil {
+		specs = effects.Specs()
+	}
+	c.Effects = r.Effects(specs)
+	c.APIKey = r.StripeAPIKey(false)
+	if c.ForwardURL != "" {
+		c.ForwardSecret = r.Secret("FORWARD_SECRET", false)
+		if c.ForwardSecret == nil && c.Livemode {
+			// The application could not tell live events from anyone's.
+			r.Fail(errors.New("FORWARD_URL is set without a signing secret " +
+				"(FORWARD_SECRET_PARAMETER): in live mode forwarded events must be signed"))
+		}
+	}
+	return c, r.Err("processor")
+}
+
+// checkBackoff refuses retries whose backoff is not 0 < base <= max, or
+// whose whole budget is past processor.MaxRetryBudget.
+func checkBackoff(base, most time.Duration, maxReceive int) error {
+	switch budget := processor.RetryBudget(base, most, maxReceive); {
+	case base <= 0 || most < base:
+		return fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v: want 0 < base <= max", base, most)
+	case budget > processor.MaxRetryBudget:
+		// SQS would delete messages unseen before they are dead-lettered.
+		return fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v and MAX_RECEIVE_COUNT=%d retry an event for %v, over %v (half the queue's retention)",
+			base, most, maxReceive, budget, processor.MaxRetryBudget)
+	}
+	return nil
+}
+
+// New builds the processor's handler from c (ConfigFromEnv in Lambda),
+// running the team's effects (effects, hooks.Registry(); nil for none),
+// which it reads and never changes: it builds the effects declared there
+// (effect.Spec) with their configuration (c.Effects: EFFECT_SETTINGS,
+// EFFECT_SECRETS), the processor being the one function that runs them.
 //
 // When FORWARD_URL is set, the built-in forward effect (effect.Forward)
 // runs after them for every type: its target must pass effect.CheckURL,
@@ -41,59 +126,12 @@ import (
 // one, the first fail permanently and the second are ordered by their
 // ids. The key and the forward secret are read on first need and
 // kept; a failure to read one fails the event that needed it, retryably.
-func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
-	r := boot.NewReader(env, cfg)
-	c := r.Common()
-	maxReceive := r.Integer("MAX_RECEIVE_COUNT", 0)
-	if maxReceive <= 0 {
-		r.Fail(errors.New("MAX_RECEIVE_COUNT must be the queue's redrive maxReceiveCount"))
-	}
-	concurrency := r.Integer("PROCESSOR_CONCURRENCY", processor.DefaultConcurrency)
-	backoff := r.Duration("RETRY_BACKOFF_BASE", processor.DefaultBackoffBase)
-	backoffMax := r.Duration("RETRY_BACKOFF_MAX", processor.DefaultBackoffMax)
-	switch budget := processor.RetryBudget(backoff, backoffMax, maxReceive); {
-	case backoff <= 0 || backoffMax < backoff:
-		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v: want 0 < base <= max", backoff, backoffMax))
-	case budget > processor.MaxRetryBudget:
-		// SQS would delete messages unseen before they are dead-lettered.
-		r.Fail(fmt.Errorf("RETRY_BACKOFF_BASE=%v, RETRY_BACKOFF_MAX=%v and MAX_RECEIVE_COUNT=%d retry an event for %v, over %v (half the queue's retention)",
-			backoff, backoffMax, maxReceive, budget, processor.MaxRetryBudget))
-	}
-	apiBase := r.Checked("STRIPE_API_BASE", "", func(v string) error { _, err := stripeapi.BaseURL(v); return err })
-	fields, err := mirror.ParseFields(r.Optional("MIRROR_KEEP_FIELDS", ""))
-	if err != nil {
-		r.Fail(fmt.Errorf("MIRROR_KEEP_FIELDS: %w", err))
-	}
-	forwardURL := r.Checked("FORWARD_URL", "", func(v string) error {
-		if v == "" {
-			return nil
-		}
-		return effect.CheckURL(v)
-	})
-	var specs []effect.Spec
-	if effects != nil {
-		specs = effects.Specs()
-	}
-	effectConfigs := r.Effects(specs)
-	apiKey := r.Secret("STRIPE_API_KEY", false)
-	var forwardSecret *secrets.Secret
-	if forwardURL != "" {
-		forwardSecret = r.Secret("FORWARD_SECRET", false)
-		if forwardSecret == nil && c.Livemode {
-			// The application could not tell live events from anyone's.
-			r.Fail(errors.New("FORWARD_URL is set without a signing secret " +
-				"(FORWARD_SECRET_PARAMETER): in live mode forwarded events must be signed"))
-		}
-	}
-	if err := r.Err("processor"); err != nil {
-		return nil, err
-	}
-
+func New(ctx context.Context, c Config, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
 	var fetcher processor.Fetcher
 	var api mirror.ObjectReader
 	var thin processor.ThinReader
-	if apiKey != nil {
-		f, err := newFetcher(apiKey, apiBase)
+	if c.APIKey != nil {
+		f, err := newFetcher(c.APIKey, c.APIBase)
 		if err != nil {
 			return nil, fmt.Errorf("boot processor: %w", err)
 		}
@@ -102,21 +140,9 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		logger.WarnContext(ctx, "no Stripe API key configured (STRIPE_API_KEY_PARAMETER): events too large to store will fail permanently, "+
 			"events of one object in the same second are ordered by their ids, not by Stripe's API, and thin events are retried until one is")
 	}
-	var eff processor.Effects
-	if effects != nil {
-		built, err := effects.Build(effectConfigs)
-		if err != nil {
-			return nil, fmt.Errorf("boot processor: %w", err)
-		}
-		eff = built
-	}
-	if forwardURL != "" {
-		if forwardSecret == nil {
-			logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned (test mode only; live mode refuses to start)")
-		}
-		fwd := &effect.Registry{}
-		fwd.On(&forward{url: forwardURL, secret: forwardSecret, client: &http.Client{Timeout: 10 * time.Second}}, "*")
-		eff = then{first: eff, next: fwd}
+	eff, err := c.effects(ctx, logger, effects)
+	if err != nil {
+		return nil, err
 	}
 	sqsClient := sqs.NewFromConfig(cfg)
 	db := dynamodb.NewFromConfig(cfg)
@@ -129,7 +155,7 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 	}
 	return processor.New(processor.Config{
 		Store:           c.Events(db),
-		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: fields, TiesByAPI: api != nil},
+		Mirror:          &mirror.Mirror{Table: c.MirrorTable, Fields: c.Fields, TiesByAPI: api != nil},
 		Effects:         eff,
 		Preread:         preread,
 		Fetcher:         fetcher,
@@ -137,12 +163,34 @@ func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger,
 		Thin:            thin,
 		Visibility:      sqsClient,
 		QueueURL:        c.QueueURL,
-		MaxReceiveCount: maxReceive,
-		Concurrency:     concurrency,
-		BackoffBase:     backoff,
-		BackoffMax:      backoffMax,
+		MaxReceiveCount: c.MaxReceiveCount,
+		Concurrency:     c.Concurrency,
+		BackoffBase:     c.BackoffBase,
+		BackoffMax:      c.BackoffMax,
 		Logger:          logger,
 	})
+}
+
+// effects builds the team's effects (nil for none) with c.Effects, and
+// the forward effect after them when c.ForwardURL is set.
+func (c Config) effects(ctx context.Context, logger *slog.Logger, effects *effect.Registry) (processor.Effects, error) {
+	var eff processor.Effects
+	if effects != nil {
+		built, err := effects.Build(c.Effects)
+		if err != nil {
+			return nil, fmt.Errorf("boot processor: %w", err)
+		}
+		eff = built
+	}
+	if c.ForwardURL == "" {
+		return eff, nil
+	}
+	if c.ForwardSecret == nil {
+		logger.WarnContext(ctx, "FORWARD_URL is set without a signing secret: forwarded events are unsigned (test mode only; live mode refuses to start)")
+	}
+	fwd := &effect.Registry{}
+	fwd.On(&forward{url: c.ForwardURL, secret: c.ForwardSecret, client: &http.Client{Timeout: 10 * time.Second}}, "*")
+	return then{first: eff, next: fwd}, nil
 }
 
 // newFetcher is the processor's reader of events too large to store
@@ -221,4 +269,23 @@ func (t then) Run(ctx context.Context, rec event.Record, payload []byte) ([]type
 		return nil, err
 	}
 	return append(writes, w...), nil
+}
+
+// FromEnv is ConfigFromEnv then New: the processor as Lambda builds it
+// from the environment env, for a harness that derives that environment
+// from the template (the local stack, the failure-point runs).
+func FromEnv(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*processor.Processor, error) {
+	c, err := ConfigFromEnv(env, cfg, effects)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, c, cfg, logger, effects)
+}
+
+// Defaults is the processor's configuration with every default
+// ConfigFromEnv takes, for a caller that builds its own: it must set the
+// tables and queue (Common) and MaxReceiveCount.
+func Defaults() Config {
+	c, _ := ConfigFromEnv(func(string) string { return "" }, aws.Config{}, nil)
+	return c
 }

@@ -37,7 +37,7 @@ func env(extra map[string]string) func(string) string {
 }
 
 func build(e func(string) string, logger *slog.Logger, effects *effect.Registry) error {
-	_, err := New(context.Background(), e, aws.Config{}, logger, effects)
+	_, err := FromEnv(context.Background(), e, aws.Config{}, logger, effects)
 	return err
 }
 

@@ -29,7 +29,7 @@ func TestOnlyStripesConnectedAccountsAreRecorded(t *testing.T) {
 		"SHOPIFY_WEBHOOK_SECRET": "shpss_accounts", "SHOPIFY_EVENT_TYPES": "orders/paid",
 	}
 	var logs bytes.Buffer
-	h, err := New(context.Background(), envMap(env), stack.AWS, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	h, err := FromEnv(context.Background(), envMap(env), stack.AWS, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,11 +52,18 @@ func TestUnauthenticatedRequestsDoNotReadParameterStore(t *testing.T) {
 	cfg.Retryer = func() aws.Retryer { return aws.NopRetryer{} }
 	prefix := "/" + testenv.Prefix(t) + "/"
 	var logs bytes.Buffer
-	h, err := New(context.Background(), envMap(map[string]string{
+	c, err := ConfigFromEnv(envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER": prefix + "stripe/webhook-secrets",
 		"GITHUB_WEBHOOK_SECRETS_PARAMETER": prefix + "github/webhook-secrets",
-	}), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The backoff is measured on a clock the test advances.
+	clock := &fakeClock{t: time.Now()}
+	c.Now = clock.now
+	h, err := New(context.Background(), c, cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,10 +111,10 @@ func TestUnauthenticatedRequestsDoNotReadParameterStore(t *testing.T) {
 
 	// Well-formed, so only a secret can refuse them: the parameter is read,
 	// at most once per backoff, and each is answered 503 meanwhile.
-	start := time.Now()
+	start := clock.now()
 	send("stripe, well-formed header, missing parameter", stripe(wellFormed), 50, http.StatusServiceUnavailable)
 	send("github, well-formed header, missing parameter", github("sha256="+strings.Repeat("ab", 32)), 50, http.StatusServiceUnavailable)
-	allowed := 2 * (1 + int32(time.Since(start)/secrets.FailureBackoff))
+	allowed := 2 * (1 + int32(clock.now().Sub(start)/secrets.FailureBackoff))
 	if n := counter.reads.Load(); n < 2 || n > allowed {
 		t.Errorf("100 requests while two parameters are missing: %d GetParameter requests, want 2 (one each), at most %d", n, allowed)
 	}
@@ -120,13 +127,14 @@ func TestUnauthenticatedRequestsDoNotReadParameterStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := counter.reads.Load()
+	clock.advance(secrets.FailureBackoff)
 	testenv.Eventually(t, 3*secrets.FailureBackoff, "the parameter to be read again after its backoff", func() bool {
 		_, _ = h.Handle(context.Background(), stripe(wellFormed))
 		return counter.reads.Load() > before
 	})
-	start = time.Now()
+	start = clock.now()
 	send("stripe, well-formed header, parameter without a secret", stripe(wellFormed), 50, http.StatusServiceUnavailable)
-	if n, most := counter.reads.Load()-before, 1+int32(time.Since(start)/secrets.FailureBackoff); n > most {
+	if n, most := counter.reads.Load()-before, 1+int32(clock.now().Sub(start)/secrets.FailureBackoff); n > most {
 		t.Errorf("50 requests while the parameter holds no secret: %d GetParameter requests, want at most %d", n, most)
 	}
 }

@@ -3,7 +3,6 @@ package receiverboot
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,12 +10,14 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/boot"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/effect"
+	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/receiver"
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
+	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
-// New builds the receiver's handler. effects are the team's effects
+// New builds the receiver's handler from c (ConfigFromEnv in Lambda). effects are the team's effects
 // (hooks.Registry()); the receiver reads only their event types, which it
 // accepts beside the mirror's (boot.HandledTypeList), and builds none of
 // them.
@@ -38,95 +39,97 @@ import (
 // It serves each sender GENERIC_SENDERS declares (provider.Sender) the
 // same way, on /webhooks/<name>, with the secrets boot.Reader.SenderSecret
 // finds for it.
-func New(ctx context.Context, env boot.Env, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*receiver.Handler, error) {
-	r := boot.NewReader(env, cfg)
-	c := r.Common()
-	opts := provider.Options{
-		Tolerance:  r.Duration("SIGNATURE_TOLERANCE", provider.DefaultTolerance),
-		FutureSkew: r.Duration("SIGNATURE_FUTURE_SKEW", provider.DefaultFutureSkew),
-		Livemode:   c.Livemode,
-	}
-	maxBody := r.Integer("MAX_BODY_BYTES", receiver.DefaultMaxBodyBytes)
-	budget := r.Duration("RECEIVER_BUDGET", receiver.DefaultBudget)
-	// Stripe's secret is required; each other provider is served only when
-	// its secret is configured: its local variable, or its parameter's
-	// name.
-	keys := map[string]*secrets.Secret{}
-	for _, name := range provider.Names {
-		if s := r.Secret(boot.WebhookSecretVariable(name), name == provider.Stripe); s != nil {
-			keys[name] = s
-		}
-	}
-	// A Connect platform's Connect endpoint signs with secrets of its own.
-	connect := r.Secret(boot.StripeConnectSecretVariable, false)
-	// Any other sender is declared in GENERIC_SENDERS, each with its own
-	// secrets: a declaration that cannot be verified as written, or would
-	// trust an unsigned id, fails the cold start.
-	senders, err := provider.ParseSenders(env(provider.SendersVariable))
-	if err != nil {
-		r.Fail(err)
-	}
-	senderKeys := make([]*secrets.Secret, len(senders))
-	for i, s := range senders {
-		senderKeys[i] = r.SenderSecret(s.Name)
-	}
-	if err := r.Err("receiver"); err != nil {
-		return nil, err
-	}
+//
+// Those rules are read by ConfigFromEnv: New builds what c says.
+func New(ctx context.Context, c Config, cfg aws.Config, logger *slog.Logger, effects *effect.Registry) (*receiver.Handler, error) {
 	if logger == nil {
 		logger = slog.Default()
 	}
+	c.setClock()
+	opts := provider.Options{Tolerance: c.Tolerance, FutureSkew: c.FutureSkew, Livemode: c.Livemode}
 	events := c.Events(dynamodb.NewFromConfig(cfg))
-	base := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(env, effects))
+	base := boot.NewIngesterOn(events, cfg, c.Common, boot.HandledTypes(c.EventTypes, effects))
 	providers := map[string]receiver.Provider{}
 	for _, name := range provider.Names {
-		s, ok := keys[name]
-		if !ok {
+		s, ok := c.Secrets[name]
+		if !ok || s == nil {
 			continue
 		}
-		k, err := keyring(ctx, name, s, settings(env, name, opts))
+		p, err := c.provider(ctx, name, s, opts, base, events, effects)
 		if err != nil {
 			return nil, err
 		}
-		in := *base
-		p := receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
-		if name == provider.Stripe {
-			p.APIVersion = stripe.APIVersion
-			// Platform events verify with the platform's secrets only,
-			// connected accounts' with the Connect endpoint's only.
-			endpoints := provider.StripeEndpoints{Platform: k}
-			if connect != nil {
-				if endpoints.Connect, err = keyring(ctx, name, connect, opts); err != nil {
-					return nil, err
-				}
-				// Only a Connect endpoint's secrets admit connected
-				// accounts' events: each account is recorded for the
-				// reconciler to list.
-				boot.RecordAccounts(&in, events)
-			}
-			p.Verifier = endpoints
-		} else {
-			in.Provider, in.Handled = name, boot.ProviderTypes(env, name, effects)
-		}
 		providers[name] = p
 	}
-	for i, s := range senders {
-		k := provider.NewKeyringFor(s.Spec(), senderKeys[i], opts)
-		if senderKeys[i].InHand() {
+	for _, s := range c.Senders {
+		k := provider.NewKeyringFor(s.Spec(), s.Secret, opts)
+		if s.Secret.InHand() {
 			if err := k.Load(ctx); err != nil {
 				return nil, err
 			}
 		}
 		in := *base
-		in.Provider, in.Handled = s.Name, boot.ProviderTypes(env, s.Name, effects)
+		in.Provider, in.Handled = s.Name, boot.ProviderTypes(c.ProviderEventTypes[s.Name], s.Name, effects)
 		providers[s.Name] = receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
 	}
 	return receiver.New(receiver.Config{
 		Providers:    providers,
-		MaxBodyBytes: maxBody,
-		Budget:       budget,
+		MaxBodyBytes: c.MaxBodyBytes,
+		Budget:       c.Budget,
 		Logger:       logger,
 	}), nil
+}
+
+// provider builds what serves the provider name, whose signing secrets
+// are s: its own copy of base, and its verifier (for Stripe, the platform
+// endpoint's and, with c.ConnectSecret, a Connect endpoint's).
+func (c Config) provider(ctx context.Context, name string, s *secrets.Secret, opts provider.Options,
+	base *ingest.Ingester, events *store.Events, effects *effect.Registry,
+) (receiver.Provider, error) {
+	k, err := keyring(ctx, name, s, withSettings(opts, c.Settings[name]))
+	if err != nil {
+		return receiver.Provider{}, err
+	}
+	in := *base
+	p := receiver.Provider{Verifier: k, Ingester: &in, Bodies: events}
+	if name != provider.Stripe {
+		in.Provider, in.Handled = name, boot.ProviderTypes(c.ProviderEventTypes[name], name, effects)
+		return p, nil
+	}
+	p.APIVersion = stripe.APIVersion
+	// Platform events verify with the platform's secrets only, connected
+	// accounts' with the Connect endpoint's only.
+	endpoints := provider.StripeEndpoints{Platform: k}
+	if c.ConnectSecret != nil {
+		if endpoints.Connect, err = keyring(ctx, name, c.ConnectSecret, opts); err != nil {
+			return receiver.Provider{}, err
+		}
+		// Only a Connect endpoint's secrets admit connected accounts'
+		// events: each account is recorded for the reconciler to list.
+		boot.RecordAccounts(&in, events)
+	}
+	p.Verifier = endpoints
+	return p, nil
+}
+
+// setClock gives every secret of c the clock c.Now, when set.
+func (c Config) setClock() {
+	if c.Now == nil {
+		return
+	}
+	for _, s := range c.Secrets {
+		if s != nil {
+			s.SetClock(c.Now)
+		}
+	}
+	if c.ConnectSecret != nil {
+		c.ConnectSecret.SetClock(c.Now)
+	}
+	for _, s := range c.Senders {
+		if s.Secret != nil {
+			s.Secret.SetClock(c.Now)
+		}
+	}
 }
 
 // keyring returns the named provider's Keyring of s. A secret in hand (a
@@ -144,19 +147,11 @@ func keyring(ctx context.Context, name string, s *secrets.Secret, opts provider.
 	return k, nil
 }
 
-// settings returns opts with the named provider's own settings
-// (provider.Spec.Settings), each read from its variable
-// (provider.SettingVariable); opts when it has none.
-func settings(env boot.Env, name string, opts provider.Options) provider.Options {
-	spec, err := provider.Lookup(name)
-	if err != nil || len(spec.Settings) == 0 {
-		return opts
-	}
-	opts.Settings = map[string]string{}
-	for _, s := range spec.Settings {
-		if v := strings.TrimSpace(env(provider.SettingVariable(name, s))); v != "" {
-			opts.Settings[s] = v
-		}
+// withSettings returns opts with a provider's own settings
+// (Config.Settings); opts when it has none.
+func withSettings(opts provider.Options, set map[string]string) provider.Options {
+	if set != nil {
+		opts.Settings = set
 	}
 	return opts
 }

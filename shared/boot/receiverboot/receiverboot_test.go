@@ -17,13 +17,12 @@ import (
 
 	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
-	"github.com/webhook-inbox/webhook-inbox/tools/testing/testenv"
 )
 
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
-	_, err := New(context.Background(), envMap(map[string]string{
+	_, err := FromEnv(context.Background(), envMap(map[string]string{
 		"STRIPE_MODE":         "production",
 		"SIGNATURE_TOLERANCE": "five minutes",
 		"MAX_BODY_BYTES":      "1MB",
@@ -40,7 +39,7 @@ func TestEveryConfigurationProblemIsReportedAtOnce(t *testing.T) {
 
 func TestSecretNeverInTheError(t *testing.T) {
 	// A local secret that is not a usable list still never reaches an error.
-	_, err := New(context.Background(), envMap(map[string]string{
+	_, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": " , ",
 	}), aws.Config{}, slog.Default(), nil)
 	if err == nil {
@@ -52,7 +51,7 @@ func TestSecretNeverInTheError(t *testing.T) {
 }
 
 func TestBuildsFromALocalSecret(t *testing.T) {
-	h, err := New(context.Background(), envMap(map[string]string{
+	h, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_WEBHOOK_SECRET": "whsec_a,whsec_b",
 	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err != nil || h == nil {
@@ -112,10 +111,17 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 			return aws.Credentials{AccessKeyID: "a", SecretAccessKey: "b"}, nil
 		})}
 	var logs bytes.Buffer
-	h, err := New(context.Background(), envMap(map[string]string{
+	c, err := ConfigFromEnv(envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/webhook-inbox/dev/stripe/webhook-secrets",
-	}), cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+	}), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The secrets' backoff is measured on a clock the test advances.
+	clock := &fakeClock{t: time.Now()}
+	c.Now = clock.now
+	h, err := New(context.Background(), c, cfg, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,19 +163,22 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 	readAgain := func(what string) {
 		t.Helper()
 		before := stub.count()
-		testenv.Eventually(t, 3*secrets.FailureBackoff, what, func() bool {
-			unavailable(what)
-			time.Sleep(100 * time.Millisecond)
-			return stub.count() > before
-		})
+		unavailable(what + ", within the backoff")
+		if n := stub.count(); n != before {
+			t.Fatalf("%s: %d reads within the backoff, want none", what, n-before)
+		}
+		clock.advance(secrets.FailureBackoff)
+		unavailable(what)
+		if n := stub.count(); n != before+1 {
+			t.Fatalf("%s: %d reads after the backoff, want 1", what, n-before)
+		}
 	}
 	readAgain("no secret in the value")
 	stub.set("whsec_right", 0)
-	testenv.Eventually(t, 3*secrets.FailureBackoff, "the fixed secrets to be read", func() bool {
-		resp, err := h.Handle(context.Background(), req)
-		time.Sleep(100 * time.Millisecond)
-		return err == nil && resp.StatusCode == http.StatusBadRequest
-	})
+	clock.advance(secrets.FailureBackoff)
+	if resp, err := h.Handle(context.Background(), req); err != nil || resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("the fixed secrets, after the backoff: got %d, %v; want the receiver's 400 for the wrong signature", resp.StatusCode, err)
+	}
 	for range 2 {
 		resp, err := h.Handle(context.Background(), req)
 		if err != nil || resp.StatusCode != http.StatusBadRequest {
@@ -180,6 +189,16 @@ func TestSigningSecretsAreReadOnTheFirstRequest(t *testing.T) {
 		t.Errorf("reads: got %d, want 3 (failed, unusable, then kept: a refusal within a minute of the read reads nothing)", n)
 	}
 }
+
+// fakeClock is a clock the test advances.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
+
+func (c *fakeClock) advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.t = c.t.Add(d) }
 
 // TestProvidersAreServedOnlyWithTheirSecrets: a provider is served once its
 // local secret variable (or its parameter) is set; without it, 404.
@@ -217,7 +236,7 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 		{"all", with("GITHUB_WEBHOOK_SECRET", "gh", "SHOPIFY_WEBHOOK_SECRET", "shp", "STANDARD_WEBHOOK_SECRET", "whsec_YQ=="), map[string]int{"github": 400, "shopify": 400, "standard": 400}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+			h, err := FromEnv(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -231,13 +250,13 @@ func TestProvidersAreServedOnlyWithTheirSecrets(t *testing.T) {
 	}
 	// A Standard Webhooks secret that is no whsec_ value fails the cold
 	// start, naming the variable but not the value.
-	_, err := New(context.Background(), envMap(with("STANDARD_WEBHOOK_SECRET", "plain-secret-value")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	_, err := FromEnv(context.Background(), envMap(with("STANDARD_WEBHOOK_SECRET", "plain-secret-value")), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err == nil || strings.Contains(err.Error(), "plain-secret-value") || !strings.Contains(err.Error(), "STANDARD_WEBHOOK_SECRET") {
 		t.Errorf("bad standard secret: got %v, want an error naming the variable, not the value", err)
 	}
 	// In Lambda, a provider's plain variable fails the cold start, as
 	// Stripe's does.
-	_, err = New(
+	_, err = FromEnv(
 		context.Background(),
 		envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRETS_PARAMETER", "/p", "GITHUB_WEBHOOK_SECRET", "gh")),
 		aws.Config{Region: "us-east-1"},
@@ -257,11 +276,11 @@ func TestAProvidersSettingsAreReadFromItsVariables(t *testing.T) {
 	t.Cleanup(func() { provider.All = all })
 	provider.All = append(append([]provider.Spec(nil), all...), provider.Spec{Name: "square", Settings: []string{"url", "header"}})
 	env := envMap(map[string]string{"SQUARE_WEBHOOK_URL": " https://hooks.example.com/webhooks/square ", "GITHUB_WEBHOOK_URL": "x"})
-	got := settings(env, "square", provider.Options{Tolerance: time.Minute})
+	got := withSettings(provider.Options{Tolerance: time.Minute}, settings(env, "square"))
 	if got.Tolerance != time.Minute || len(got.Settings) != 1 || got.Settings["url"] != "https://hooks.example.com/webhooks/square" {
 		t.Errorf("square: got %+v, want the url setting, trimmed, beside the options given", got)
 	}
-	if got := settings(env, provider.GitHub, provider.Options{}); got.Settings != nil {
+	if got := withSettings(provider.Options{}, settings(env, provider.GitHub)); got.Settings != nil {
 		t.Errorf("github: got settings %v, want none (its Spec names none)", got.Settings)
 	}
 }
@@ -295,7 +314,7 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 				env["STRIPE_CONNECT_WEBHOOK_SECRET"] = tc.connectSecret
 			}
 			var logs bytes.Buffer
-			h, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
+			h, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&logs, nil)), nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -307,7 +326,7 @@ func TestConnectSecretsBesideThePlatforms(t *testing.T) {
 		})
 	}
 	// In Lambda the Connect secret, too, comes only from its parameter.
-	_, err := New(
+	_, err := FromEnv(
 		context.Background(),
 		envMap(map[string]string{"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "AWS_LAMBDA_FUNCTION_NAME": "receiver",
 			"STRIPE_WEBHOOK_SECRETS_PARAMETER": "/p", "STRIPE_CONNECT_WEBHOOK_SECRET": "whsec_connect"}),
@@ -338,7 +357,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		}
 		return m
 	}
-	h, err := New(context.Background(), envMap(with("N8N_WEBHOOK_SECRET", "n8n secret")), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
+	h, err := FromEnv(context.Background(), envMap(with("N8N_WEBHOOK_SECRET", "n8n secret")), aws.Config{Region: "us-east-1"}, slog.New(slog.NewJSONHandler(&bytes.Buffer{}, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +395,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		{"a name whose variable is Connect's", with("GENERIC_SENDERS", `[{"name":"stripe_connect","signature_header":"x-sig","id_field":"id"}]`), "another secret's"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := New(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+			_, err := FromEnv(context.Background(), envMap(tc.env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error saying %q", err, tc.want)
 			}
@@ -386,7 +405,7 @@ func TestConfiguredSendersAreServed(t *testing.T) {
 		})
 	}
 	// In Lambda, the parameter under the path, read on first use.
-	if _, err := New(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STAGE", "dev",
+	if _, err := FromEnv(context.Background(), envMap(with("AWS_LAMBDA_FUNCTION_NAME", "receiver", "STRIPE_WEBHOOK_SECRET", "", "STAGE", "dev",
 		"STRIPE_WEBHOOK_SECRETS_PARAMETER", "/webhook-inbox/dev/stripe", "GENERIC_SENDERS_SECRETS_PATH", "/webhook-inbox/dev/senders/")), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err != nil {
 		t.Errorf("a sender's parameter in Lambda: %v", err)
 	}

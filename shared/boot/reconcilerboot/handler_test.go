@@ -38,11 +38,11 @@ func TestTheAuditScheduleReachesTheAudit(t *testing.T) {
 		"AUDIT_MAX_PAGES": "0",
 	})
 	cfg := aws.Config{Region: "us-east-1"}
-	rec, err := New(context.Background(), env, cfg, slog.Default(), nil)
+	rec, err := FromEnv(context.Background(), env, cfg, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := Handler(env, cfg, slog.Default(), rec, nil)
+	h := Handler(AuditFromEnv(env, cfg, nil), cfg, slog.Default(), rec, nil)
 	if err := h(context.Background(), json.RawMessage(input)); err == nil || !strings.Contains(err.Error(), "AUDIT_MAX_PAGES") {
 		t.Errorf("audit payload: got %v, want the audit's refusal of AUDIT_MAX_PAGES=0", err)
 	}

@@ -16,7 +16,7 @@ import (
 func envMap(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
 
 func TestReportsEveryProblemAtOnce(t *testing.T) {
-	_, err := New(context.Background(), envMap(map[string]string{
+	_, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
 		"RECONCILE_OVERLAP":    "an hour",
 		"RECONCILE_MAX_PAGES":  "many",
@@ -31,7 +31,7 @@ func TestReportsEveryProblemAtOnce(t *testing.T) {
 			t.Errorf("error does not mention %s:\n%v", want, err)
 		}
 	}
-	_, err = New(context.Background(), envMap(map[string]string{
+	_, err = FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_MODE": "live", "RECONCILE_RATE_LIMIT": "90",
 	}), aws.Config{}, slog.Default(), nil)
 	if err == nil || !strings.Contains(err.Error(), "STRIPE_API_KEY_PARAMETER") || strings.Contains(err.Error(), "RECONCILE_RATE_LIMIT") {
@@ -40,7 +40,7 @@ func TestReportsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestBuildsFromALocalKey(t *testing.T) {
-	r, err := New(context.Background(), envMap(map[string]string{
+	r, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q",
 		"STRIPE_API_KEY": "sk_test_local", "STRIPE_API_BASE": "http://127.0.0.1:1",
 	}), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
@@ -54,7 +54,7 @@ func TestBuildsFromALocalKey(t *testing.T) {
 }
 
 func TestGitHubIsOffWithoutHooks(t *testing.T) {
-	r, err := New(context.Background(), envMap(map[string]string{
+	r, err := FromEnv(context.Background(), envMap(map[string]string{
 		"EVENTS_TABLE": "e", "MIRROR_TABLE": "m", "QUEUE_URL": "q", "STRIPE_API_KEY": "sk_test_local",
 		// A token alone turns nothing on.
 		"GITHUB_API_TOKEN": "github_pat_local",
@@ -97,7 +97,7 @@ func TestGitHubHooksNeedTheirCredentials(t *testing.T) {
 			for k, v := range tc.env {
 				env[k] = v
 			}
-			r, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+			r, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 			if tc.want == nil {
 				if err != nil {
 					t.Fatal(err)
@@ -133,7 +133,7 @@ func TestConnectAccountsAreListedToo(t *testing.T) {
 		"STRIPE_API_KEY": "sk_test_local", "STRIPE_API_BASE": "http://127.0.0.1:1",
 		"STRIPE_CONNECT_ACCOUNTS": "acct_a, acct_b,acct_a",
 	}
-	r, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
+	r, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,13 +145,13 @@ func TestConnectAccountsAreListedToo(t *testing.T) {
 		t.Errorf("groups by account: got %v, want 2 each for the platform, acct_a and acct_b", accounts)
 	}
 	env["STRIPE_CONNECT_ACCOUNTS"] = "acct_a,cus_1"
-	if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err == nil {
+	if _, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); err == nil {
 		t.Error("a customer id among the accounts: got no error")
 	}
 	env["STRIPE_CONNECT_ACCOUNTS"] = "acct_a"
 	for v, ok := range map[string]bool{"true": true, "false": true, "yes": false} {
 		env["STRIPE_CONNECT_LIST_ACCOUNTS"] = v
-		if _, err := New(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); (err == nil) != ok {
+		if _, err := FromEnv(context.Background(), envMap(env), aws.Config{Region: "us-east-1"}, slog.Default(), nil); (err == nil) != ok {
 			t.Errorf("STRIPE_CONNECT_LIST_ACCOUNTS=%s: got %v, want accepted %v", v, err, ok)
 		}
 	}

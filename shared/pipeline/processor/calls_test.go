@@ -20,6 +20,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 )
 
 // callCounter counts the DynamoDB requests a client sends, by operation,
@@ -131,15 +132,10 @@ func TestOmittedPayloadIsFetchedFromStripe(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	environment := map[string]string{
-		"EVENTS_TABLE":      e.events.Table,
-		"MIRROR_TABLE":      e.stack.Table("MirrorTable"),
-		"QUEUE_URL":         e.queue,
-		"MAX_RECEIVE_COUNT": "5",
-		"STRIPE_API_KEY":    "rk_test_fetch",
-		"STRIPE_API_BASE":   srv.URL,
-	}
-	p, err := processorboot.New(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
+	c := processorboot.Defaults()
+	c.EventsTable, c.MirrorTable, c.QueueURL, c.MaxReceiveCount = e.events.Table, e.stack.Table("MirrorTable"), e.queue, 5
+	c.APIKey, c.APIBase = secrets.Fixed("the test's key", "rk_test_fetch"), srv.URL
+	p, err := processorboot.New(ctx, c, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

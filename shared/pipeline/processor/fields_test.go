@@ -28,7 +28,7 @@ func TestTemplateKeepFieldsReachTheMirror(t *testing.T) {
 		t.Fatal(err)
 	}
 	environment["STRIPE_API_KEY"] = "rk_test_unused" // not Parameter Store
-	p, err := processorboot.New(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
+	p, err := processorboot.FromEnv(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(io.Discard, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

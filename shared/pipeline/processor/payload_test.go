@@ -17,6 +17,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/ingest"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/outcome"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 )
 
@@ -68,11 +69,10 @@ func TestARecordWithoutItsPayloadIsReadFromTheProviderOrRetried(t *testing.T) {
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	environment := map[string]string{
-		"EVENTS_TABLE": e.events.Table, "MIRROR_TABLE": e.stack.Table("MirrorTable"), "QUEUE_URL": e.queue,
-		"MAX_RECEIVE_COUNT": "5", "STRIPE_API_KEY": "rk_test_fetch", "STRIPE_API_BASE": srv.URL,
-	}
-	p, err := processorboot.New(ctx, func(k string) string { return environment[k] }, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
+	c := processorboot.Defaults()
+	c.EventsTable, c.MirrorTable, c.QueueURL, c.MaxReceiveCount = e.events.Table, e.stack.Table("MirrorTable"), e.queue, 5
+	c.APIKey, c.APIBase = secrets.Fixed("the test's key", "rk_test_fetch"), srv.URL
+	p, err := processorboot.New(ctx, c, e.stack.AWS, slog.New(slog.NewJSONHandler(e.logs, nil)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

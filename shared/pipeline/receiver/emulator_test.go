@@ -79,7 +79,7 @@ func (r *rig) handler(cfg aws.Config, c boot.Common, budget time.Duration) *rece
 		if err != nil {
 			r.t.Fatal(err)
 		}
-		in := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(func(string) string { return "" }, nil))
+		in := boot.NewIngesterOn(events, cfg, c, boot.HandledTypes(nil, nil))
 		p := receiver.Provider{Verifier: k, Ingester: in, Bodies: events}
 		if name == provider.Stripe {
 			p.APIVersion = stripe.APIVersion

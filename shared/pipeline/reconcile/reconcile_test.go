@@ -205,10 +205,9 @@ func (h *harness) deliverAllBut(envs []event.Envelope, skip int) map[string]bool
 // mapping would, until the test ends.
 func (h *harness) startProcessor() {
 	h.t.Helper()
-	env := map[string]string{
-		"EVENTS_TABLE": h.stack.Table("EventsTable"), "MIRROR_TABLE": h.stack.Table("MirrorTable"),
-		"QUEUE_URL": h.stack.Queue("WebhookQueue").URL, "MAX_RECEIVE_COUNT": "5", "EVENT_TYPES": strings.Join(h.types, ","),
-	}
+	c := processorboot.Defaults()
+	c.EventsTable, c.MirrorTable = h.stack.Table("EventsTable"), h.stack.Table("MirrorTable")
+	c.QueueURL, c.MaxReceiveCount = h.stack.Queue("WebhookQueue").URL, 5
 	logs := &testenv.Buffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	h.t.Cleanup(func() {
@@ -216,7 +215,7 @@ func (h *harness) startProcessor() {
 			h.t.Logf("processor log:\n%s", logs.String())
 		}
 	})
-	proc, err := processorboot.New(context.Background(), func(k string) string { return env[k] }, h.stack.AWS, logger, h.effects)
+	proc, err := processorboot.New(context.Background(), c, h.stack.AWS, logger, h.effects)
 	if err != nil {
 		h.t.Fatal(err)
 	}

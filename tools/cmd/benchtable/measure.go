@@ -23,6 +23,7 @@ import (
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/event"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/hooks"
 	"github.com/webhook-inbox/webhook-inbox/shared/pipeline/reconcile"
+	"github.com/webhook-inbox/webhook-inbox/shared/platform/secrets"
 	"github.com/webhook-inbox/webhook-inbox/shared/providers/provider"
 	"github.com/webhook-inbox/webhook-inbox/shared/storage/store"
 	"github.com/webhook-inbox/webhook-inbox/tools/devstack"
@@ -198,17 +199,13 @@ func (b *bench) reconciler(ctx context.Context, p *pipeline, first [][]byte) err
 			return err
 		}
 	}
-	rec, err := reconcilerboot.New(ctx, func(k string) string {
-		switch k {
-		case "STRIPE_API_BASE":
-			return fake.URL
-		case "STRIPE_API_KEY":
-			return "sk_test_bench"
-		case "EVENT_TYPES":
-			return "customer.subscription.updated"
-		}
-		return stack.FunctionEnv[devstack.ReconcilerID][k]
-	}, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
+	rc, err := reconcilerboot.ConfigFromEnv(func(k string) string { return stack.FunctionEnv[devstack.ReconcilerID][k] }, cfg)
+	if err != nil {
+		return err
+	}
+	rc.APIBase, rc.Key = fake.URL, secrets.Fixed("the stand-in's key", "sk_test_bench")
+	rc.EventTypes = []string{"customer.subscription.updated"}
+	rec, err := reconcilerboot.New(ctx, rc, cfg, slog.New(slog.NewJSONHandler(io.Discard, nil)), hooks.Registry())
 	if err != nil {
 		return err
 	}
