@@ -45,6 +45,7 @@ func TestDependencies(t *testing.T) {
 			forbidden: append(
 				[]string{
 					module + "shared/pipeline/reconcile",
+					module + "shared/pipeline/redeliver",
 					module + "shared/stripe/mirror",
 					module + "shared/pipeline/processor",
 					module + "shared/stripe/stripeapi",
@@ -60,6 +61,7 @@ func TestDependencies(t *testing.T) {
 			forbidden: append(
 				[]string{
 					module + "shared/pipeline/reconcile",
+					module + "shared/pipeline/redeliver",
 					module + "shared/stripe/mirror",
 					module + "shared/pipeline/processor",
 					module + "shared/stripe/stripeapi",
@@ -71,7 +73,7 @@ func TestDependencies(t *testing.T) {
 				everywhere...),
 			stripe: []string{stripe, stripe + "/form", stripe + "/webhook"},
 		},
-		"processor":  {forbidden: append([]string{module + "shared/pipeline/reconcile", module + "shared/providers/githubapi", gogithub}, everywhere...)},
+		"processor":  {forbidden: append([]string{module + "shared/pipeline/reconcile", module + "shared/pipeline/redeliver", module + "shared/providers/githubapi", gogithub}, everywhere...)},
 		"reconciler": {forbidden: everywhere},
 	}
 	for fn, rule := range rules {
