@@ -27,7 +27,7 @@ import (
 // is stored and processed once. Later runs ask for nothing more.
 func TestAFailedGitHubDeliveryIsRedeliveredAndProcessed(t *testing.T) {
 	const secret, token = "github e2e redelivery secret", "github_pat_e2e_redelivery"
-	body, err := os.ReadFile(filepath.Join("..", "internal", "cli", "testdata", "samples", "github", "issues.opened.json"))
+	body, err := os.ReadFile(filepath.Join("..", "internal", "cli", "samples", "github", "issues.opened.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

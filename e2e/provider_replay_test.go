@@ -35,7 +35,7 @@ func TestACapturedBodyUnderAFreshIDIsRejectedThroughTheGateway(t *testing.T) {
 	events := eventsStore(t, stack.Prefix)
 	ctx := context.Background()
 	sample := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("..", "internal", "cli", "testdata", "samples", name))
+		b, err := os.ReadFile(filepath.Join("..", "internal", "cli", "samples", name))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -48,7 +48,7 @@ func postProvider(t *testing.T, url, name string, body []byte, headers map[strin
 type gatewayCase struct {
 	secret string
 	// typ is the handled type of the sample at sample (under
-	// internal/cli/testdata/samples); unknownTyp the type of the
+	// internal/cli/samples); unknownTyp the type of the
 	// unknownSample (or of the sample as unknown rewrites it).
 	typ, sample, unknownTyp, unknownSample string
 	unknown                                func(t *testing.T, body []byte) []byte
@@ -153,7 +153,7 @@ func TestEveryProviderThroughTheGateway(t *testing.T) {
 		if sample == "" {
 			return nil // Stripe's: built by stamp
 		}
-		body, err := os.ReadFile(filepath.Join("..", "internal", "cli", "testdata", "samples", sample))
+		body, err := os.ReadFile(filepath.Join("..", "internal", "cli", "samples", sample))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -21,10 +21,10 @@ import (
 )
 
 // samples are realistic deliveries of the providers other than Stripe,
-// shaped like each provider's documentation: testdata/samples/<provider>/
+// shaped like each provider's documentation: samples/<provider>/
 // <type>.json, where a Shopify topic's "/" is a directory.
 //
-//go:embed testdata/samples
+//go:embed samples
 var samples embed.FS
 
 // checkProvider refuses a --provider that names neither a provider nor a
@@ -72,7 +72,7 @@ const genericSamples = "generic"
 // sampleTypes lists the types send has a sample of for provider.
 func sampleTypes(name string) []string {
 	var out []string
-	root := path.Join("testdata/samples", name)
+	root := path.Join("samples", name)
 	_ = fs.WalkDir(samples, root, func(p string, d fs.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {
 			out = append(out, strings.TrimSuffix(strings.TrimPrefix(p, root+"/"), ".json"))
@@ -207,7 +207,7 @@ func (a *app) providerDeliveries(name string, types []string, o sendOpts) (signe
 		if declared {
 			file = sampleTypes(genericSamples)[0]
 		}
-		body, err := samples.ReadFile(path.Join("testdata/samples", dir, file+".json"))
+		body, err := samples.ReadFile(path.Join("samples", dir, file+".json"))
 		if err != nil {
 			return nil, nil, usagef("no %s sample of type %q (have: %s)", name, typ, strings.Join(sampleTypes(name), ", "))
 		}

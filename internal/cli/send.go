@@ -107,7 +107,7 @@ secret. Without one, send stops.`,
 		&o.provider,
 		"provider",
 		event.ProviderStripe,
-		"the provider to send as: stripe, github, shopify or standard (a sample from testdata/samples, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)",
+		"the provider to send as: stripe, github, shopify or standard (a sample from samples/, signed with GITHUB_WEBHOOK_SECRET, ... or --secret-file)",
 	)
 	return cmd
 }

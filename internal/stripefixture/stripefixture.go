@@ -1,5 +1,5 @@
 // Package stripefixture builds realistic Stripe events from Stripe's own
-// sample objects (testdata/fixtures.json, from Stripe's public OpenAPI
+// sample objects (fixtures.json, from Stripe's public OpenAPI
 // repository), for the CLI's send command, the tests and the load test.
 package stripefixture
 
@@ -14,7 +14,7 @@ import (
 	"time"
 )
 
-//go:embed testdata/fixtures.json
+//go:embed fixtures.json
 var fixturesJSON []byte
 
 var resources map[string]json.RawMessage

@@ -124,7 +124,7 @@ var GitHubScenarios = []string{ScenarioGitHubNew, ScenarioGitHubRedelivery, Scen
 
 // GitHubSample is the GitHub delivery the GitHub scenarios send, relative
 // to the template's directory: inboxctl send's sample of issues.opened.
-const GitHubSample = "internal/cli/testdata/samples/github/issues.opened.json"
+const GitHubSample = "internal/cli/samples/github/issues.opened.json"
 
 // githubType is GitHubSample's type, which the receiver is told to handle.
 const githubType = "issues.opened"

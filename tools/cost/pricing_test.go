@@ -207,7 +207,7 @@ func TestTieCostIsTheTiesUnitsBeyondANewEvents(t *testing.T) {
 // and tables the schema lacks are not writes to price.
 func TestAWriteRequestNamesItsItems(t *testing.T) {
 	r := &Recorder{tables: map[string]*Table{"p-Events": events}}
-	item := map[string]types.AttributeValue{"pk": s("e1"), "status": s("received")}
+	item := map[string]types.AttributeValue{"pk": s("e1"), "state": s("received")}
 	key := map[string]types.AttributeValue{"pk": s("e2")}
 	tx := &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
 		{Put: &types.Put{TableName: aws.String("p-Events"), Item: item}},

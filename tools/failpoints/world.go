@@ -118,7 +118,7 @@ var Senders = map[string]Sender{
 // the window bounding a capture), one that signs the body alone with the
 // id in it (an internal service; its capture is bounded by the body's
 // claim). Each sends the sample of every declared sender
-// (internal/cli/testdata/samples/generic).
+// (internal/cli/samples/generic).
 var DeclaredWorlds = []World{
 	{
 		Name: "declared-timestamp", Provider: "n8n",
@@ -215,7 +215,7 @@ func Worlds() []World {
 // Samples is where the sample deliveries of the providers other than
 // Stripe are, one directory per provider, a file per type (a Shopify
 // topic's "/" a directory): those inboxctl send sends.
-var Samples = filepath.Join("internal", "cli", "testdata", "samples")
+var Samples = filepath.Join("internal", "cli", "samples")
 
 // delivery is the one event a case sends.
 type delivery struct {

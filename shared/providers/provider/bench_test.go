@@ -11,7 +11,7 @@ import (
 // rotation; compare the rows with each other, within one run.
 func BenchmarkVerify(b *testing.B) {
 	now := time.Unix(1_800_000_000, 0)
-	const samples = "../../../internal/cli/testdata/samples/"
+	const samples = "../../../internal/cli/samples/"
 	for _, tc := range []struct{ name, secret, typ, sample string }{
 		{Stripe, "whsec_current", "customer.subscription.updated", "../../pipeline/event/testdata/subscription_updated.json"},
 		{GitHub, "gh secret", "issues.opened", samples + "github/issues.opened.json"},

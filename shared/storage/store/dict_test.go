@@ -41,7 +41,7 @@ func skeleton(v any) any {
 // reaches the end of a dictionary with the shortest distances).
 func stripeDictFromFixtures(t *testing.T) []byte {
 	t.Helper()
-	raw, err := os.ReadFile("../../../internal/stripefixture/testdata/fixtures.json")
+	raw, err := os.ReadFile("../../../internal/stripefixture/fixtures.json")
 	if err != nil {
 		t.Fatal(err)
 	}
