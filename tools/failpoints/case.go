@@ -33,7 +33,7 @@ type Spec struct {
 	World  World   `json:"world"`
 	Faults []Fault `json:"faults"`
 	// Second: a second event of the same object is delivered by its
-	// sender as the first fault strikes (second.go), and the invariants
+	// courier as the first fault strikes (second.go), and the invariants
 	// are checked for each event, and for the object's mirror.
 	Second bool `json:"second_event,omitempty"`
 }
@@ -73,8 +73,8 @@ const (
 	// OutcomePerson: it ended failed_permanent or dead_lettered, with its
 	// payload readable and a metric an alarm watches counting it.
 	OutcomePerson = "needs a person"
-	// OutcomeUnacked: the sender gave up without a 2xx, no record exists
-	// and nothing in the world would repair it: the sender's own log shows
+	// OutcomeUnacked: the courier gave up without a 2xx, no record exists
+	// and nothing in the world would repair it: the courier's own log shows
 	// the failure (not the pipeline's loss).
 	OutcomeUnacked = "unacknowledged"
 )
@@ -94,7 +94,7 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		res.Err = err.Error()
 		return res
 	}
-	snds, err := e.senders(ctx, spec, s, d)
+	snds, err := e.couriers(ctx, spec, s, d)
 	if err != nil {
 		s.stop()
 		res.Err = err.Error()
@@ -105,7 +105,7 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 	l := &launcher{ctx: ctx, e: e, s: s, d: d, snds: snds}
 	if spec.Second {
 		// The second event is sent as the first fault strikes, by its own
-		// sender, while the fault's call goes on.
+		// courier, while the fault's call goes on.
 		s.tap.whenFault(func() { l.launch(snds[1]) })
 	}
 	l.launch(snds[0])
@@ -122,19 +122,19 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 	return res
 }
 
-// senders are a case's senders: of its event d, and of the second
+// couriers are a case's couriers: of its event d, and of the second
 // (Second cases); in Tie worlds, the mirror holds another event of the
 // object, and second, first.
-func (e *env) senders(ctx context.Context, spec Spec, s *stack, d delivery) ([]*sender, error) {
+func (e *env) couriers(ctx context.Context, spec Spec, s *stack, d delivery) ([]*courier, error) {
 	w := spec.World
 	url := s.gateway.URL + "/webhooks/" + w.Provider
-	snds := []*sender{{w: w, d: d, url: url, github: s.github}}
+	snds := []*courier{{w: w, d: d, url: url, github: s.github}}
 	if spec.Second {
 		d2, err := w.second(e.root, d, newEventID(w.Provider), time.Now())
 		if err != nil {
 			return nil, err
 		}
-		snds = append(snds, &sender{w: w, d: d2, url: url, github: s.github})
+		snds = append(snds, &courier{w: w, d: d2, url: url, github: s.github})
 	}
 	if w.Bridge {
 		for _, snd := range snds {
@@ -149,13 +149,13 @@ func (e *env) senders(ctx context.Context, spec Spec, s *stack, d delivery) ([]*
 	return snds, nil
 }
 
-// launcher starts a case's senders, each once, until closed.
+// launcher starts a case's couriers, each once, until closed.
 type launcher struct {
 	ctx  context.Context
 	e    *env
 	s    *stack
 	d    delivery
-	snds []*sender
+	snds []*courier
 
 	wg     sync.WaitGroup
 	mu     sync.Mutex
@@ -163,7 +163,7 @@ type launcher struct {
 }
 
 // launch starts snd: its event published to Stripe's API, then sent.
-func (l *launcher) launch(snd *sender) {
+func (l *launcher) launch(snd *courier) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
@@ -200,7 +200,7 @@ func (l *launcher) launch(snd *sender) {
 	}()
 }
 
-// close launches no more senders and waits for those launched.
+// close launches no more couriers and waits for those launched.
 func (l *launcher) close() {
 	l.mu.Lock()
 	l.closed = true
@@ -208,7 +208,7 @@ func (l *launcher) close() {
 	l.wg.Wait()
 }
 
-// publish makes an event Stripe's API serves before its sender sends it:
+// publish makes an event Stripe's API serves before its courier sends it:
 // a thin event whole and its object (the object's state is the newest
 // event's from then on; no thin event is listed), a snapshot event in the
 // event list.
@@ -233,19 +233,19 @@ func (s *stack) publish(d delivery) error {
 }
 
 // settle waits until the world is quiet for the events sent, or the
-// case's time is up: each sender done, each record finished, the queue
+// case's time is up: each courier done, each record finished, the queue
 // empty, and a reconciler run since, which finds nothing more to do. (A
 // GitHub delivery whose attempt failed after the receiver stored it whole
 // stays failed in GitHub's log, and needs no redelivery: its record is
 // what settles it.) A second event not sent (its fault not yet struck) is
 // not waited for; once sent, it is.
-func (e *env) settle(ctx context.Context, s *stack, snds []*sender) {
+func (e *env) settle(ctx context.Context, s *stack, snds []*courier) {
 	events := &store.Events{DB: dynamodb.NewFromConfig(e.direct), Table: s.res.Tables["EventsTable"]}
 	q := sqs.NewFromConfig(e.direct)
 	queue := s.res.Queues["WebhookQueue"].URL
 	// quietFrom is the count of runs started when the world went quiet;
 	// -1 while it is not. Each look costs the emulator two requests at
-	// most, and none while a sender is still at work.
+	// most, and none while a courier is still at work.
 	quietFrom, faults := -1, 0
 	for {
 		select {
@@ -321,14 +321,14 @@ func depth(ctx context.Context, q *sqs.Client, url string) (int, error) {
 	return n, nil
 }
 
-// sender is the provider's side of one delivery: its attempts and what
+// courier is the provider's side of one delivery: its attempts and what
 // they were answered.
-type sender struct {
+type courier struct {
 	w      World
 	d      delivery
 	url    string
 	github *githubfake.Server
-	// put, when set, is the sender's attempt instead of an HTTP post:
+	// put, when set, is the courier's attempt instead of an HTTP post:
 	// EventBridge's put on the ingress queue (World.Bridge).
 	put func(ctx context.Context, typ string, body []byte) int
 
@@ -339,29 +339,29 @@ type sender struct {
 	err      error
 }
 
-// begin marks the sender started: from now on the case waits for it.
-func (s *sender) begin() {
+// begin marks the courier started: from now on the case waits for it.
+func (s *courier) begin() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = true
 }
 
-// fail ends a sender that could not send: the case's error.
-func (s *sender) fail(err error) {
+// fail ends a courier that could not send: the case's error.
+func (s *courier) fail(err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.err, s.finished = err, true
 }
 
-// sent reports whether the sender was started (a second event is sent
+// sent reports whether the courier was started (a second event is sent
 // only once its fault strikes).
-func (s *sender) sent() bool {
+func (s *courier) sent() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.started
 }
 
-func (s *sender) run(ctx context.Context) {
+func (s *courier) run(ctx context.Context) {
 	defer func() {
 		s.mu.Lock()
 		s.finished = true
@@ -376,18 +376,18 @@ func (s *sender) run(ctx context.Context) {
 	for i := 0; ; i++ {
 		status := s.post(ctx)
 		s.answer(status)
-		if status >= 200 && status < 300 || i >= len(s.w.Sender.Retries) {
+		if status >= 200 && status < 300 || i >= len(s.w.Retry.Retries) {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(scaled(s.w.Sender.Retries[i])):
+		case <-time.After(scaled(s.w.Retry.Retries[i])):
 		}
 	}
 }
 
-func (s *sender) answer(status int) {
+func (s *courier) answer(status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.answers = append(s.answers, status)
@@ -395,7 +395,7 @@ func (s *sender) answer(status int) {
 
 // post makes one attempt, signed anew as the provider signs each, and
 // returns its status (0 for no answer).
-func (s *sender) post(ctx context.Context) int {
+func (s *courier) post(ctx context.Context) int {
 	if s.put != nil {
 		return s.put(ctx, s.d.typ, s.d.body)
 	}
@@ -431,9 +431,9 @@ func (s *sender) post(ctx context.Context) int {
 	return resp.StatusCode
 }
 
-// done reports whether the sender has nothing more to send by itself:
+// done reports whether the courier has nothing more to send by itself:
 // it finished, or it was never started.
-func (s *sender) done() bool {
+func (s *courier) done() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.finished || !s.started
@@ -441,7 +441,7 @@ func (s *sender) done() bool {
 
 // acked reports whether any attempt was answered 2xx: for GitHub, any
 // attempt GitHub made, redeliveries included.
-func (s *sender) acked() bool {
+func (s *courier) acked() bool {
 	if s.github != nil {
 		s.github.Flush()
 		for _, d := range s.github.Deliveries(githubfake.RepoHook("acme", "shop", 1)) {
@@ -462,7 +462,7 @@ func (s *sender) acked() bool {
 }
 
 // attempts is how many attempts the provider made.
-func (s *sender) attempts() int {
+func (s *courier) attempts() int {
 	if s.github != nil {
 		n := 0
 		for _, d := range s.github.Deliveries(githubfake.RepoHook("acme", "shop", 1)) {

@@ -79,7 +79,7 @@ func counted(lines []map[string]any, name string) float64 {
 // check reads where the case left each event sent and judges it by the
 // invariants:
 //
-//   - an event the sender was answered 2xx for (or that the world repairs
+//   - an event the courier was answered 2xx for (or that the world repairs
 //     by itself: GitHub's redeliveries, Stripe's listing) ends processed,
 //     or failed_permanent or dead_lettered with its payload still readable
 //     and a metric that an alarm watches counting it;
@@ -91,7 +91,7 @@ func counted(lines []map[string]any, name string) float64 {
 //   - with a second event of the object (Spec.Second), the mirror ends in
 //     the state of the newest event processed: chronological order,
 //     whichever was applied last.
-func (e *env) check(res *Result, s *stack, snds []*sender) {
+func (e *env) check(res *Result, s *stack, snds []*courier) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var ids []string
@@ -181,7 +181,7 @@ func (e *env) countedEach(s *stack, recs []*event.Record, inDLQ map[string]int) 
 
 // checkEvent judges one event (check), with inDLQ its messages in the
 // DLQ; it returns its record, nil when there is none.
-func (e *env) checkEvent(ctx context.Context, s *stack, snd *sender, inDLQ int) (Result, *event.Record) {
+func (e *env) checkEvent(ctx context.Context, s *stack, snd *courier, inDLQ int) (Result, *event.Record) {
 	o, err := e.observe(ctx, s, snd.d)
 	if err != nil {
 		return Result{Err: err.Error()}, nil
@@ -207,7 +207,7 @@ type observed struct {
 	commits int
 	keys    []string
 	inDLQ   int // the event's messages in the DLQ
-	// acked: a sender's attempt was acknowledged (2xx); attempts counts
+	// acked: a courier's attempt was acknowledged (2xx); attempts counts
 	// them.
 	acked    bool
 	attempts int
@@ -276,7 +276,7 @@ func judge(w World, o observed) Result {
 	rec, found, acked := o.rec, o.found, o.acked
 	// The reconciler repairs what it lists: GitHub's deliveries, Stripe's
 	// snapshot events with a key; no thin event is listed.
-	repaired := w.Sender.Redelivers || (w.APIKey && !w.Thin)
+	repaired := w.Retry.Redelivers || (w.APIKey && !w.Thin)
 
 	// Doubled: an effect committed twice, or two keys for one effect.
 	if o.commits > 1 {
@@ -388,7 +388,7 @@ func ledgerCommits(ctx context.Context, db *dynamodb.Client, table, provider, id
 // checkMirror judges the object's mirror after a case with a second
 // event of it (mirrorWhy). recs are the events' records (nil: none), as
 // snds.
-func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*sender, recs []*event.Record) error {
+func (e *env) checkMirror(ctx context.Context, res *Result, s *stack, snds []*courier, recs []*event.Record) error {
 	var heads []stripeHead
 	var objs []json.RawMessage
 	for _, snd := range snds {

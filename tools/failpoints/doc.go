@@ -3,7 +3,7 @@
 // looks.
 //
 // Nothing lists the failure points by hand. Each world (a provider, with
-// its sender's retry model: Worlds) first runs one event through the real
+// its provider's retry policy: Worlds) first runs one event through the real
 // pipeline without a fault: the three functions built by package boot
 // from the template's environment, in process, each with its AWS clients
 // and its outside calls (a provider's API, the team's application) behind
@@ -19,11 +19,11 @@
 // event's path: a single fault's case records the calls it made after
 // the fault, each a candidate second fault; a fixed seed samples them.
 // Each single fault is then run again with a second event of the same
-// object in flight (Options.Second, second.go): its sender delivers it as
+// object in flight (Options.Second, second.go): its courier delivers it as
 // the fault strikes, a newer state of the object for Stripe, so that the
 // mirror's ordering guard meets every fault.
 // After the fault the world goes on as it does for that provider (its
-// sender's retries, or GitHub's redeliveries on the reconciler's request;
+// courier's retries, or GitHub's redeliveries on the reconciler's request;
 // the event source's redeliveries, the stuck sweep and the reconciler on
 // their schedules), Scale times faster than its own clock, until the
 // events are settled and the world quiet, or Limit. Then the invariants

@@ -184,7 +184,7 @@ func TestPairsAreSampledTwoThirdsFromTheFaultPath(t *testing.T) {
 // handReport is a report built by hand: one world of three sites, its
 // singles, two pairs and a case with a second event.
 func handReport() *Report {
-	w := World{Name: "stripe", Sender: Senders[event.ProviderStripe]}
+	w := World{Name: "stripe", Retry: RetryPolicies[event.ProviderStripe]}
 	single := func(s Site, k Kind, outcome string) Result {
 		return Result{Spec: Spec{World: w, Faults: []Fault{{Point: Point{Site: s, N: 1}, Kind: k}}}, Outcome: outcome}
 	}
@@ -235,7 +235,7 @@ func TestTheReportRendersTheTableTheDocsShow(t *testing.T) {
 	md := buf.String()
 	for _, want := range []string{
 		"3 failure points discovered in 1 worlds. 9 cases of one fault; 3 of two, sampled with seed 7 from the 10 pairs on one event's path: 2 of the 4 whose second fault is on a call only the first one reaches, 1 of the other 6. Run in 1m1s.\n",
-		"| stripe | " + Senders[event.ProviderStripe].Says + " | 3 | 4 |\n",
+		"| stripe | " + RetryPolicies[event.ProviderStripe].Says + " | 3 | 4 |\n",
 		"**stripe**\n\n| function | service | call | fail | lost | kill | refuse |\n|---|---|---|---|---|---|---|\n",
 		"| receiver | dynamodb | `PutItem Events.record` | processed | processed | processed | – |\n",
 		"| processor | app | `POST /forward` | processed | processed | processed | needs a person (failed_permanent) |\n",
@@ -309,10 +309,10 @@ func TestACellNamesTheFirstBrokenInvariant(t *testing.T) {
 // TestJudgingOneEvent feeds judge what the check observed of an event, by
 // hand: each invariant's decision, and the outcome when all held.
 func TestJudgingOneEvent(t *testing.T) {
-	stripe := World{Name: "stripe", Provider: event.ProviderStripe, APIKey: true, Sender: Senders[event.ProviderStripe]}
-	noKey := World{Name: "stripe-no-api-key", Provider: event.ProviderStripe, Sender: Senders[event.ProviderStripe]}
-	thin := World{Name: "stripe-thin", Provider: event.ProviderStripe, APIKey: true, Thin: true, Sender: Senders[event.ProviderStripe]}
-	github := World{Name: "github", Provider: "github", Sender: Sender{Redelivers: true}}
+	stripe := World{Name: "stripe", Provider: event.ProviderStripe, APIKey: true, Retry: RetryPolicies[event.ProviderStripe]}
+	noKey := World{Name: "stripe-no-api-key", Provider: event.ProviderStripe, Retry: RetryPolicies[event.ProviderStripe]}
+	thin := World{Name: "stripe-thin", Provider: event.ProviderStripe, APIKey: true, Thin: true, Retry: RetryPolicies[event.ProviderStripe]}
+	github := World{Name: "github", Provider: "github", Retry: RetryPolicy{Redelivers: true}}
 	shopify := World{Name: "shopify", Provider: "shopify"}
 	rec := func(st event.Status) event.Record {
 		return event.Record{Status: st, Payload: []byte(`{}`), Attempts: 2, LastError: "boom"}

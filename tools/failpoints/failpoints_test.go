@@ -270,7 +270,7 @@ func TestTheMirrorMustEndInTheNewestProcessedState(t *testing.T) {
 // event count in the totals line, and the report shows them in a section
 // of their own, each broken one listed.
 func TestSecondEventCasesAreCountedAndReportedApart(t *testing.T) {
-	w := World{Name: "stripe", Sender: Senders[event.ProviderStripe]}
+	w := World{Name: "stripe", Retry: RetryPolicies[event.ProviderStripe]}
 	site := Site{Function: functionProcessor, Service: "dynamodb", Call: "UpdateItem Events.record →processing"}
 	f := Fault{Point: Point{Site: site, N: 1}, Kind: Kill}
 	rep := &Report{

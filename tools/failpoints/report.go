@@ -61,9 +61,9 @@ func (r *Report) Markdown(out io.Writer) {
 		r.OtherPairs,
 		r.Elapsed.Round(time.Second),
 	)
-	w("| world | its sender | failure points | calls in the fault-free run |\n|---|---|---|---|\n")
+	w("| world | its retries | failure points | calls in the fault-free run |\n|---|---|---|---|\n")
 	for _, d := range r.Discovery {
-		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Sender.Says, len(sites(d.Calls)), len(d.Calls))
+		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Retry.Says, len(sites(d.Calls)), len(d.Calls))
 	}
 	w("\n")
 	for _, d := range r.Discovery {
@@ -134,7 +134,7 @@ func (r *Report) secondsMarkdown(out io.Writer) {
 	if len(r.Seconds) < len(r.Singles) {
 		which = fmt.Sprintf("%d of the %d single faults again, sampled with seed %d", len(r.Seconds), len(r.Singles), r.Seed)
 	}
-	w("With a second event of the same object in flight, sent by its sender as the (first) fault strikes: %d cases, %s and %d sampled pairs. Outcomes: the first event's / the second's.\n\n", len(all), which, len(r.SecondPairs))
+	w("With a second event of the same object in flight, sent by its provider as the (first) fault strikes: %d cases, %s and %d sampled pairs. Outcomes: the first event's / the second's.\n\n", len(all), which, len(r.SecondPairs))
 	w("| world | cases | outcomes |\n|---|---|---|\n")
 	for _, d := range r.Discovery {
 		outcomes := map[string]int{}

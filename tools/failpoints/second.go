@@ -12,7 +12,7 @@ import (
 )
 
 // A case with a second event (Spec.Second) has a second event of the
-// same object in flight when its fault strikes: its sender delivers it
+// same object in flight when its fault strikes: its courier delivers it
 // at that moment, while the first is wherever the fault caught it. For
 // Stripe it is a newer state of the first event's object, created one
 // second later (the subscription gone past_due), so the mirror's ordering

@@ -231,7 +231,7 @@ func (s *stack) serve(h http.Handler) *httptest.Server {
 
 // putEvent is EventBridge's delivery of the Stripe event body to the
 // ingress queue: the envelope the rule's SQS target delivers, sent
-// directly (AWS's own call, never faulted). It answers as a sender's
+// directly (AWS's own call, never faulted). It answers as a courier's
 // attempt: 200 once the message is on the queue.
 func (s *stack) putEvent(ctx context.Context, typ string, body []byte) int {
 	var detail bytes.Buffer

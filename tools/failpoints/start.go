@@ -227,7 +227,7 @@ func (wr *wiring) reconcilerEnv() error {
 	// a run, where every provider's would be 64 for records no case has.
 	fenv[reconcilerID]["RECONCILE_STUCK_PROVIDERS"] = w.Provider
 
-	if w.Sender.Redelivers {
+	if w.Retry.Redelivers {
 		s.github = githubfake.Start(githubfake.Config{Token: githubToken, Secret: providerSecret, Target: s.gateway.URL + "/webhooks/" + w.Provider})
 		s.github.AddHook(githubfake.RepoHook("acme", "shop", 1))
 		recGitHub, err := s.outside(functionReconciler, "github", s.github.URL)

@@ -25,7 +25,7 @@ const (
 	Lost Kind = "lost"
 	// Kill: the call takes effect and its answer arrives, then the
 	// process is killed: the function makes no further call, and its own
-	// answer (to the sender, to the event source) is never given.
+	// answer (to the courier, to the event source) is never given.
 	Kill Kind = "kill"
 	// Refuse: the team's application refuses the call (a 4xx), which
 	// fails the effect, and its event, for good. Only calls to the

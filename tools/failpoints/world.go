@@ -25,7 +25,7 @@ const Scale = 300
 func scaled(d time.Duration) time.Duration { return max(d/Scale, 50*time.Millisecond) }
 
 // A World is one provider's side of the pipeline as the enumeration drives
-// it: who sends its deliveries and how that sender retries, and what the
+// it: who sends its deliveries and how that courier retries, and what the
 // processor can read a payload from.
 type World struct {
 	// Name names the world in the report: the provider's name, with a
@@ -42,7 +42,7 @@ type World struct {
 	// which the processor reads whole from Stripe's API (the event and its
 	// object). The reconciler lists no thin event: a lost one is found
 	// only as its snapshot twin, and this world's has none, so only the
-	// sender's retries repair it.
+	// courier's retries repair it.
 	Thin bool
 	// Connect is the connected account whose event the world's delivery
 	// is (Stripe Connect), signed with the Connect endpoint's secret; the
@@ -73,12 +73,12 @@ type World struct {
 	// (AUDIT_RUN_EFFECTS).
 	Audit        bool
 	AuditEffects bool
-	Sender       Sender
+	Retry        RetryPolicy
 }
 
-// Sender is the model of a provider's sender: what it does after an
+// Sender is the model of a provider's courier: what it does after an
 // attempt that got no 2xx.
-type Sender struct {
+type RetryPolicy struct {
 	// Retries are the waits before each retry, in the provider's time;
 	// none: it never retries by itself.
 	Retries []time.Duration
@@ -89,9 +89,9 @@ type Sender struct {
 	Says string
 }
 
-// Senders are the retry models of the providers this enumeration knows;
-// a provider without one (added later) gets DefaultSender.
-var Senders = map[string]Sender{
+// RetryPolicies are the retry models of the providers this enumeration knows;
+// a provider without one (added later) gets DefaultRetryPolicy.
+var RetryPolicies = map[string]RetryPolicy{
 	event.ProviderStripe: {
 		// Stripe publishes no intervals: "up to three days, with an
 		// exponential back off". Modelled on the intervals reported for
@@ -110,7 +110,7 @@ var Senders = map[string]Sender{
 		Retries: slices.Repeat([]time.Duration{30 * time.Minute}, 8),
 		Says:    "retries 8 times over 4 hours (modelled: every 30 min)",
 	},
-	provider.Standard: DefaultSender,
+	provider.Standard: DefaultRetryPolicy,
 }
 
 // DeclaredWorlds are the declared senders' worlds: one whose template
@@ -124,7 +124,7 @@ var DeclaredWorlds = []World{
 		Name: "declared-timestamp", Provider: "n8n",
 		Declared: `{"name":"n8n","prefix":"sha256=","signature_header":"x-n8n-signature","timestamp_header":"x-n8n-timestamp",` +
 			`"id_header":"x-n8n-delivery","template":"{timestamp}.{id}.{body}","type_field":"type"}`,
-		Sender: Sender{
+		Retry: RetryPolicy{
 			// n8n's HTTP Request node with Retry On Fail at its most:
 			// 5 tries, 5 s apart, each signed anew by the workflow.
 			Retries: slices.Repeat([]time.Duration{5 * time.Second}, 4),
@@ -134,7 +134,7 @@ var DeclaredWorlds = []World{
 	{
 		Name: "declared-untimed", Provider: "billing_svc",
 		Declared: `{"name":"billing_svc","signature_header":"x-signature","id_field":"id","type_field":"type"}`,
-		Sender:   DefaultSender,
+		Retry:    DefaultRetryPolicy,
 	},
 }
 
@@ -164,15 +164,15 @@ func (w World) sign(secret string, d provider.Delivery) (map[string]string, erro
 	return s.Spec().Sign(secret, d)
 }
 
-// EventBridgeSender is Stripe's EventBridge destination: the event is put
+// EventBridgeRetryPolicy is Stripe's EventBridge destination: the event is put
 // on the ingress queue once; EventBridge's own retries (24 h) are AWS's,
 // and its put never fails here.
-var EventBridgeSender = Sender{Says: "EventBridge puts the event on the ingress queue once (its own retries, 24 h, are AWS's)"}
+var EventBridgeRetryPolicy = RetryPolicy{Says: "EventBridge puts the event on the ingress queue once (its own retries, 24 h, are AWS's)"}
 
-// DefaultSender is the Standard Webhooks reference schedule (Svix's):
+// DefaultRetryPolicy is the Standard Webhooks reference schedule (Svix's):
 // retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h. A provider
 // with no model of its own is enumerated with it.
-var DefaultSender = Sender{
+var DefaultRetryPolicy = RetryPolicy{
 	Retries: []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
 		5 * time.Hour, 10 * time.Hour, 10 * time.Hour},
 	Says: "retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h (the Standard Webhooks schedule)",
@@ -186,28 +186,28 @@ var DefaultSender = Sender{
 // event of its object (the processor's API read), and two with the audit
 // running beside the event (without and with its effects); then the
 // declared senders' (DeclaredWorlds). A
-// provider added to that list joins with its sender's model (Senders,
-// else DefaultSender) and its first sample delivery (Samples).
+// provider added to that list joins with its courier's model (RetryPolicies,
+// else DefaultRetryPolicy) and its first sample delivery (Samples).
 func Worlds() []World {
 	var out []World
 	for _, p := range event.Providers {
-		s, ok := Senders[p]
+		s, ok := RetryPolicies[p]
 		if !ok {
-			s = DefaultSender
+			s = DefaultRetryPolicy
 		}
 		if p == event.ProviderStripe {
-			out = append(out, World{Name: p, Provider: p, APIKey: true, Sender: s})
-			out = append(out, World{Name: p + "-no-api-key", Provider: p, Sender: s})
-			out = append(out, World{Name: p + "-thin", Provider: p, APIKey: true, Thin: true, Sender: s})
-			out = append(out, World{Name: p + "-connect", Provider: p, APIKey: true, Connect: connectAccount, Sender: s})
-			out = append(out, World{Name: p + "-connect-listed", Provider: p, APIKey: true, Connect: connectAccount, ListAccounts: true, Sender: s})
-			out = append(out, World{Name: p + "-bridge-connect", Provider: p, APIKey: true, Connect: connectAccount, Bridge: true, Sender: EventBridgeSender})
-			out = append(out, World{Name: p + "-tie", Provider: p, APIKey: true, Tie: true, Sender: s})
-			out = append(out, World{Name: p + "-audit", Provider: p, APIKey: true, Audit: true, Sender: s})
-			out = append(out, World{Name: p + "-audit-effects", Provider: p, APIKey: true, Audit: true, AuditEffects: true, Sender: s})
+			out = append(out, World{Name: p, Provider: p, APIKey: true, Retry: s})
+			out = append(out, World{Name: p + "-no-api-key", Provider: p, Retry: s})
+			out = append(out, World{Name: p + "-thin", Provider: p, APIKey: true, Thin: true, Retry: s})
+			out = append(out, World{Name: p + "-connect", Provider: p, APIKey: true, Connect: connectAccount, Retry: s})
+			out = append(out, World{Name: p + "-connect-listed", Provider: p, APIKey: true, Connect: connectAccount, ListAccounts: true, Retry: s})
+			out = append(out, World{Name: p + "-bridge-connect", Provider: p, APIKey: true, Connect: connectAccount, Bridge: true, Retry: EventBridgeRetryPolicy})
+			out = append(out, World{Name: p + "-tie", Provider: p, APIKey: true, Tie: true, Retry: s})
+			out = append(out, World{Name: p + "-audit", Provider: p, APIKey: true, Audit: true, Retry: s})
+			out = append(out, World{Name: p + "-audit-effects", Provider: p, APIKey: true, Audit: true, AuditEffects: true, Retry: s})
 			continue
 		}
-		out = append(out, World{Name: p, Provider: p, Sender: s})
+		out = append(out, World{Name: p, Provider: p, Retry: s})
 	}
 	return append(out, DeclaredWorlds...)
 }

@@ -37,7 +37,7 @@ const NoRecord Status = ""
 // what it found.
 var Transitions = []Transition{
 	{NoRecord, StatusReceived, Unconditional, "Create", "the first delivery of a handled type is stored"},
-	{NoRecord, StatusIgnored, Unconditional, "Create", "the first delivery of a type not handled is kept for the audit trail"},
+	{NoRecord, StatusIgnored, Unconditional, "Create", "the first delivery of a type not handled is kept as the record of what arrived"},
 	{NoRecord, StatusProcessed, Unconditional, "TwinWrite", "a Stripe thin event's commit records its snapshot twin, not yet received, as having had the pair's effect"},
 	{StatusReceived, StatusProcessing, Unconditional, "Claim", "a worker claims a new event under a lease"},
 	{StatusFailed, StatusProcessing, Unconditional, "Claim", "a worker claims a failed event again, on its retry"},

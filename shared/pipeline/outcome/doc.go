@@ -6,7 +6,7 @@
 // `outcome` attribute. Each value means one thing wherever it appears:
 // `duplicate` is an event already in hand, acknowledged with no second effect,
 // at the receiver and at the processor alike; `ignored` is an event whose type
-// this deployment does not handle, kept for the audit trail and never
+// this deployment does not handle, kept as the record of what arrived and never
 // processed, on the delivery that stored it and on its record.
 //
 // An event's status (received, processing, processed, ...) is another

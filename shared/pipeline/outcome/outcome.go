@@ -19,7 +19,7 @@ const (
 	// record that is already finished.
 	Duplicate Outcome = "duplicate"
 	// Ignored: the event's type is not handled by this deployment. Its new
-	// record is kept with status ignored for the audit trail and never
+	// record is kept with status ignored as the record of what arrived and never
 	// enqueued (200); the record's own outcome says the same.
 	Ignored Outcome = "ignored"
 
