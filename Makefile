@@ -148,7 +148,11 @@ demo: venv
 	exec bin/devstack -demo $(DEV_FLAGS)
 
 ## test: unit, integration and end-to-end tests against the emulator (and
-## the real bootstrap binaries under the Lambda runtime emulator).
+## the real bootstrap binaries under the Lambda runtime emulator). Each test
+## package starts its own emulator (tools/testing/testenv) unless
+## AWS_ENDPOINT_URL names one: an emulator runs its DynamoDB requests one at
+## a time, so two packages at once on one emulator wait for each other (four
+## heavy packages: 261 s on one, 214 s on their own).
 ## TEST_SKIP leaves packages out (go list patterns): CI leaves out those it
 ## runs on LocalStack next, where they check the same things.
 ## TEST_SKIP_RUN leaves tests out by name (go test -skip): CI runs the fast
@@ -161,7 +165,7 @@ test: venv rie stripe-mock
 	  echo "test: leaving out $$(echo $$skip | wc -w) packages (TEST_SKIP): $(TEST_SKIP)"; fi; \
 	skiprun=; if [ -n "$(strip $(TEST_SKIP_RUN))" ]; then skiprun="-skip $(TEST_SKIP_RUN)"; \
 	  echo "test: leaving out the tests matching $(TEST_SKIP_RUN) (TEST_SKIP_RUN)"; fi; \
-	$(GO) run ./tools/cmd/withemulator -- $(GO) test $(TEST_FLAGS) $$skiprun $$pkgs
+	$(GO) test $(TEST_FLAGS) $$skiprun $$pkgs
 
 ## test-localstack: the end-to-end tests, the drills and the CLI tests with
 ## SQS, SSM and CloudFormation on LocalStack (started here without Docker,
