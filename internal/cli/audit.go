@@ -119,43 +119,17 @@ func (a *app) audit(ctx context.Context, o auditOpts) error {
 	return a.printAudit(res, o)
 }
 
-// auditEnv is the auditor's configuration: with --stage the stage's
-// parameters, and getenv reads nothing from the shell; locally the
-// shell's environment, which must name a Stripe API key.
+// auditEnv is the auditor's configuration (see stageEnv), with the
+// stage's effect settings and secrets, which an audit's repairs may run.
 func (a *app) auditEnv(ctx context.Context) (map[string]string, func(string) string, error) {
-	// As reconcile: with --stage every setting is the stage's, and none
-	// comes from the shell, so a local key or API base never meets a
-	// live stage.
-	env := map[string]string{}
-	getenv := a.getenv
-	if a.deployed() {
-		getenv = func(string) string { return "" }
-		params, err := a.stageParameters(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		for param, key := range map[string]string{
-			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "MirrorKeepFields": "MIRROR_KEEP_FIELDS",
-			"EffectSettings": "EFFECT_SETTINGS", "EffectSecrets": "EFFECT_SECRETS",
-		} {
-			if v := params[param]; v != "" {
-				env[key] = v
-			}
-		}
-		if env["EFFECT_SECRETS"] != "" {
-			env["STAGE"], env["EFFECT_SECRETS_PATH"] = a.stage, "/webhook-inbox/"+a.stage+"/effects/"
-		}
-		if env["STRIPE_API_KEY_PARAMETER"] == "" {
-			return nil, nil, fmt.Errorf("%s: stack %s has no ApiKeyParameter parameter: deploy the current template.yaml", a.target(), a.stackName())
-		}
-		if a.stageAPIBase != "" {
-			env["STRIPE_API_BASE"] = a.stageAPIBase
-		}
-	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
-		return nil, nil, usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to subscriptions) " +
-			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+	env, getenv, err := a.stageEnv(ctx, map[string]string{
+		"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "MirrorKeepFields": "MIRROR_KEEP_FIELDS",
+		"EffectSettings": "EFFECT_SETTINGS", "EffectSecrets": "EFFECT_SECRETS",
+	}, "subscriptions")
+	if err == nil && a.deployed() && env["EFFECT_SECRETS"] != "" {
+		env["STAGE"], env["EFFECT_SECRETS_PATH"] = a.stage, "/webhook-inbox/"+a.stage+"/effects/"
 	}
-	return env, getenv, nil
+	return env, getenv, err
 }
 
 // printAudit prints an audit's result as rows, then each repair, what

@@ -170,17 +170,25 @@ func (a *app) spinner(what string) func(string) {
 	}
 }
 
-// reconcileEnv is the reconciler's configuration: with --stage the
-// stage's parameters, and getenv reads nothing from the shell; locally the
-// shell's environment, which must name a Stripe API key.
+// reconcileEnv is the reconciler's configuration (see stageEnv).
 func (a *app) reconcileEnv(ctx context.Context) (map[string]string, func(string) string, error) {
-	// The deployed reconciler's settings: with --stage they come from the
-	// parameters the stack was deployed with, as its resources come from
-	// its outputs, and nothing comes from the shell. A local STRIPE_API_KEY
-	// or STRIPE_MODE must not run a test key against a live stage, and a
-	// STRIPE_API_BASE left from local work (a plain-http stand-in, say)
-	// must not receive the stage's live key: the stage's reconciler talks
-	// to Stripe's API, so this run does too.
+	return a.stageEnv(ctx, map[string]string{
+		"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE",
+	}, "events")
+}
+
+// stageEnv is the deployed reconciler's environment as inboxctl's
+// reconcile and audit rebuild it, for its one parser to read: with --stage
+// the stage's parameters (fromStack: each parameter's variable), and
+// getenv reads nothing from the shell; locally the shell's environment,
+// which must name a Stripe API key (with read access to reads).
+//
+// With --stage nothing comes from the shell: a local STRIPE_API_KEY or
+// STRIPE_MODE must not run a test key against a live stage, and a
+// STRIPE_API_BASE left from local work (a plain-http stand-in, say) must
+// not receive the stage's live key: the stage's reconciler talks to
+// Stripe's API, so this run does too.
+func (a *app) stageEnv(ctx context.Context, fromStack map[string]string, reads string) (map[string]string, func(string) string, error) {
 	env := map[string]string{}
 	getenv := a.getenv
 	if a.deployed() {
@@ -189,9 +197,7 @@ func (a *app) reconcileEnv(ctx context.Context) (map[string]string, func(string)
 		if err != nil {
 			return nil, nil, err
 		}
-		for param, key := range map[string]string{
-			"ApiKeyParameter": "STRIPE_API_KEY_PARAMETER", "StripeMode": "STRIPE_MODE", "RetentionDays": "RETENTION_DAYS", "ReconcileRate": "RECONCILE_RATE",
-		} {
+		for param, key := range fromStack {
 			if v := params[param]; v != "" {
 				env[key] = v
 			}
@@ -203,8 +209,8 @@ func (a *app) reconcileEnv(ctx context.Context) (map[string]string, func(string)
 			env["STRIPE_API_BASE"] = a.stageAPIBase
 		}
 	} else if a.getenv("STRIPE_API_KEY") == "" && a.getenv("STRIPE_API_KEY_PARAMETER") == "" && a.getenv("STRIPE_API_BASE") == "" {
-		return nil, nil, usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to events) " +
-			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage")
+		return nil, nil, usagef("no Stripe API key: set STRIPE_API_KEY (a restricted key with read access to %s) "+
+			"or STRIPE_API_KEY_PARAMETER (its SSM parameter), or use --stage", reads)
 	}
 	return env, getenv, nil
 }
