@@ -236,7 +236,16 @@ func (e *emulator) invoke(ctx context.Context, payload []byte) (int, []byte, err
 			body, err := io.ReadAll(resp.Body)
 			return resp.StatusCode, body, err
 		}
-		if !errors.Is(err, syscall.ECONNREFUSED) {
+		// A connection kept from an earlier invocation fails with EOF,
+		// not ECONNREFUSED, when the emulator has exited since: the exit
+		// is the answer then, whatever error it surfaced as.
+		exited := false
+		select {
+		case <-e.done:
+			exited = true
+		default:
+		}
+		if !exited && !errors.Is(err, syscall.ECONNREFUSED) {
 			return 0, nil, fmt.Errorf("invoke: %w", err)
 		}
 		select {
