@@ -158,10 +158,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		seconds = withSecond(chosen)
 	}
 	total := len(singles) + len(seconds) + max(o.Pairs, 0) + max(o.SecondPairs, 0)
-	rep.Singles = e.runAll(ctx, singles, o, 0, total)
-	if ctx.Err() == nil && len(seconds) > 0 {
-		rep.Seconds = e.runAll(ctx, seconds, o, len(singles), total)
-	}
+	rep.Seconds, rep.Singles = e.runBoth(ctx, seconds, singles, nil, o, 0, total)
 	if ctx.Err() != nil || o.SinglesOnly {
 		rep.Elapsed = time.Since(start)
 		return rep, ctx.Err()
@@ -258,8 +255,8 @@ func (e lanes) runPairs(ctx context.Context, rep *Report, o Options, done, total
 	rng := rand.New(rand.NewPCG(o.Seed, o.Seed^0x9e3779b97f4a7c15))
 	chosen, nf := choosePairs(rng, fault, others, o.Pairs)
 	rep.SampledFaultPath = nf
-	rep.Pairs = e.runAll(ctx, chosen, o, done, total)
-	if o.Second && o.SecondPairs != 0 && ctx.Err() == nil {
+	var seconds []Spec
+	if o.Second && o.SecondPairs != 0 {
 		// Drawn from every pair, apart from the draw above.
 		all := append(append([]Spec(nil), fault...), others...)
 		n := len(all)
@@ -267,7 +264,65 @@ func (e lanes) runPairs(ctx context.Context, rep *Report, o Options, done, total
 			n = min(n, o.SecondPairs)
 		}
 		rng2 := rand.New(rand.NewPCG(o.Seed^0x5eed5eed, o.Seed))
-		rep.SecondPairs = e.runAll(ctx, withSecond(sample(rng2, all, n)), o, done+len(chosen), total)
+		seconds = withSecond(sample(rng2, all, n))
+	}
+	rep.SecondPairs, rep.Pairs = e.runBoth(ctx, seconds, chosen, singleTook(rep.Singles), o, done, total)
+}
+
+// runBoth runs seconds and specs as one batch, longest first by est (nil:
+// seconds first), and returns each one's results, in their own order (nil
+// for none). A batch ends with a tail in which most workers wait on its
+// longest cases (a dead-lettered event's are minutes of the world's time):
+// the cases with a second event need nothing from the others' results, so
+// they share the others' batch rather than adding a tail of their own, and
+// the cases expected to run longest start first, so that the tail is short.
+func (e lanes) runBoth(ctx context.Context, seconds, specs []Spec, est func(Spec) time.Duration, o Options, done, total int) (secondsOut, specsOut []Result) {
+	all := append(append([]Spec(nil), seconds...), specs...)
+	order := longestFirst(all, est)
+	run := make([]Spec, len(all))
+	for i, j := range order {
+		run[i] = all[j]
+	}
+	res := e.runAll(ctx, run, o, done, total)
+	out := make([]Result, len(all))
+	for i, j := range order {
+		out[j] = res[i]
+	}
+	if len(seconds) > 0 {
+		secondsOut = out[:len(seconds)]
+	}
+	return secondsOut, out[len(seconds):]
+}
+
+// longestFirst is the order in which to run specs: by est, longest first,
+// equal estimates (and every spec, for a nil est) in their own order.
+func longestFirst(specs []Spec, est func(Spec) time.Duration) []int {
+	order := make([]int, len(specs))
+	for i := range order {
+		order[i] = i
+	}
+	if est != nil {
+		sort.SliceStable(order, func(a, b int) bool { return est(specs[order[a]]) > est(specs[order[b]]) })
+	}
+	return order
+}
+
+// singleTook estimates a pair's time by its first fault's single case
+// (the longer for a second event): the pair runs that case's course, and
+// more.
+func singleTook(singles []Result) func(Spec) time.Duration {
+	took := map[string]time.Duration{}
+	for _, r := range singles {
+		if len(r.Faults) == 1 {
+			took[r.World.Name+"|"+r.Faults[0].String()] = r.Elapsed
+		}
+	}
+	return func(s Spec) time.Duration {
+		d := took[s.World.Name+"|"+s.Faults[0].String()]
+		if s.Second {
+			d += d / 2
+		}
+		return d
 	}
 }
 

@@ -2,6 +2,7 @@ package failpoints
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -123,6 +124,37 @@ func TestWithSecondMarksEveryCaseAndLeavesTheInput(t *testing.T) {
 		if specs[i].Second {
 			t.Errorf("case %d: the input was marked too", i)
 		}
+	}
+}
+
+// TestPairsRunLongestFirstByTheirFirstFaultsSingle: a pair's estimate is
+// its first fault's single case's time (half again with a second event);
+// the longest start first, equal ones and a nil estimate keep their order.
+func TestPairsRunLongestFirstByTheirFirstFaultsSingle(t *testing.T) {
+	fast := Fault{Point: Point{Site: siteRecord, N: 1}, Kind: Fail}
+	slow := Fault{Point: Point{Site: siteForward, N: 1}, Kind: Refuse}
+	second := Fault{Point: Point{Site: siteRecord, N: 2}, Kind: Fail}
+	w := World{Name: "a"}
+	singles := []Result{
+		{Spec: Spec{World: w, Faults: []Fault{fast}}, Elapsed: 2 * time.Second},
+		{Spec: Spec{World: w, Faults: []Fault{slow}}, Elapsed: 80 * time.Second},
+	}
+	specs := []Spec{
+		{World: w, Faults: []Fault{fast, second}},
+		{World: w, Faults: []Fault{slow, second}},
+		{World: w, Faults: []Fault{fast, second}, Second: true},
+		{World: w, Faults: []Fault{fast, slow}},
+		{World: World{Name: "unknown"}, Faults: []Fault{slow, second}},
+	}
+	est := singleTook(singles)
+	if got, want := est(specs[2]), 3*time.Second; got != want {
+		t.Errorf("a pair with a second event: estimate %v, want %v", got, want)
+	}
+	if got, want := fmt.Sprint(longestFirst(specs, est)), "[1 2 0 3 4]"; got != want {
+		t.Errorf("order %s, want %s", got, want)
+	}
+	if got, want := fmt.Sprint(longestFirst(specs, nil)), "[0 1 2 3 4]"; got != want {
+		t.Errorf("with no estimate: order %s, want %s", got, want)
 	}
 }
 
