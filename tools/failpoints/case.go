@@ -36,7 +36,24 @@ type Spec struct {
 	// courier as the first fault strikes (second.go), and the invariants
 	// are checked for each event, and for the object's mirror.
 	Second bool `json:"second_event,omitempty"`
+	// Order, in an Audit world, settles the race between the audit run as
+	// the case starts and the event in flight (discover): "" leaves it a
+	// race, as every case does.
+	Order Order `json:"order,omitempty"`
 }
+
+// Order is who goes first in an Audit world's fault-free run.
+type Order string
+
+const (
+	// OrderAuditFirst: the courier sends the event once the audit run as
+	// the case starts has ended.
+	OrderAuditFirst Order = "audit first"
+	// OrderEventFirst: no audit runs as the case starts; the first runs
+	// with the first reconciliation, a reconciler period later (the event
+	// is processed within a tenth of it).
+	OrderEventFirst Order = "event first"
+)
 
 // Result is what one case did.
 type Result struct {
@@ -57,6 +74,9 @@ type Result struct {
 	Calls []Call `json:"-"`
 	// CallCount is len(Calls), in the report's JSON.
 	CallCount int `json:"calls"`
+	// RaceSites: of a world's fault-free run, the sites its other
+	// fault-free runs called and it did not (discover).
+	RaceSites []Site `json:"race_sites,omitempty"`
 	// Unfired are faults whose point the case never reached.
 	Unfired []Fault       `json:"unfired,omitempty"`
 	Elapsed time.Duration `json:"elapsed"`
@@ -89,7 +109,7 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		res.Err = err.Error()
 		return res
 	}
-	s, err := e.start(ctx, w, d.typ, spec.Faults)
+	s, err := e.start(ctx, w, d.typ, spec.Faults, spec.Order)
 	if err != nil {
 		res.Err = err.Error()
 		return res
@@ -107,6 +127,12 @@ func (e *env) run(ctx context.Context, spec Spec) Result {
 		// The second event is sent as the first fault strikes, by its own
 		// courier, while the fault's call goes on.
 		s.tap.whenFault(func() { l.launch(snds[1]) })
+	}
+	if spec.Order == OrderAuditFirst && s.auditEnded != nil {
+		select {
+		case <-s.auditEnded:
+		case <-ctx.Done():
+		}
 	}
 	l.launch(snds[0])
 	e.settle(ctx, s, snds)

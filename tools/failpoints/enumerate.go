@@ -188,20 +188,57 @@ func newLanes(ctx context.Context, o Options) (lanes, error) {
 	return e, nil
 }
 
-// discover runs each world once without a fault, into rep.Discovery;
-// each must end processed.
+// discover runs each world once without a fault, into rep.Discovery: a
+// world's run, with the sites only its other runs called as its
+// RaceSites. An Audit world's order is a race (the audit run as the case
+// starts against the event in flight): one run takes one order, and the
+// calls of the other (the processor's effects when the event comes first,
+// the superseded event's when the audit does) would go unenumerated, so it
+// runs twice more, the audit first, then the event (Spec.Order). Each
+// must end processed.
 func (e lanes) discover(ctx context.Context, rep *Report, o Options) error {
 	var discovery []Spec
 	for _, w := range o.Worlds {
 		discovery = append(discovery, Spec{World: w})
 	}
-	rep.Discovery = e.runAll(ctx, discovery, o, 0, len(discovery))
-	for _, r := range rep.Discovery {
+	var again []Spec
+	for _, w := range o.Worlds {
+		if w.Audit {
+			again = append(again, Spec{World: w, Order: OrderAuditFirst}, Spec{World: w, Order: OrderEventFirst})
+		}
+	}
+	runs := e.runAll(ctx, append(discovery, again...), o, 0, len(discovery)+len(again))
+	for _, r := range runs {
 		if !r.OK() || r.Outcome != OutcomeProcessed {
 			return fmt.Errorf("failpoints: the fault-free run of %s did not end processed: %s %s %s", r.World.Name, r.Outcome, r.Why, r.Err)
 		}
 	}
+	rep.Discovery = unionSites(runs[:len(discovery)], runs[len(discovery):])
 	return nil
+}
+
+// unionSites gives each of firsts, as RaceSites, the sites the runs of
+// its world in others called that it did not, in the order first called.
+func unionSites(firsts, others []Result) []Result {
+	out := append([]Result(nil), firsts...)
+	for i := range out {
+		seen := map[Site]bool{}
+		for _, s := range sites(out[i].Calls) {
+			seen[s] = true
+		}
+		for _, r := range others {
+			if r.World.Name != out[i].World.Name {
+				continue
+			}
+			for _, s := range sites(r.Calls) {
+				if !seen[s] {
+					seen[s] = true
+					out[i].RaceSites = append(out[i].RaceSites, s)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // singlesOf is one case for each site the fault-free runs called and
@@ -209,7 +246,7 @@ func (e lanes) discover(ctx context.Context, rep *Report, o Options) error {
 func singlesOf(discovery []Result) []Spec {
 	var singles []Spec
 	for _, d := range discovery {
-		for _, site := range sites(d.Calls) {
+		for _, site := range d.Sites() {
 			for _, k := range Kinds {
 				if applies(k, site) {
 					singles = append(singles, Spec{World: d.World, Faults: []Fault{{Point: Point{Site: site, N: 1}, Kind: k}}})
@@ -225,7 +262,7 @@ func knownSites(discovery []Result) map[string]map[Site]bool {
 	known := map[string]map[Site]bool{}
 	for _, d := range discovery {
 		known[d.World.Name] = map[Site]bool{}
-		for _, s := range sites(d.Calls) {
+		for _, s := range d.Sites() {
 			known[d.World.Name][s] = true
 		}
 	}
@@ -335,6 +372,10 @@ func withSecond(specs []Spec) []Spec {
 	}
 	return out
 }
+
+// Sites are the failure points a fault-free run found: the distinct sites
+// of its calls, then its RaceSites.
+func (r Result) Sites() []Site { return append(sites(r.Calls), r.RaceSites...) }
 
 // sites returns the distinct sites of calls, in the order first called.
 func sites(calls []Call) []Site {

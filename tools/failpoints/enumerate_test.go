@@ -158,6 +158,43 @@ func TestPairsRunLongestFirstByTheirFirstFaultsSingle(t *testing.T) {
 	}
 }
 
+// TestARaceWorldsSitesAreTheUnionOfItsRuns: a world's discovery is its
+// first run, with the sites only its other runs called as RaceSites (in
+// the order first called, each once); another world's runs add nothing.
+func TestARaceWorldsSitesAreTheUnionOfItsRuns(t *testing.T) {
+	a, b := World{Name: "a", Audit: true}, World{Name: "b"}
+	call := func(s Site) Call { return Call{Point: Point{Site: s, N: 1}} }
+	firsts := []Result{
+		{Spec: Spec{World: a}, Calls: []Call{call(siteRecord), call(siteList)}},
+		{Spec: Spec{World: b}, Calls: []Call{call(siteRecord)}},
+	}
+	others := []Result{
+		{Spec: Spec{World: a}, Calls: []Call{call(siteRecord), call(siteForward)}},
+		{Spec: Spec{World: b}, Calls: []Call{call(siteSecret)}},
+		{Spec: Spec{World: a}, Calls: []Call{call(siteForward), call(siteDelete), call(siteList)}},
+	}
+	got := unionSites(firsts, others)
+	if want := []Site{siteForward, siteDelete}; !slices.Equal(got[0].RaceSites, want) {
+		t.Errorf("a's race sites: %v, want %v", got[0].RaceSites, want)
+	}
+	if want := []Site{siteRecord, siteList, siteForward, siteDelete}; !slices.Equal(got[0].Sites(), want) {
+		t.Errorf("a's sites: %v, want %v", got[0].Sites(), want)
+	}
+	if want := []Site{siteRecord, siteSecret}; !slices.Equal(got[1].Sites(), want) {
+		t.Errorf("b's sites: %v, want %v", got[1].Sites(), want)
+	}
+	if len(firsts[0].RaceSites) != 0 {
+		t.Error("the input was changed")
+	}
+	specs := singlesOf(got[:1])
+	for _, sp := range specs {
+		if sp.Faults[0].Site == siteForward {
+			return
+		}
+	}
+	t.Errorf("no single fault at a race site: %v", specs)
+}
+
 // specsNamed are n cases of world name, told apart by their occurrence.
 func specsNamed(name string, n int) []Spec {
 	var out []Spec
@@ -266,7 +303,7 @@ func TestTheReportRendersTheTableTheDocsShow(t *testing.T) {
 	rep.Markdown(&buf)
 	md := buf.String()
 	for _, want := range []string{
-		"3 failure points discovered in 1 worlds. 9 cases of one fault; 3 of two, sampled with seed 7 from the 10 pairs on one event's path: 2 of the 4 whose second fault is on a call only the first one reaches, 1 of the other 6. Run in 1m1s.\n",
+		"3 failure points discovered in 1 worlds (an audit world's from three fault-free runs: its audit racing the event, first, and after it). 9 cases of one fault; 3 of two, sampled with seed 7 from the 10 pairs on one event's path: 2 of the 4 whose second fault is on a call only the first one reaches, 1 of the other 6. Run in 1m1s.\n",
 		"| stripe | " + RetryPolicies[event.ProviderStripe].Says + " | 3 | 4 |\n",
 		"**stripe**\n\n| function | service | call | fail | lost | kill | refuse |\n|---|---|---|---|---|---|---|\n",
 		"| receiver | dynamodb | `PutItem Events.record` | processed | processed | processed | – |\n",

@@ -48,7 +48,7 @@ func (r *Report) Markdown(out io.Writer) {
 	w := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
 	cases, lost, doubled, silent, disagree := r.Totals()
 	w(
-		"%d failure points discovered in %d worlds. %d cases of one fault; %d of two, sampled with seed %d from the %d pairs on one event's path: %d of the %d whose second fault is on a call only the first one reaches, %d of the other %d. Run in %s.\n\n",
+		"%d failure points discovered in %d worlds (an audit world's from three fault-free runs: its audit racing the event, first, and after it). %d cases of one fault; %d of two, sampled with seed %d from the %d pairs on one event's path: %d of the %d whose second fault is on a call only the first one reaches, %d of the other %d. Run in %s.\n\n",
 		r.points(),
 		len(r.Worlds),
 		len(r.Singles),
@@ -63,12 +63,12 @@ func (r *Report) Markdown(out io.Writer) {
 	)
 	w("| world | its retries | failure points | calls in the fault-free run |\n|---|---|---|---|\n")
 	for _, d := range r.Discovery {
-		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Retry.Says, len(sites(d.Calls)), len(d.Calls))
+		w("| %s | %s | %d | %d |\n", d.World.Name, d.World.Retry.Says, len(d.Sites()), len(d.Calls))
 	}
 	w("\n")
 	for _, d := range r.Discovery {
 		w("**%s**\n\n| function | service | call | fail | lost | kill | refuse |\n|---|---|---|---|---|---|---|\n", d.World.Name)
-		for _, s := range sites(d.Calls) {
+		for _, s := range d.Sites() {
 			row := map[Kind]string{}
 			for _, c := range r.Singles {
 				if c.World.Name == d.World.Name && c.Faults[0].Site == s {
@@ -171,7 +171,7 @@ func (r *Report) secondsMarkdown(out io.Writer) {
 func (r *Report) points() int {
 	n := 0
 	for _, d := range r.Discovery {
-		n += len(sites(d.Calls))
+		n += len(d.Sites())
 	}
 	return n
 }

@@ -140,11 +140,16 @@ func (l *logs) lines() []map[string]any {
 // schedule, and the world's stand-ins (Stripe's API, GitHub's, the team's
 // application).
 type stack struct {
-	w      World
-	prefix string
-	tap    *tap
-	res    *provision.Resources
-	direct aws.Config
+	w World
+	// order settles an Audit world's race (Spec.Order); auditEnded is
+	// closed when the audit run as the case starts has ended (Audit
+	// worlds).
+	order      Order
+	auditEnded chan struct{}
+	prefix     string
+	tap        *tap
+	res        *provision.Resources
+	direct     aws.Config
 
 	gateway *httptest.Server
 	stripe  *stripefake.Server

@@ -50,8 +50,11 @@ type wiring struct {
 
 // start provisions and starts a case's stack for w, whose provider's
 // handled type is typ, with the faults of plan.
-func (e *env) start(ctx context.Context, w World, typ string, plan []Fault) (*stack, error) {
-	s := &stack{w: w, prefix: "fp" + newID()[:10], direct: e.direct, logs: map[string]*logs{}}
+func (e *env) start(ctx context.Context, w World, typ string, plan []Fault, order Order) (*stack, error) {
+	s := &stack{w: w, order: order, prefix: "fp" + newID()[:10], direct: e.direct, logs: map[string]*logs{}}
+	if w.Audit {
+		s.auditEnded = make(chan struct{})
+	}
 	s.tap = newTap(s.prefix, plan)
 	ok := false
 	defer func() {
@@ -394,15 +397,19 @@ func (s *stack) run(p, bp *poller.Poller, handle func(context.Context, json.RawM
 
 // reconcileLoop runs the reconciler every reconcileEvery (or sooner, on
 // runSoon) until ctx ends; in Audit worlds, an audit first, as the case
-// starts: it races the event in flight.
+// starts: it races the event in flight (but with OrderEventFirst), and
+// closes auditEnded when it ends.
 func (s *stack) reconcileLoop(runCtx context.Context, handle func(context.Context, json.RawMessage) error, runs []json.RawMessage) {
 	tick := time.NewTicker(reconcileEvery)
 	defer tick.Stop()
 	if s.w.Audit {
-		invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
-		_ = handle(invCtx, runs[0])
-		cancel()
-		s.tap.ended(functionReconciler)
+		if s.order != OrderEventFirst {
+			invCtx, cancel := context.WithTimeout(runCtx, reconcileTimeout)
+			_ = handle(invCtx, runs[0])
+			cancel()
+			s.tap.ended(functionReconciler)
+		}
+		close(s.auditEnded)
 	}
 	for {
 		select {

@@ -211,9 +211,12 @@ func progress(start time.Time, c cli) func(done, total int, r failpoints.Result)
 // printDiscovery prints each world's fault-free run's calls.
 func printDiscovery(rep *failpoints.Report) {
 	for _, d := range rep.Discovery {
-		fmt.Printf("== %s (%s)\n", d.World.Name, d.Outcome)
+		fmt.Printf("== %s (%s, %d failure points)\n", d.World.Name, d.Outcome, len(d.Sites()))
 		for _, c := range d.Calls {
 			fmt.Printf("  %6s  %s #%d\n", c.At.Round(10*time.Millisecond), c.Site, c.N)
+		}
+		for _, s := range d.RaceSites {
+			fmt.Printf("  %6s  %s (another fault-free run's: the audit first or after the event)\n", "", s)
 		}
 	}
 }
