@@ -208,13 +208,22 @@ func (e lanes) discover(ctx context.Context, rep *Report, o Options) error {
 		}
 	}
 	runs := e.runAll(ctx, append(discovery, again...), o, 0, len(discovery)+len(again))
+	// Kept whatever the runs' ends: a report shows a failed discovery.
+	rep.Discovery = unionSites(runs[:len(discovery)], runs[len(discovery):])
 	for _, r := range runs {
 		if !r.OK() || r.Outcome != OutcomeProcessed {
-			return fmt.Errorf("failpoints: the fault-free run of %s did not end processed: %s %s %s", r.World.Name, r.Outcome, r.Why, r.Err)
+			return fmt.Errorf("failpoints: the fault-free run of %s%s did not end processed: %s %s %s", r.World.Name, orderOf(r.Order), r.Outcome, r.Why, r.Err)
 		}
 	}
-	rep.Discovery = unionSites(runs[:len(discovery)], runs[len(discovery):])
 	return nil
+}
+
+// orderOf names a run's order for a message: nothing for the race.
+func orderOf(o Order) string {
+	if o == "" {
+		return ""
+	}
+	return " (" + string(o) + ")"
 }
 
 // unionSites gives each of firsts, as RaceSites, the sites the runs of
